@@ -1,0 +1,1 @@
+"""The ``resonance`` command (typer): thin shells over the library's calls."""
