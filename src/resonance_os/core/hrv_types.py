@@ -32,7 +32,9 @@ def validate_hrv(values: Iterable[float] | Mapping[str, float], *, what: str = "
     try:
         items = list(values)
     except TypeError:
-        raise InvalidHRVError(f"{what} must be a sequence of {HRV_DIM} numbers, got {type(values).__name__}") from None
+        raise InvalidHRVError(
+            f"{what} must be a sequence of {HRV_DIM} numbers, got {type(values).__name__}"
+        ) from None
     if len(items) != HRV_DIM:
         raise InvalidHRVError(
             f"{what} must have {HRV_DIM} values ({', '.join(HRV_DIMENSIONS)}), got {len(items)}"
@@ -46,7 +48,9 @@ def validate_hrv(values: Iterable[float] | Mapping[str, float], *, what: str = "
         except (TypeError, ValueError):
             raise InvalidHRVError(f"{what} {name} must be a number in [0, 1], got {raw!r}") from None
         if not math.isfinite(value):
-            raise InvalidHRVError(f"{what} {name} is {value}; every dimension must be a finite number in [0, 1]")
+            raise InvalidHRVError(
+                f"{what} {name} is {value}; every dimension must be a finite number in [0, 1]"
+            )
         if not 0.0 <= value <= 1.0:
             raise InvalidHRVError(f"{what} {name} = {value} is outside [0, 1]; rescale it into [0, 1]")
         result.append(value)

@@ -144,7 +144,9 @@ def load_checkpoint(path: str | os.PathLike[str], *, expected_algorithm: str | N
         try:
             states[file.stem] = torch.load(file, map_location="cpu", weights_only=True)
         except Exception as exc:  # torch raises several types for corrupt or unsafe files
-            raise CheckpointError(f"corrupt or unsafe state file {file}: {exc}; re-save the checkpoint") from exc
+            raise CheckpointError(
+                f"corrupt or unsafe state file {file}: {exc}; re-save the checkpoint"
+            ) from exc
     return Checkpoint(weights=weights, states=states, config=config, metadata=metadata)
 
 
@@ -152,9 +154,13 @@ def _read_json(file: Path) -> dict[str, Any]:
     try:
         data = json.loads(file.read_text())
     except FileNotFoundError:
-        raise CheckpointError(f"checkpoint file {file} is missing; the folder is not a complete checkpoint") from None
+        raise CheckpointError(
+            f"checkpoint file {file} is missing; the folder is not a complete checkpoint"
+        ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"checkpoint file {file} is unreadable ({exc}); re-save the checkpoint") from exc
+        raise CheckpointError(
+            f"checkpoint file {file} is unreadable ({exc}); re-save the checkpoint"
+        ) from exc
     if not isinstance(data, dict):
         raise CheckpointError(f"checkpoint file {file} must hold a JSON object")
     return data

@@ -51,12 +51,16 @@ class MetricsLogger:
                 self.log_dir.mkdir(parents=True, exist_ok=True)
                 self._file = open(self.log_dir / METRICS_FILE, "a", encoding="utf-8")  # noqa: SIM115
             except OSError as exc:
-                raise LogDirError(f"cannot write metrics to {self.log_dir}: {exc}; pass a writable log_dir") from exc
+                raise LogDirError(
+                    f"cannot write metrics to {self.log_dir}: {exc}; pass a writable log_dir"
+                ) from exc
             if tensorboard:
                 try:
                     from torch.utils.tensorboard import SummaryWriter
                 except ImportError as exc:
-                    raise LogDirError("tensorboard=True needs the tensorboard package: pip install tensorboard") from exc
+                    raise LogDirError(
+                        "tensorboard=True needs the tensorboard package: pip install tensorboard"
+                    ) from exc
                 self._tb = SummaryWriter(str(self.log_dir))
         self._progress: Progress | None = None
         self._task = None
@@ -73,7 +77,10 @@ class MetricsLogger:
 
     def record(self, metrics: Mapping[str, float], timesteps: int) -> dict[str, Any]:
         """Store one row of metrics at ``timesteps``; non-finite values are written as ``null``."""
-        row: dict[str, Any] = {"timesteps": int(timesteps), "time_elapsed": round(time.time() - self._start, 3)}
+        row: dict[str, Any] = {
+            "timesteps": int(timesteps),
+            "time_elapsed": round(time.time() - self._start, 3),
+        }
         for key, value in metrics.items():
             number = float(value)
             row[key] = number if math.isfinite(number) else None
