@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import numpy as np
 
@@ -97,10 +98,27 @@ class HRVProfile:
     description: str | None = None
     version: int = 1
     metadata: dict[str, object] = field(default_factory=dict)
+    created_at: datetime | None = None
+    """When version 1 was saved (UTC); None for profiles that were never stored."""
+    updated_at: datetime | None = None
+    """When this version was saved (UTC); None for profiles that were never stored."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.vector, HRVVector):
             self.vector = HRVVector(self.vector)
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready form: the vector as a name -> value map, times as ISO 8601 strings."""
+        return {
+            "tenant": self.tenant,
+            "name": self.name,
+            "description": self.description,
+            "version": self.version,
+            "hrv": self.vector.to_dict(),
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "updated_at": self.updated_at.isoformat() if self.updated_at else None,
+            "metadata": dict(self.metadata),
+        }
 
     @property
     def key(self) -> str:

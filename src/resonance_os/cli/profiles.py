@@ -1,0 +1,259 @@
+"""``resonance profiles ...``: list, show, create, measure, delete and trace tenants' target profiles."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_types import HRVProfile
+from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+from resonance_os.profiles.storage import STORE_ENV
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE_NAME
+
+app = typer.Typer(
+    help="Tenants' target HRV profiles: versioned, stored in SQLite (a folder) or any SQL database.",
+    no_args_is_help=True,
+)
+console = Console(highlight=False)
+
+STORE_HELP = "Profile store: a folder (SQLite inside) or a SQLAlchemy URL. Default ~/.resonance_os."
+TenantArg = typer.Argument(..., help="Tenant name: letters, digits, '-', '_', '.'.")
+NameArg = typer.Argument(..., help="Profile name: letters, digits, '-', '_', '.'.")
+StoreOpt = typer.Option(None, "--store", envvar=STORE_ENV, help=STORE_HELP, show_default=False)
+JsonOpt = typer.Option(False, "--json", help="Print JSON instead of a table.")
+BAR_WIDTH = 20
+SHORT_NAMES = dict(zip(HRV_DIMENSIONS, ["var", "val", "int", "assert", "curio", "metaph", "story", "active"]))
+"""Column headers for tables that show every dimension side by side."""
+
+
+def _bar(value: float) -> str:
+    filled = round(value * BAR_WIDTH)
+    return "█" * filled + "░" * (BAR_WIDTH - filled)
+
+
+def _print_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+def _print_profile(profile: HRVProfile) -> None:
+    title = f"{profile.key}  v{profile.version}"
+    if profile.updated_at is not None:
+        title += f"  (saved {profile.updated_at:%Y-%m-%d %H:%M:%S} UTC)"
+    table = Table("dimension", "value", "", title=title, caption=profile.description)
+    for name, value in profile.vector.to_dict().items():
+        table.add_row(name, f"{value:.3f}", _bar(value))
+    console.print(table)
+
+
+def _changes(before: HRVProfile, after: HRVProfile) -> str:
+    """``"emotional_valence +0.10, storytelling_index -0.20"``: the dimensions that moved."""
+    moved = [
+        f"{name} {after.vector[name] - before.vector[name]:+.2f}"
+        for name in HRV_DIMENSIONS
+        if abs(after.vector[name] - before.vector[name]) >= 0.005
+    ]
+    return ", ".join(moved) or "values unchanged"
+
+
+def _parse_hrv(text: str) -> list[float]:
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        raise ValidationError(
+            f"--hrv {text!r} is not {len(HRV_DIMENSIONS)} comma-separated numbers; "
+            "e.g. --hrv 0.4,0.6,0.35,0.65,0.1,0.05,0.3,0.9 (order: " + ", ".join(HRV_DIMENSIONS) + ")"
+        ) from None
+
+
+def _read_text(source: str) -> str:
+    if source == "-":
+        return sys.stdin.read()
+    path = Path(source)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ValidationError(
+            f"cannot read {source!r}: {reason}; pass a UTF-8 text file or '-' for stdin"
+        ) from None
+
+
+@app.command("list")
+def list_profiles(
+    tenant: str = typer.Argument(None, help="Tenant to list; omit to list every tenant.", show_default=False),
+    store: str = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """List a tenant's profiles (or, without TENANT, every tenant and its profile count)."""
+
+    def run() -> None:
+        with HRVProfileManager(store) as manager:
+            if tenant is None:
+                tenants = manager.list_tenants()
+                if as_json:
+                    _print_json(tenants)
+                    return
+                table = Table("tenant", "profiles")
+                for name, count in tenants.items():
+                    table.add_row(name, str(count))
+                console.print(table if tenants else "no profiles stored yet")
+                return
+            profiles = manager.list_profiles(tenant)
+            if as_json:
+                _print_json([p.to_dict() for p in profiles])
+                return
+            if not profiles:
+                console.print(f"tenant {tenant!r} has no profiles")
+                return
+            table = Table("profile", "version", "updated (UTC)", "description", title=f"Profiles of {tenant}")
+            for p in profiles:
+                table.add_row(p.name, str(p.version), f"{p.updated_at:%Y-%m-%d %H:%M}", p.description or "")
+            console.print(table)
+
+    run_reporting_user_errors(run)
+
+
+@app.command("show")
+def show(
+    tenant: str = TenantArg, name: str = NameArg, store: str = StoreOpt, as_json: bool = JsonOpt
+) -> None:
+    """Show a profile's current HRV with bars, its version and description."""
+
+    def run() -> None:
+        with HRVProfileManager(store) as manager:
+            profile = manager.get_profile(tenant, name)
+        if as_json:
+            _print_json(profile.to_dict())
+        else:
+            _print_profile(profile)
+
+    run_reporting_user_errors(run)
+
+
+@app.command("create")
+def create(
+    tenant: str = TenantArg,
+    name: str = NameArg,
+    hrv: str = typer.Option(None, "--hrv", help="8 comma-separated values in [0, 1], in HRV order."),
+    template: str = typer.Option(
+        None, "--template", help=f"Copy a built-in template: {', '.join(BUILTIN_TEMPLATES)}."
+    ),
+    description: str = typer.Option(None, "--description", "-d", help="What the profile is for."),
+    store: str = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Create a profile from --hrv or --template; an existing name gets a new version."""
+
+    def run() -> None:
+        if (hrv is None) == (template is None):
+            raise ValidationError("give exactly one of --hrv or --template")
+        with HRVProfileManager(store) as manager:
+            if template is not None:
+                profile = manager.create_from_template(tenant, name, template, description)
+            else:
+                profile = manager.save_profile(tenant, name, _parse_hrv(hrv), description)
+        if as_json:
+            _print_json(profile.to_dict())
+        else:
+            _print_profile(profile)
+
+    run_reporting_user_errors(run)
+
+
+@app.command("from-text")
+def from_text(
+    tenant: str = TenantArg,
+    name: str = NameArg,
+    source: str = typer.Argument(..., metavar="FILE|-", help="UTF-8 text file to measure, or '-' for stdin."),
+    description: str = typer.Option(None, "--description", "-d", help="What the profile is for."),
+    store: str = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Measure a sample text's HRV and save it as the profile (a new version if it exists)."""
+
+    def run() -> None:
+        text = _read_text(source)
+        with HRVProfileManager(store) as manager:
+            profile = manager.profile_from_text(tenant, name, text, description)
+        if as_json:
+            _print_json(profile.to_dict())
+        else:
+            _print_profile(profile)
+
+    run_reporting_user_errors(run)
+
+
+@app.command("delete")
+def delete(
+    tenant: str = TenantArg,
+    name: str = NameArg,
+    yes: bool = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation."),
+    store: str = StoreOpt,
+) -> None:
+    """Delete a profile and its whole version history."""
+
+    def run() -> None:
+        with HRVProfileManager(store) as manager:
+            profile = manager.get_profile(tenant, name)
+            if not yes and not typer.confirm(
+                f"Delete {profile.key} and its {profile.version} version(s)?", default=False
+            ):
+                console.print("not deleted")
+                raise typer.Exit(code=1)
+            manager.delete_profile(tenant, name)
+        console.print(f"deleted {profile.key}")
+
+    run_reporting_user_errors(run)
+
+
+@app.command("history")
+def history(
+    tenant: str = TenantArg, name: str = NameArg, store: str = StoreOpt, as_json: bool = JsonOpt
+) -> None:
+    """Every saved version of a profile, oldest first."""
+
+    def run() -> None:
+        with HRVProfileManager(store) as manager:
+            versions = manager.profile_history(tenant, name)
+        if as_json:
+            _print_json([v.to_dict() for v in versions])
+            return
+        table = Table("version", "saved (UTC)", "change from previous version", "description")
+        table.title = f"History of {tenant}/{name} (values: show / --json)"
+        previous = None
+        for v in versions:
+            table.add_row(
+                str(v.version),
+                f"{v.updated_at:%Y-%m-%d %H:%M:%S}",
+                "created" if previous is None else _changes(previous, v),
+                v.description or "",
+            )
+            previous = v
+        console.print(table)
+
+    run_reporting_user_errors(run)
+
+
+@app.command("templates")
+def templates(as_json: bool = JsonOpt) -> None:
+    """The built-in templates (copy one with `create TENANT NAME --template NAME`)."""
+    if as_json:
+        _print_json({name: t.to_dict() for name, t in BUILTIN_TEMPLATES.items()})
+        return
+    table = Table(
+        "dimension", *BUILTIN_TEMPLATES, title=f"Built-in templates (default: {DEFAULT_PROFILE_NAME})"
+    )
+    for dim in HRV_DIMENSIONS:
+        table.add_row(dim, *(f"{t.vector[dim]:.2f}" for t in BUILTIN_TEMPLATES.values()))
+    console.print(table)
+    for name, t in BUILTIN_TEMPLATES.items():
+        console.print(f"[bold]{name}[/bold]: {t.description}")

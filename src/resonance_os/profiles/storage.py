@@ -1,0 +1,257 @@
+"""Where profiles live: SQLAlchemy 2 models and a store that runs each operation in one transaction.
+
+A store is opened from a folder (an embedded SQLite file ``profiles.db`` is kept inside it) or from
+a SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user:pass@host/db``).
+
+SQLite is opened in WAL mode (readers never block the writer) with a 30 s busy timeout, and every
+write transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock before it reads, so two
+processes updating the same profile queue up instead of both reading version n and one update being
+lost. On other databases a write locks the profile row (``SELECT ... FOR UPDATE``). A race that still
+ends in a unique-constraint clash (two processes creating the same tenant at once) is retried.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from sqlalchemy import (
+    JSON,
+    DateTime,
+    Engine,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+)
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import (
+    ArgumentError,
+    IntegrityError,
+    NoSuchModuleError,
+    OperationalError,
+    SQLAlchemyError,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.pool import StaticPool
+
+from resonance_os.core.errors import StorageError
+
+DB_FILENAME = "profiles.db"
+"""Name of the SQLite file kept inside a store folder."""
+
+STORE_ENV = "RESONANCE_STORE"
+"""Environment variable naming the default store (a folder or a SQLAlchemy URL)."""
+
+NAME_MAX_LENGTH = 64
+BUSY_TIMEOUT_MS = 30_000
+WRITE_ATTEMPTS = 5
+
+T = TypeVar("T")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class TenantRow(Base):
+    __tablename__ = "tenants"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+    profiles: Mapped[list[ProfileRow]] = relationship(
+        back_populates="tenant", cascade="all, delete-orphan", passive_deletes=True
+    )
+
+
+class ProfileRow(Base):
+    """The current version of a profile."""
+
+    __tablename__ = "profiles"
+    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_profile_tenant_name"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(
+        ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), nullable=False)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    hrv: Mapped[list[float]] = mapped_column(JSON, nullable=False)
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+    tenant: Mapped[TenantRow] = relationship(back_populates="profiles")
+    versions: Mapped[list[ProfileVersionRow]] = relationship(
+        back_populates="profile",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
+        order_by="ProfileVersionRow.version",
+    )
+
+
+class ProfileVersionRow(Base):
+    """Every saved version of a profile, the current one included (append-only)."""
+
+    __tablename__ = "profile_versions"
+    __table_args__ = (UniqueConstraint("profile_id", "version", name="uq_profile_version"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    profile_id: Mapped[int] = mapped_column(
+        ForeignKey("profiles.id", ondelete="CASCADE"), nullable=False, index=True
+    )
+    version: Mapped[int] = mapped_column(Integer, nullable=False)
+    description: Mapped[str | None] = mapped_column(Text, nullable=True)
+    hrv: Mapped[list[float]] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+    profile: Mapped[ProfileRow] = relationship(back_populates="versions")
+
+
+def as_utc(moment: datetime) -> datetime:
+    """SQLite hands back naive datetimes; every time we store is UTC."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def default_store() -> str:
+    """``$RESONANCE_STORE`` if set, else the folder ``~/.resonance_os``."""
+    return os.environ.get(STORE_ENV) or str(Path.home() / ".resonance_os")
+
+
+def resolve_url(location: str | os.PathLike[str] | None) -> URL:
+    """The database URL for a folder or URL string (None: :func:`default_store`); a folder is
+    created if missing."""
+    text = default_store() if location is None else os.fspath(location)
+    if "://" in text:
+        try:
+            return make_url(text)
+        except ArgumentError:
+            raise StorageError(
+                f"{text!r} is not a valid database URL; use e.g. sqlite:///profiles.db, "
+                "postgresql+psycopg://user:pass@host/db, or a folder path"
+            ) from None
+    if not text.strip():
+        raise StorageError("the profile store path is empty; pass a folder or a database URL")
+    folder = Path(text).expanduser()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot create the profile store folder {str(folder)!r}: {exc.strerror or exc}; "
+            "pass a writable folder or a database URL"
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise StorageError(
+            f"the profile store folder {str(folder)!r} is not writable; pass a writable folder"
+        )
+    return URL.create("sqlite", database=str(folder / DB_FILENAME))
+
+
+def _is_memory_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
+
+
+def _configure_sqlite(engine: Engine, memory: bool) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        # Let SQLAlchemy's "begin" event below emit BEGIN itself (pysqlite would defer it).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if not memory:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            cursor.execute("PRAGMA synchronous = NORMAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:
+        writing = connection.get_execution_options().get("resonance_write", False)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
+
+
+class ProfileStore:
+    """An open database of tenants, profiles and profile versions.
+
+    ``read(fn)`` and ``write(fn)`` call ``fn(session)`` inside one transaction and commit (write) or
+    roll back (read, or on any error), so no operation leaves half-written rows.
+    """
+
+    def __init__(self, location: str | os.PathLike[str] | None) -> None:
+        url = resolve_url(location)
+        shown = url.render_as_string(hide_password=True)
+        self.display_url = shown
+        kwargs: dict[str, object] = {}
+        backend = ""
+        memory = False
+        try:
+            backend = url.get_backend_name()
+            if backend == "sqlite":
+                memory = _is_memory_sqlite(url)
+                kwargs["connect_args"] = {"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}
+                if memory:
+                    kwargs["poolclass"] = StaticPool
+            engine = create_engine(url, **kwargs)
+        except (ArgumentError, NoSuchModuleError, ImportError) as exc:
+            raise StorageError(
+                f"cannot open database URL {shown!r}: {exc}; check the dialect name and that "
+                "its driver is installed (e.g. psycopg for postgresql+psycopg://)"
+            ) from None
+        if backend == "sqlite":
+            _configure_sqlite(engine, memory)
+        self.engine = engine
+        self._writer = engine.execution_options(resonance_write=True)
+        try:
+            with self._writer.begin() as connection:
+                Base.metadata.create_all(connection)
+        except SQLAlchemyError as exc:
+            engine.dispose()
+            raise StorageError(f"cannot open the profile database {shown!r}: {_reason(exc)}") from None
+
+    def read(self, fn: Callable[[Session], T]) -> T:
+        """Run ``fn(session)`` in a read transaction."""
+        try:
+            with Session(self.engine, expire_on_commit=False) as session:
+                with session.begin():
+                    return fn(session)
+        except OperationalError as exc:
+            raise StorageError(f"reading {self.display_url!r} failed: {_reason(exc)}") from None
+
+    def write(self, fn: Callable[[Session], T]) -> T:
+        """Run ``fn(session)`` in one write transaction, committed only if ``fn`` returns.
+
+        Retries a few times when a concurrent writer wins a uniqueness race or the database stays
+        locked past the busy timeout; ``fn`` must therefore be safe to re-run from scratch.
+        """
+        for attempt in range(1, WRITE_ATTEMPTS + 1):
+            try:
+                with Session(self._writer, expire_on_commit=False) as session:
+                    with session.begin():
+                        return fn(session)
+            except (IntegrityError, OperationalError) as exc:
+                retryable = isinstance(exc, IntegrityError) or "locked" in str(exc.orig)
+                if not retryable or attempt == WRITE_ATTEMPTS:
+                    raise StorageError(f"writing to {self.display_url!r} failed: {_reason(exc)}") from None
+                time.sleep(0.05 * attempt)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _reason(exc: SQLAlchemyError) -> str:
+    orig = getattr(exc, "orig", None)
+    return str(orig if orig is not None else exc).strip().splitlines()[0]
