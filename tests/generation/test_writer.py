@@ -1,0 +1,111 @@
+import pytest
+
+from resonance_os.core.errors import InvalidHRVError, ProfileNotFoundError, ValidationError
+from resonance_os.core.hrv_types import HRVProfile
+from resonance_os.generation.backends.base import BackendError
+from resonance_os.generation.human_resonant_writer import Article, HumanResonantWriter
+from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES
+
+ACME = [0.55, 0.3, 0.5, 0.3, 0.3, 0.2, 0.6, 0.8]
+
+
+@pytest.fixture(scope="module")
+def writer():
+    return HumanResonantWriter()
+
+
+def test_article_carries_text_targets_measurements_resonance_and_trace(writer, capsys):
+    article = writer.generate("remote work and team culture", num_paragraphs=3, seed=4)
+    assert isinstance(article, Article)
+    print(article)
+    assert capsys.readouterr().out.strip() == article.text
+    assert article.text == "\n\n".join(article.paragraphs) and len(article.paragraphs) == 3
+    assert article.target_hrv == BUILTIN_TEMPLATES["professional"].vector.to_list()
+    assert len(article.measured_hrv["article"]) == 8 and len(article.measured_hrv["paragraphs"]) == 3
+    assert article.target_source.startswith("default profile")
+    assert 0.9 <= article.resonance <= 1.0
+    assert [step["layer"] for step in article.trace] == ["planner", "sentence", "sentence", "sentence"]
+    data = article.to_dict()
+    assert set(data["measured_hrv"]) == set(data["target_hrv"])
+
+
+@pytest.mark.parametrize("name", sorted(BUILTIN_TEMPLATES))
+def test_builtin_profiles_are_hit_closely(writer, name):
+    errors = [
+        writer.generate("public libraries", profile=f"builtin/{name}", seed=s).mean_absolute_error
+        for s in range(3)
+    ]
+    assert sum(errors) / 3 < 0.06
+
+
+def test_refiner_improves_on_the_unrefined_writer():
+    refined = HumanResonantWriter()
+    raw = HumanResonantWriter(refine=False)
+    targets = [ACME, [0.3, 0.7, 0.4, 0.8, 0.05, 0.0, 0.2, 1.0], [0.6, 0.45, 0.6, 0.4, 0.5, 0.4, 0.75, 0.7]]
+    with_refiner = sum(
+        refined.generate("tea", t, num_paragraphs=1, seed=s).mean_absolute_error
+        for s, t in enumerate(targets)
+    )
+    without = sum(
+        raw.generate("tea", t, num_paragraphs=1, seed=s).mean_absolute_error for s, t in enumerate(targets)
+    )
+    assert with_refiner < 0.8 * without
+
+
+def test_profiles_resolve_from_a_store_and_objects(tmp_path, monkeypatch):
+    store = tmp_path / "store"
+    with HRVProfileManager(store) as manager:
+        manager.save_profile("acme", "newsletter", ACME)
+    article = HumanResonantWriter(store=store).generate(
+        "tea", profile="acme/newsletter", num_paragraphs=1, seed=1
+    )
+    assert article.target_hrv == pytest.approx(ACME) and article.target_source == "profile acme/newsletter"
+    monkeypatch.setenv("RESONANCE_STORE", str(store))
+    assert HumanResonantWriter().generate(
+        "tea", profile="acme/newsletter", num_paragraphs=1
+    ).target_hrv == pytest.approx(ACME)
+    profile = HRVProfile(name="x", vector=ACME, tenant="t")
+    assert HumanResonantWriter().generate(
+        "tea", profile=profile, num_paragraphs=1
+    ).target_hrv == pytest.approx(ACME)
+    assert (
+        HumanResonantWriter().generate("tea", profile="creative", num_paragraphs=1).target_source
+        == "profile builtin/creative"
+    )
+
+
+def test_unknown_profiles_name_what_exists(tmp_path):
+    store = tmp_path / "store"
+    with HRVProfileManager(store) as manager:
+        manager.save_profile("acme", "newsletter", ACME)
+    writer = HumanResonantWriter(store=store)
+    with pytest.raises(ProfileNotFoundError, match="newsletter"):
+        writer.generate("tea", profile="acme/blog")
+    with pytest.raises(ProfileNotFoundError, match="creative, professional, technical"):
+        writer.generate("tea", profile="builtin/poetic")
+    with pytest.raises(ValidationError, match="not 'tenant/name'"):
+        writer.generate("tea", profile="poetic")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"prompt": "  "}, ValidationError, "prompt is empty"),
+        ({"prompt": "x" * 4001}, ValidationError, "4000-character limit"),
+        ({"target_hrv": [0.5] * 7}, InvalidHRVError, "must have 8 values"),
+        ({"target_hrv": [0.5] * 7 + [1.2]}, InvalidHRVError, "active_voice_ratio"),
+        ({"target_hrv": [0.5] * 8, "profile": "builtin/creative"}, ValidationError, "not both"),
+        ({"num_paragraphs": 0}, ValidationError, "num_paragraphs"),
+    ],
+)
+def test_bad_input_gives_clear_errors(writer, kwargs, error, match):
+    kwargs = {"prompt": "tea", **kwargs}
+    with pytest.raises(error, match=match):
+        writer.generate(**kwargs)
+
+
+def test_unknown_backend():
+    with pytest.raises(ValidationError, match="unknown backend 'gpt'"):
+        HumanResonantWriter(backend="gpt")
+    assert issubclass(BackendError, Exception)
