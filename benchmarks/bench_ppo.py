@@ -69,7 +69,17 @@ TASKS: dict[str, Task] = {
     ),
     # SB3 defaults (our ent_coef default is the spec's 0.01, so SB3's 0.0 is passed explicitly)
     "cartpole": Task("CartPole-v1", 50_000, dict(ent_coef=0.0)),
+    # the ResonanceOS spec's training configuration (SB3's defaults but ent_coef 0.01), 5000 steps
+    "hrwriting": Task(
+        "resonance_os/HRWriting-v0", 5_000, dict(ent_coef=0.01), make_env=lambda: _hr_writing_env()
+    ),
 }
+
+
+def _hr_writing_env() -> gym.Env:
+    from resonance_os.evolution.hr_rl_trainer import HRWritingEnv
+
+    return HRWritingEnv()
 
 
 def make_env(task: Task) -> gym.Env:

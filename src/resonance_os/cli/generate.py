@@ -1,0 +1,107 @@
+"""``resonance generate "prompt"``: write an article toward a profile or HRV and show target vs measured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.profiles.storage import STORE_ENV
+
+console = Console(highlight=False)
+
+
+def parse_hrv_option(text: str) -> list[float]:
+    """``"0.4,0.6,..."`` -> 8 floats (range is checked by the writer)."""
+    parts = [p.strip() for p in text.split(",") if p.strip()]
+    try:
+        return [float(p) for p in parts]
+    except ValueError:
+        raise ValidationError(
+            f"--hrv {text!r} is not {len(HRV_DIMENSIONS)} comma-separated numbers; "
+            "e.g. --hrv 0.4,0.6,0.35,0.65,0.1,0.05,0.3,0.9 (order: " + ", ".join(HRV_DIMENSIONS) + ")"
+        ) from None
+
+
+def article_table(article) -> Table:
+    """Target vs measured HRV of an article, with the gap coloured by size."""
+    table = Table("dimension", "target", "measured", "gap", title=f"resonance {article.resonance:.3f}")
+    for name, target, measured in zip(HRV_DIMENSIONS, article.target_hrv, article.measured_hrv["article"]):
+        gap = measured - target
+        colour = "green" if abs(gap) <= 0.05 else "yellow" if abs(gap) <= 0.1 else "red"
+        table.add_row(name, f"{target:.3f}", f"{measured:.3f}", f"[{colour}]{gap:+.3f}[/{colour}]")
+    table.caption = f"mean |gap| {article.mean_absolute_error:.3f} - target: {article.target_source} - backend: {article.backend}"
+    return table
+
+
+def generate(
+    prompt: str = typer.Argument(..., help="What to write about (at most 4,000 characters)."),
+    profile: str = typer.Option(
+        None,
+        "--profile",
+        help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical).",
+    ),
+    hrv: str = typer.Option(
+        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
+    ),
+    paragraphs: int = typer.Option(3, "--paragraphs", min=1, max=20, help="Number of paragraphs (1-20)."),
+    backend: str = typer.Option(
+        "builtin",
+        "--backend",
+        help="builtin (no model), openai (OpenAI-compatible server) or local (SmolLM2).",
+    ),
+    seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same article (builtin backend)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the article, HRVs and trace as JSON."),
+    policy: Path = typer.Option(
+        None,
+        "--policy",
+        help="A training run folder (resonance train --out) whose PPO policy revises each paragraph (builtin backend).",
+    ),
+    store: str = typer.Option(
+        None,
+        "--store",
+        envvar=STORE_ENV,
+        help="Profile store (folder or SQLAlchemy URL).",
+        show_default=False,
+    ),
+) -> None:
+    """Write an article toward a target HRV and print it with a target-vs-measured table."""
+
+    def run():
+        from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+
+        if profile is not None and hrv is not None:
+            raise ValidationError("give --profile or --hrv, not both")
+        target = parse_hrv_option(hrv) if hrv is not None else None
+        if policy is not None:
+            from resonance_os.evolution.hr_policy import write_with_policy
+
+            if backend != "builtin":
+                raise ValidationError("--policy works with the builtin backend; drop --backend or --policy")
+            return write_with_policy(
+                policy,
+                prompt,
+                target_hrv=target,
+                profile=profile,
+                num_paragraphs=paragraphs,
+                seed=seed,
+                store=store,
+            )
+        writer = HumanResonantWriter(backend=backend, store=store)
+        return writer.generate(
+            prompt, target_hrv=target, profile=profile, num_paragraphs=paragraphs, seed=seed
+        )
+
+    article = run_reporting_user_errors(run)
+    if as_json:
+        typer.echo(json.dumps(article.to_dict(), indent=2, ensure_ascii=False))
+        return
+    console.print(article.text, markup=False)
+    console.print()
+    console.print(article_table(article))

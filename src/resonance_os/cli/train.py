@@ -1,0 +1,164 @@
+"""``resonance train`` (PPO in HRWritingEnv toward a profile) and ``resonance demo`` (the ``make run`` job)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from resonance_os.cli.errors import fail, run_reporting_user_errors
+from resonance_os.cli.generate import article_table, parse_hrv_option
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.profiles.storage import STORE_ENV
+
+console = Console(highlight=False)
+
+SPEC_INDICATORS = (
+    # (label, metric, comparison, threshold): the spec's success indicators
+    ("Reward > 0.7: high human resonance", "reward_per_step", ">", 0.7),
+    ("Loss < 0.3: good convergence", "loss", "<", 0.3),
+    ("Explained variance > 0.6: effective learning", "explained_variance", ">", 0.6),
+)
+METRIC_ROWS = (
+    "episode_reward_mean",
+    "episode_reward_std",
+    "loss",
+    "policy_loss",
+    "value_loss",
+    "entropy_loss",
+    "explained_variance",
+    "approx_kl",
+    "clip_fraction",
+    "learning_rate",
+    "fps",
+)
+EVAL_EPISODES = 20
+
+
+def _train(
+    profile: str | None,
+    hrv: str | None,
+    timesteps: int,
+    out: Path,
+    seed: int | None,
+    store: str | None,
+    max_episode_steps: int,
+    progress: bool,
+) -> dict[str, Any]:
+    from resonance_os.evolution.hr_policy import save_run
+    from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, evaluate_writing_policy, train_hr_ppo
+
+    if profile is not None and hrv is not None:
+        raise fail("give --profile or --hrv, not both")
+    target = parse_hrv_option(hrv) if hrv is not None else None
+    env = HRWritingEnv(target_hrv=target, profile=profile, store=store, max_episode_steps=max_episode_steps)
+    model = train_hr_ppo(env, timesteps=timesteps, seed=seed, log_dir=out, progress_bar=progress)
+    save_run(model, env, out)
+    evaluation = {
+        name: evaluate_writing_policy(env, policy, episodes=EVAL_EPISODES, seed=10_000)
+        for name, policy in (
+            ("trained policy", model),
+            ("random policy", "random"),
+            ("zero adjustment", "zero"),
+        )
+    }
+    return {"model": model, "env": env, "metrics": model.history[-1], "evaluation": evaluation}
+
+
+def _report(result: dict[str, Any], out: Path) -> None:
+    metrics = result["metrics"]
+    table = Table("metric", "value", title=f"PPO after {metrics['timesteps']} timesteps (last update)")
+    for name in METRIC_ROWS:
+        value = metrics.get(name)
+        table.add_row(name, "n/a" if value is None else f"{value:.4g}")
+    console.print(table)
+    evaluation = result["evaluation"]
+    table = Table(
+        "policy", "mean resonance per step", "std", title=f"evaluation, {EVAL_EPISODES} seeded episodes"
+    )
+    for name, row in evaluation.items():
+        table.add_row(name, f"{row['mean']:.3f}", f"{row['std']:.3f}")
+    console.print(table)
+    measured = {
+        "reward_per_step": evaluation["trained policy"]["mean"],
+        "loss": metrics.get("loss"),
+        "explained_variance": metrics.get("explained_variance"),
+    }
+    table = Table("success indicator (spec)", "measured", "met", title="success indicators")
+    for label, key, op, threshold in SPEC_INDICATORS:
+        value = measured[key]
+        met = value is not None and (value > threshold if op == ">" else value < threshold)
+        table.add_row(
+            label,
+            "n/a" if value is None else f"{value:.3f}",
+            "[green]yes[/green]" if met else "[red]no[/red]",
+        )
+    console.print(table)
+    console.print(f"model, env settings and metrics saved in {out} (plot them: resonance plot {out})")
+
+
+def train(
+    profile: str = typer.Option(
+        None, "--profile", help="Target profile 'tenant/name' (default: the built-in professional profile)."
+    ),
+    hrv: str = typer.Option(
+        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
+    ),
+    timesteps: int = typer.Option(5000, "--timesteps", min=1, help="Environment steps to train for."),
+    out: Path = typer.Option(
+        Path("runs/hr-ppo"), "--out", help="Run folder for the model, env settings and metrics."
+    ),
+    seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same training run."),
+    max_episode_steps: int = typer.Option(1, "--max-episode-steps", min=1, help="Revisions per episode."),
+    store: str = typer.Option(
+        None,
+        "--store",
+        envvar=STORE_ENV,
+        help="Profile store (folder or SQLAlchemy URL).",
+        show_default=False,
+    ),
+    progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
+) -> None:
+    """Train PPO (the spec's configuration) in HRWritingEnv toward a profile and save the run."""
+    result = run_reporting_user_errors(
+        lambda: _train(profile, hrv, timesteps, out, seed, store, max_episode_steps, progress)
+    )
+    _report(result, out)
+
+
+def demo(
+    out: Path = typer.Option(Path("runs/demo"), "--out", help="Run folder for the demo's training run."),
+    timesteps: int = typer.Option(5000, "--timesteps", min=1, help="Environment steps to train for."),
+    seed: int = typer.Option(0, "--seed", help="Random seed."),
+) -> None:
+    """The `make run` job: measure the sample article, train PPO on the default profile, write with it."""
+    from resonance_os.evolution.hr_policy import write_with_policy
+    from resonance_os.profiles.templates import DEFAULT_PROFILE
+    from resonance_os.profiling import sample_article
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+    from resonance_os.similarity.metrics import SimilarityCalculator
+
+    text = sample_article()
+    hrv = HRVExtractor().extract(text)
+    target = DEFAULT_PROFILE.vector.to_list()
+    table = Table(
+        "dimension", "sample article", f"profile {DEFAULT_PROFILE.key}", title="1. HRV of the sample article"
+    )
+    for name, value, goal in zip(HRV_DIMENSIONS, hrv, target):
+        table.add_row(name, f"{value:.3f}", f"{goal:.3f}")
+    table.caption = f"resonance with {DEFAULT_PROFILE.key}: {SimilarityCalculator().calculate_similarity(hrv, target):.3f} (cosine)"
+    console.print(table)
+
+    console.print(
+        f"\n[bold]2. Training PPO in HRWritingEnv toward {DEFAULT_PROFILE.key} for {timesteps} timesteps[/bold]"
+    )
+    result = run_reporting_user_errors(lambda: _train(None, None, timesteps, out, seed, None, 1, True))
+    _report(result, out)
+
+    console.print("\n[bold]3. A sample article written with the trained policy[/bold]")
+    article = write_with_policy((result["model"], result["env"]), "remote work and team culture", seed=seed)
+    console.print(article.text, markup=False)
+    console.print(article_table(article))

@@ -1,0 +1,121 @@
+"""Trained writing policies on disk, and articles written with one.
+
+A run folder (``resonance train --out runs/NAME``) holds::
+
+    model/          the PPO checkpoint (rl/checkpoint.py layout)
+    env.json        HRWritingEnv.settings(): the task and writer dynamics the policy was trained on
+    metrics.jsonl   the training metrics, one row per PPO update
+
+``write_with_policy`` plans an article like ``HumanResonantWriter`` and writes each paragraph as an
+episode of that env: a first draft, then the policy's revisions, keeping the most resonant draft.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from resonance_os.core.errors import ValidationError
+from resonance_os.evolution.hr_rl_trainer import HRWritingEnv
+from resonance_os.generation.defaults import resolve_target
+from resonance_os.generation.human_resonant_writer import Article
+from resonance_os.generation.planner_layer import validate_num_paragraphs
+from resonance_os.generation.topics import validate_prompt
+from resonance_os.rl.algorithms.ppo import PPO
+
+MODEL_DIR = "model"
+ENV_FILE = "env.json"
+
+
+def save_run(model: PPO, env: HRWritingEnv, out_dir: str | os.PathLike[str]) -> Path:
+    """Save ``model`` and ``env``'s settings into the run folder ``out_dir`` (created if missing)."""
+    root = Path(out_dir)
+    model.save(root / MODEL_DIR)
+    tmp = root / f".{ENV_FILE}.tmp"
+    tmp.write_text(json.dumps(env.settings(), indent=2))
+    tmp.replace(root / ENV_FILE)
+    return root
+
+
+def load_run(run_dir: str | os.PathLike[str]) -> tuple[PPO, HRWritingEnv]:
+    """The trained model and a fresh env with the run's settings; a clear error if the folder is not a run."""
+    root = Path(run_dir)
+    if not (root / ENV_FILE).is_file() or not (root / MODEL_DIR).is_dir():
+        raise ValidationError(
+            f"{root} is not a training run (it needs {ENV_FILE} and {MODEL_DIR}/); "
+            "create one with: resonance train --out RUN_DIR"
+        )
+    try:
+        settings = json.loads((root / ENV_FILE).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValidationError(f"{root / ENV_FILE} is unreadable ({exc}); train the run again") from exc
+    env = HRWritingEnv(**settings)
+    return PPO.load(root / MODEL_DIR, env=env), env
+
+
+def write_with_policy(
+    run: str | os.PathLike[str] | tuple[PPO, HRWritingEnv],
+    prompt: str,
+    target_hrv: object = None,
+    profile: object = None,
+    num_paragraphs: int = 3,
+    seed: int | None = None,
+    store: str | os.PathLike[str] | None = None,
+) -> Article:
+    """Write an article whose paragraphs are revised by a trained policy (a run folder or ``(model, env)``).
+
+    Targets resolve as in ``HumanResonantWriter.generate``; without one, the run's own target is used.
+    """
+    model, env = load_run(run) if isinstance(run, (str, os.PathLike)) else run
+    prompt = validate_prompt(prompt)
+    num_paragraphs = validate_num_paragraphs(num_paragraphs)
+    if target_hrv is None and profile is None:
+        target, source = env.targets[0].tolist(), "the policy's training target"
+    else:
+        target, source = resolve_target(target_hrv, profile, store)
+    writer = env.writer
+    outlines, targets = writer.planner.plan_paragraphs(prompt, num_paragraphs, target)
+    rng = random.Random(seed)
+    paragraphs: list[str] = []
+    measured: list[list[float]] = []
+    trace: list[dict[str, Any]] = [{"layer": "planner", "target_source": source, "policy": "PPO"}]
+    for outline, paragraph_target in zip(outlines, targets):
+        obs, info = env.reset(
+            seed=rng.getrandbits(31), options={"prompt": prompt, "target_hrv": paragraph_target}
+        )
+        best, first_draft = info, info["resonance"]
+        revisions = []
+        for _ in range(env.max_episode_steps):
+            action, _ = model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = env.step(action)
+            revisions.append(round(info["resonance"], 4))
+            if info["resonance"] > best["resonance"]:
+                best = info
+            if terminated or truncated:
+                break
+        trace.append(
+            {
+                "layer": "policy",
+                "paragraph": outline.index,
+                "first_draft_resonance": round(first_draft, 4),
+                "revision_resonance": revisions,
+            }
+        )
+        paragraphs.append(best["text"])
+        measured.append(best["measured_hrv"])
+    article_hrv = writer.extractor.extract("\n\n".join(paragraphs))
+    return Article(
+        prompt=prompt,
+        paragraphs=paragraphs,
+        target_hrv=list(target),
+        paragraph_targets=[list(t) for t in targets],
+        measured_hrv={"article": article_hrv, "paragraphs": measured},
+        resonance=float(writer.similarity.calculate_similarity(article_hrv, target)),
+        target_source=source,
+        backend="builtin+policy",
+        seed=seed,
+        trace=trace,
+    )
