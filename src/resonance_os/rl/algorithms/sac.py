@@ -1,0 +1,479 @@
+"""Soft actor-critic (SAC) for continuous actions, with Stable-Baselines3's defaults.
+
+Haarnoja et al., "Soft Actor-Critic Algorithms and Applications" (2018). Per environment step one
+transition is stored and (after ``learning_starts``) one gradient step is taken, in SB3's order:
+
+1. entropy coefficient:  L(log alpha) = -mean(log alpha * (log pi(a~|s) + H_target))      (auto only)
+2. critics (twin, clipped double Q):
+       y = r + gamma (1 - terminated) (min_i Qbar_i(s', a') - alpha log pi(a'|s')),   a' ~ pi(.|s')
+       L(Q) = 1/2 sum_i mean((Q_i(s, a) - y)^2)
+3. actor:  L(pi) = mean(alpha log pi(a~|s) - min_i Q_i(s, a~)),   a~ = tanh(mu + sigma eps) (reparameterised)
+4. Polyak averaging of the target critics: Qbar <- tau Q + (1 - tau) Qbar.
+
+The policy is a tanh-squashed Gaussian whose log-std is clamped to [-20, 2]; its actions in [-1, 1] are
+scaled to the Box bounds. Speed: the twin critics are one batched network (stacked weights, ``bmm``),
+the actor's mean and log-std come from one fused head, Adam is ``fused``, the replay buffer samples
+into a preallocated tensor, log-probabilities are computed in closed form (no distribution objects),
+and the critics' weight gradients are skipped in the actor step.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+import gymnasium
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
+from resonance_os.rl.errors import ConfigError, EnvMismatchError
+from resonance_os.rl.logger import MetricsLogger
+from resonance_os.rl.networks import activation_class, build_mlp, polyak_update
+from resonance_os.rl.replay_buffer import ReplayBuffer
+
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+@dataclass
+class SACConfig:
+    """SAC hyperparameters; defaults are Stable-Baselines3's.
+
+    ``ent_coef`` is ``"auto"`` (learned, starting at 1), ``"auto_<x>"`` (learned, starting at x) or a
+    fixed float; ``target_entropy`` is ``"auto"`` (``-dim(A)``) or a float. ``log_interval`` counts
+    episodes between metric rows. ``precision="bfloat16"`` runs the hidden layers of the gradient
+    steps in bfloat16 autocast (output layers, losses and optimizer stay float32): faster on CPUs
+    with AVX-512 BF16, not bit-compatible with SB3; the default ``"float32"`` is.
+    """
+
+    learning_rate: float = 3e-4
+    buffer_size: int = 1_000_000
+    learning_starts: int = 100
+    batch_size: int = 256
+    tau: float = 0.005
+    gamma: float = 0.99
+    train_freq: int = 1
+    gradient_steps: int = 1
+    target_update_interval: int = 1
+    ent_coef: str | float = "auto"
+    target_entropy: str | float = "auto"
+    net_arch: list[int] = field(default_factory=lambda: [256, 256])
+    activation: str = "relu"
+    n_critics: int = 2
+    log_std_min: float = -20.0
+    log_std_max: float = 2.0
+    log_interval: int = 4
+    precision: str = "float32"
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        positive = ("learning_rate", "buffer_size", "batch_size", "train_freq", "n_critics", "log_interval")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise ConfigError(f"SACConfig.{name}={getattr(self, name)} must be > 0")
+        for name in ("learning_starts", "gradient_steps", "target_update_interval"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"SACConfig.{name}={getattr(self, name)} must be >= 0")
+        if not 0 < self.tau <= 1:
+            raise ConfigError(f"SACConfig.tau={self.tau} must be in (0, 1]")
+        if not 0 <= self.gamma <= 1:
+            raise ConfigError(f"SACConfig.gamma={self.gamma} must be in [0, 1]")
+        if not self.net_arch or any(int(w) < 1 for w in self.net_arch):
+            raise ConfigError(f"SACConfig.net_arch={self.net_arch} must be a non-empty list of widths >= 1")
+        try:
+            activation_class(self.activation)
+        except ValueError as exc:
+            raise ConfigError(f"SACConfig.activation: {exc}") from None
+        self.initial_ent_coef()  # validates ent_coef
+        if isinstance(self.target_entropy, str) and self.target_entropy != "auto":
+            raise ConfigError(f"SACConfig.target_entropy={self.target_entropy!r} must be 'auto' or a number")
+        if self.precision not in ("float32", "bfloat16"):
+            raise ConfigError(f"SACConfig.precision={self.precision!r} must be 'float32' or 'bfloat16'")
+        if self.log_std_min >= self.log_std_max:
+            raise ConfigError(f"SACConfig.log_std_min={self.log_std_min} must be < log_std_max")
+
+    def initial_ent_coef(self) -> tuple[float, bool]:
+        """``(starting alpha, learned?)`` from ``ent_coef``."""
+        if isinstance(self.ent_coef, str):
+            if self.ent_coef == "auto":
+                return 1.0, True
+            if self.ent_coef.startswith("auto_"):
+                try:
+                    value = float(self.ent_coef[5:])
+                except ValueError:
+                    value = -1.0
+                if value > 0:
+                    return value, True
+            raise ConfigError(
+                f"SACConfig.ent_coef={self.ent_coef!r} must be 'auto', 'auto_<x>' or a number > 0"
+            )
+        if not self.ent_coef > 0:
+            raise ConfigError(f"SACConfig.ent_coef={self.ent_coef} must be > 0")
+        return float(self.ent_coef), False
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SACConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown SAC hyperparameters {unknown}; valid names are {sorted(known)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> SACConfig:
+        return cls.from_dict(json.loads(text))
+
+
+class Actor(nn.Module):
+    """Gaussian policy: ``obs (B, obs_dim) -> (mean, log_std)``, each ``(B, act_dim)``, from one fused head."""
+
+    def __init__(self, obs_dim: int, act_dim: int, net_arch: list[int], activation: str) -> None:
+        super().__init__()
+        self.trunk = build_mlp(obs_dim, net_arch, activation=activation)
+        self.head = nn.Linear(net_arch[-1], 2 * act_dim)
+
+    def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        features = self.trunk(obs)
+        with torch.autocast("cpu", enabled=False):  # the head stays float32 under bf16 autocast
+            mean, log_std = self.head(features.float()).chunk(2, dim=-1)
+        return mean, log_std
+
+
+class EnsembleCritic(nn.Module):
+    """``n`` Q-networks ``Q_i(s, a)`` evaluated in one batched pass.
+
+    Each member is initialised as ``build_mlp(obs_dim + act_dim, net_arch, 1)`` would be; the weights
+    of layer ``l`` are stacked to shape ``(n, in_l, out_l)``. ``forward`` returns ``(n, B, 1)``.
+    """
+
+    def __init__(self, in_dim: int, net_arch: list[int], n: int, activation: str) -> None:
+        super().__init__()
+        members = [build_mlp(in_dim, net_arch, 1, activation=activation) for _ in range(n)]
+        layers = [[m for m in member if isinstance(m, nn.Linear)] for member in members]
+        self.weights = nn.ParameterList(
+            nn.Parameter(torch.stack([layer[i].weight.detach().T for layer in layers]))
+            for i in range(len(layers[0]))
+        )
+        self.biases = nn.ParameterList(
+            nn.Parameter(torch.stack([layer[i].bias.detach().unsqueeze(0) for layer in layers]))
+            for i in range(len(layers[0]))
+        )
+        self.activation = activation_class(activation)()
+
+    def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+        h = torch.matmul(torch.cat([obs, action], dim=-1), self.weights[0]) + self.biases[0]
+        for w, b in zip(self.weights[1:-1], self.biases[1:-1]):
+            h = torch.baddbmm(b, self.activation(h), w)
+        with torch.autocast("cpu", enabled=False):  # Q values stay float32 under bf16 autocast
+            return torch.baddbmm(self.biases[-1], self.activation(h).float(), self.weights[-1])
+
+
+def squashed_sample(
+    mean: torch.Tensor, log_std: torch.Tensor, generator: torch.Generator | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Reparameterised tanh-Gaussian sample ``a = tanh(mean + std * eps)`` in [-1, 1] and ``log pi(a)`` (B, 1).
+
+    ``log pi(a) = sum_j [N(u_j; mean_j, std_j) log-density - log(1 - a_j^2 + 1e-6)]`` (SB3's correction).
+    """
+    eps = torch.randn(mean.shape, generator=generator)
+    action = torch.tanh(mean + log_std.exp() * eps)
+    log_prob = -0.5 * eps.square() - log_std - 0.5 * LOG_2PI - torch.log1p(1e-6 - action.square())
+    return action, log_prob.sum(dim=-1, keepdim=True)
+
+
+class SAC:
+    """Soft actor-critic with SB3's surface: ``SAC("MlpPolicy", env, **config)``.
+
+    Args:
+        policy: ``"MlpPolicy"`` (the only one).
+        env: a gymnasium env (or its id) with 1-D Box observations and bounded 1-D Box actions;
+            ``None`` only together with ``observation_space`` and ``action_space`` (inference only).
+        log_dir: folder for ``metrics.jsonl`` (``None``: metrics kept in ``self.logger.history``).
+        tensorboard: also write TensorBoard scalars to ``log_dir``.
+        **config: fields of :class:`SACConfig`.
+    """
+
+    algorithm = "SAC"
+
+    def __init__(
+        self,
+        policy: str,
+        env: gymnasium.Env | str | None,
+        *,
+        log_dir: str | os.PathLike[str] | None = None,
+        tensorboard: bool = False,
+        observation_space: spaces.Box | None = None,
+        action_space: spaces.Box | None = None,
+        **config: Any,
+    ) -> None:
+        if policy != "MlpPolicy":
+            raise ConfigError(f"policy={policy!r} is not supported; SAC offers 'MlpPolicy'")
+        self.config = SACConfig.from_dict(config)
+        self.env = gymnasium.make(env) if isinstance(env, str) else env
+        if self.env is not None:
+            observation_space, action_space = self.env.observation_space, self.env.action_space
+        if observation_space is None or action_space is None:
+            raise ConfigError("SAC needs an env, or both observation_space and action_space")
+        _check_spaces(observation_space, action_space)
+        self.observation_space, self.action_space = observation_space, action_space
+        self.log_dir, self.tensorboard = log_dir, tensorboard
+        obs_dim = int(np.prod(observation_space.shape))
+        self.act_dim = int(np.prod(action_space.shape))
+        self._low = action_space.low.astype(np.float32)
+        self._scale = ((action_space.high - action_space.low) / 2.0).astype(np.float32)
+        cfg = self.config
+        if cfg.seed is not None:
+            torch.manual_seed(cfg.seed)
+        self._generator = torch.Generator()
+        self._generator.manual_seed(
+            cfg.seed if cfg.seed is not None else int(torch.randint(2**31, ()).item())
+        )
+        self._rng = np.random.default_rng(cfg.seed)
+
+        self.actor = Actor(obs_dim, self.act_dim, cfg.net_arch, cfg.activation)
+        self.critic = EnsembleCritic(obs_dim + self.act_dim, cfg.net_arch, cfg.n_critics, cfg.activation)
+        self.critic_target = EnsembleCritic(
+            obs_dim + self.act_dim, cfg.net_arch, cfg.n_critics, cfg.activation
+        )
+        self.critic_target.load_state_dict(self.critic.state_dict())
+        self.critic_target.requires_grad_(False)
+        alpha0, self.learn_ent_coef = cfg.initial_ent_coef()
+        self.log_ent_coef = torch.tensor([math.log(alpha0)], requires_grad=self.learn_ent_coef)
+        self.target_entropy = (
+            -float(self.act_dim) if cfg.target_entropy == "auto" else float(cfg.target_entropy)
+        )
+        adam = {"lr": cfg.learning_rate, "fused": True}
+        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), **adam)
+        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), **adam)
+        self.ent_coef_optimizer = (
+            torch.optim.Adam([self.log_ent_coef], **adam) if self.learn_ent_coef else None
+        )
+        self.replay_buffer = ReplayBuffer(cfg.buffer_size, obs_dim, self.act_dim, seed=cfg.seed)
+        self.num_timesteps = 0
+        self._n_updates = 0
+        self.logger = MetricsLogger(None)
+
+    # --- acting ------------------------------------------------------------------------------------
+    def predict(
+        self, observation: np.ndarray, state: Any = None, deterministic: bool = True
+    ) -> tuple[np.ndarray, None]:
+        """Action(s) for ``observation`` (shape ``obs_shape`` or ``(batch, *obs_shape)``), scaled to the bounds."""
+        obs = np.asarray(observation, dtype=np.float32)
+        single = obs.ndim == len(self.observation_space.shape)
+        with torch.no_grad():
+            mean, log_std = self.actor(torch.from_numpy(obs.reshape(-1, self.actor.trunk[0].in_features)))
+            if deterministic:
+                squashed = torch.tanh(mean)
+            else:
+                log_std = log_std.clamp(self.config.log_std_min, self.config.log_std_max)
+                squashed, _ = squashed_sample(mean, log_std, self._generator)
+        action = self._low + (squashed.numpy() + 1.0) * self._scale
+        return (action[0] if single else action), None
+
+    # --- learning ----------------------------------------------------------------------------------
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: Callable[[SAC], bool | None] | None = None,
+        progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
+    ) -> SAC:
+        """Interact for ``total_timesteps`` env steps, training after each; ``callback(self)`` returning
+        ``False`` stops early. Metrics rows are written every ``log_interval`` episodes."""
+        if self.env is None:
+            raise ConfigError("this SAC model has no env; pass env= to SAC.load to keep training")
+        if total_timesteps < 1:
+            raise ConfigError(f"total_timesteps={total_timesteps} must be >= 1")
+        cfg = self.config
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+        end = self.num_timesteps + int(total_timesteps)
+        self.logger = MetricsLogger(
+            self.log_dir, tensorboard=self.tensorboard, progress_bar=progress_bar,
+            total_timesteps=end, description="SAC",
+        )  # fmt: skip
+        obs = np.asarray(self.env.reset(seed=cfg.seed)[0], dtype=np.float32)
+        episode_return, episodes = 0.0, 0
+        returns: deque[float] = deque(maxlen=100)
+        losses: dict[str, float] = {}
+        start, start_steps = time.perf_counter(), self.num_timesteps
+        try:
+            while self.num_timesteps < end:
+                if self.num_timesteps < cfg.learning_starts:
+                    squashed = self._rng.uniform(-1.0, 1.0, self.act_dim).astype(np.float32)
+                else:
+                    with torch.no_grad():
+                        mean, log_std = self.actor(torch.from_numpy(obs).unsqueeze(0))
+                        log_std = log_std.clamp(cfg.log_std_min, cfg.log_std_max)
+                        squashed = squashed_sample(mean, log_std, self._generator)[0][0].numpy()
+                action = self._low + (squashed + 1.0) * self._scale
+                next_obs, reward, terminated, truncated, _ = self.env.step(action)
+                self.num_timesteps += 1
+                self.replay_buffer.add(obs, squashed, reward, next_obs, terminated)
+                episode_return += float(reward)
+                obs = np.asarray(next_obs, dtype=np.float32)
+                if terminated or truncated:
+                    returns.append(episode_return)
+                    episodes += 1
+                    episode_return = 0.0
+                    obs = np.asarray(self.env.reset()[0], dtype=np.float32)
+                    if episodes % cfg.log_interval == 0:
+                        fps = (self.num_timesteps - start_steps) / max(time.perf_counter() - start, 1e-9)
+                        self.logger.record(
+                            {"episode_reward_mean": float(np.mean(returns)),
+                             "episode_reward_std": float(np.std(returns)), "fps": fps,
+                             "episodes": episodes, "n_updates": self._n_updates, **losses},
+                            self.num_timesteps,
+                        )  # fmt: skip
+                if self.num_timesteps > cfg.learning_starts and self.num_timesteps % cfg.train_freq == 0:
+                    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.precision == "bfloat16"):
+                        for _ in range(cfg.gradient_steps):
+                            losses = self._train_step()
+                self.logger.advance(self.num_timesteps)
+                if callback is not None and callback(self) is False:
+                    break
+        finally:
+            self.logger.close()
+        return self
+
+    def _train_step(self) -> dict[str, float]:
+        """One gradient step on a replay minibatch (SB3 order: alpha, critics, actor, Polyak)."""
+        cfg = self.config
+        batch = self.replay_buffer.sample(cfg.batch_size)
+        mean, log_std = self.actor(batch.observations)
+        actions_pi, log_prob = squashed_sample(
+            mean, log_std.clamp(cfg.log_std_min, cfg.log_std_max), self._generator
+        )
+
+        ent_coef_loss = torch.zeros(())
+        if self.ent_coef_optimizer is not None:
+            ent_coef_loss = -(self.log_ent_coef * (log_prob.detach() + self.target_entropy)).mean()
+            self.ent_coef_optimizer.zero_grad(set_to_none=True)
+            ent_coef_loss.backward()
+            self.ent_coef_optimizer.step()
+        ent_coef = self.log_ent_coef.detach().exp()
+
+        with torch.no_grad():
+            next_mean, next_log_std = self.actor(batch.next_observations)
+            next_actions, next_log_prob = squashed_sample(
+                next_mean, next_log_std.clamp(cfg.log_std_min, cfg.log_std_max), self._generator
+            )
+            next_q = self.critic_target(batch.next_observations, next_actions).min(dim=0).values
+            target_q = batch.rewards + (1.0 - batch.terminated) * cfg.gamma * (
+                next_q - ent_coef * next_log_prob
+            )
+        current_q = self.critic(batch.observations, batch.actions)
+        critic_loss = 0.5 * (current_q - target_q).square().mean(dim=(1, 2)).sum()
+        self.critic_optimizer.zero_grad(set_to_none=True)
+        critic_loss.backward()
+        self.critic_optimizer.step()
+
+        self.critic.requires_grad_(False)  # actor step: gradients flow through Q to a~ only
+        min_q_pi = self.critic(batch.observations, actions_pi).min(dim=0).values
+        actor_loss = (ent_coef * log_prob - min_q_pi).mean()
+        self.actor_optimizer.zero_grad(set_to_none=True)
+        actor_loss.backward()
+        self.actor_optimizer.step()
+        self.critic.requires_grad_(True)
+
+        self._n_updates += 1
+        if cfg.target_update_interval and self._n_updates % cfg.target_update_interval == 0:
+            polyak_update(self.critic, self.critic_target, cfg.tau)
+        return {
+            "policy_loss": actor_loss.item(),
+            "value_loss": critic_loss.item(),
+            "entropy_loss": ent_coef_loss.item(),
+            "ent_coef": ent_coef.item(),
+        }
+
+    # --- persistence -------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write a checkpoint folder (weights, optimizer states, config, spaces); not the replay buffer."""
+        optimizers = {
+            "actor": self.actor_optimizer.state_dict(),
+            "critic": self.critic_optimizer.state_dict(),
+        }
+        if self.ent_coef_optimizer is not None:
+            optimizers["ent_coef"] = self.ent_coef_optimizer.state_dict()
+        save_checkpoint(
+            path,
+            weights={
+                "actor": self.actor.state_dict(),
+                "critic": self.critic.state_dict(),
+                "critic_target": self.critic_target.state_dict(),
+                "ent_coef": {"log_ent_coef": self.log_ent_coef.detach()},
+            },
+            states={"optimizers": optimizers},
+            config=self.config.to_dict(),
+            metadata={
+                "algorithm": self.algorithm,
+                "timesteps": self.num_timesteps,
+                "n_updates": self._n_updates,
+                "observation_space": _box_to_dict(self.observation_space),
+                "action_space": _box_to_dict(self.action_space),
+            },
+        )
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], env: gymnasium.Env | str | None = None, **kwargs: Any) -> SAC:
+        """Load a checkpoint written by :meth:`save`; ``env`` is needed only to keep training."""
+        ckpt = load_checkpoint(path, expected_algorithm=cls.algorithm)
+        obs_space = _box_from_dict(ckpt.metadata["observation_space"])
+        act_space = _box_from_dict(ckpt.metadata["action_space"])
+        model = cls(
+            "MlpPolicy", env, observation_space=obs_space, action_space=act_space, **kwargs, **ckpt.config
+        )
+        if model.observation_space.shape != obs_space.shape or model.action_space.shape != act_space.shape:
+            raise EnvMismatchError(
+                f"checkpoint {path} was trained on observations {obs_space.shape} and actions "
+                f"{act_space.shape}, the env has {model.observation_space.shape} and "
+                f"{model.action_space.shape}; pass a matching env"
+            )
+        model.actor.load_state_dict(ckpt.weights["actor"])
+        model.critic.load_state_dict(ckpt.weights["critic"])
+        model.critic_target.load_state_dict(ckpt.weights["critic_target"])
+        with torch.no_grad():
+            model.log_ent_coef.copy_(ckpt.weights["ent_coef"]["log_ent_coef"])
+        optimizers = ckpt.states.get("optimizers", {})
+        model.actor_optimizer.load_state_dict(optimizers["actor"])
+        model.critic_optimizer.load_state_dict(optimizers["critic"])
+        if model.ent_coef_optimizer is not None and "ent_coef" in optimizers:
+            model.ent_coef_optimizer.load_state_dict(optimizers["ent_coef"])
+        model.num_timesteps = int(ckpt.metadata.get("timesteps", 0))
+        model._n_updates = int(ckpt.metadata.get("n_updates", 0))
+        return model
+
+
+def _check_spaces(observation_space: gymnasium.Space, action_space: gymnasium.Space) -> None:
+    if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+        raise EnvMismatchError(
+            f"SAC needs a 1-D Box observation space, got {observation_space}; flatten the observations"
+        )
+    if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
+        raise EnvMismatchError(f"SAC needs a 1-D Box action space, got {action_space}")
+    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        raise EnvMismatchError(f"SAC needs bounded actions, got {action_space}; give the Box finite bounds")
+
+
+def _box_to_dict(box: spaces.Box) -> dict[str, Any]:
+    return {"low": box.low.tolist(), "high": box.high.tolist(), "shape": list(box.shape)}
+
+
+def _box_from_dict(data: dict[str, Any]) -> spaces.Box:
+    shape = tuple(data["shape"])
+    return spaces.Box(np.array(data["low"], np.float32).reshape(shape),
+                      np.array(data["high"], np.float32).reshape(shape), dtype=np.float32)  # fmt: skip
