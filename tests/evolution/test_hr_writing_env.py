@@ -105,3 +105,13 @@ def test_baseline_policies_are_evaluated_per_step(env):
     random = evaluate_writing_policy(env, "random", episodes=2, seed=0)
     zero = evaluate_writing_policy(env, "zero", episodes=2, seed=0)
     assert 0.0 < random["mean"] < zero["mean"] < 1.0
+
+
+def test_first_drafts_come_from_a_pool_once_it_is_full():
+    env = HRWritingEnv(prompts=["city gardens"], draft_pool_size=2)
+    first = {env.reset(seed=s)[1]["text"] for s in range(2)}
+    later = {env.reset(seed=s)[1]["text"] for s in range(2, 8)}
+    assert len(first) == 2
+    assert later <= first
+    fresh = HRWritingEnv(prompts=["city gardens"], draft_pool_size=0)
+    assert len({fresh.reset(seed=s)[1]["text"] for s in range(4)}) == 4
