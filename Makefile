@@ -9,7 +9,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: run test test-slow lint bench install
+.PHONY: run test test-slow test-postgres lint bench install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,11 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# The API and profile tests again, against a throw-away PostgreSQL 15 server on 127.0.0.1
+# (skipped with a printed reason where Debian's PostgreSQL binaries are absent).
+test-postgres: $(STAMP)
+	bash scripts/with_postgres.sh $(BIN)/python -m pytest -q tests/api tests/profiles
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples

@@ -8,6 +8,14 @@ from __future__ import annotations
 
 import typer
 
+from resonance_os.cli import analyze as analyze_cli
+from resonance_os.cli import classic as classic_cli
+from resonance_os.cli import control as control_cli
+from resonance_os.cli import generate as generate_cli
+from resonance_os.cli import plot as plot_cli
+from resonance_os.cli import profiles as profiles_cli
+from resonance_os.cli import serve as serve_cli
+from resonance_os.cli import train as train_cli
 from resonance_os.cli.errors import USER_ERRORS, fail
 
 app = typer.Typer(
@@ -17,6 +25,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_show_locals=False,
 )
+
+serve_cli.register(app)
+app.command("analyze")(analyze_cli.analyze)
+app.command("compare")(analyze_cli.compare)
+app.add_typer(profiles_cli.app, name="profiles")
+app.add_typer(classic_cli.app, name="classic")
+app.command("generate")(generate_cli.generate)
+app.command("plot")(plot_cli.plot)
+app.command("control")(control_cli.control)
+app.command("train")(train_cli.train)
+app.command("demo")(train_cli.demo)
 
 
 def main() -> None:

@@ -1,0 +1,299 @@
+"""The service's database: SQLAlchemy 2 models, engine set-up and Alembic migrations.
+
+Tables (prefixed ``api_``; the profile store keeps its own ``tenants``/``profiles`` tables in the same
+database). Every row but a tenant's belongs to one tenant and every query filters on ``tenant_id``:
+
+- ``api_tenants``        a content team; ``name`` follows the profile-name rules (letters, digits, ``-_.``).
+- ``api_keys``           only an HMAC-SHA256 of each key (see :mod:`resonance_os.api.keys`) and a short
+                         display prefix; a key is revoked by stamping ``revoked_at``.
+- ``api_items``          generated (or submitted) texts with measured HRV, target HRV and resonance.
+- ``api_feedback``       a 1-5 rating of one item or a preference between two; the items' text and HRV
+                         are copied into the row so feedback survives changes to items.
+- ``api_reward_models``  versioned fitted reward models (JSON parameters + safetensors weights).
+- ``api_jobs``           background training jobs: state, progress, metrics, worker pid and heartbeat.
+
+The embedded default is a SQLite file in WAL mode under ``~/.resonance_os/``; any SQLAlchemy URL works,
+PostgreSQL as ``postgresql+psycopg://user:pass@host:port/db``. :func:`migrate` brings a database to the
+newest Alembic revision shipped in ``resonance_os/api/migrations``.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.exc import ArgumentError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+
+from resonance_os.core.errors import StorageError
+
+DEFAULT_HOME = Path("~/.resonance_os")
+DEFAULT_DB_FILE = "resonance.db"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    """A random 32-hex-digit public id (items, feedback, jobs): unguessable, so ids leak nothing."""
+    return uuid.uuid4().hex
+
+
+class UTCDateTime(sa.TypeDecorator):
+    """A timezone-aware UTC timestamp on every backend (SQLite hands back naive datetimes)."""
+
+    impl = sa.DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            value = value.replace(tzinfo=timezone.utc)
+        return value
+
+
+class Base(DeclarativeBase):
+    type_annotation_map = {
+        dict[str, Any]: sa.JSON,
+        list[float]: sa.JSON,
+        datetime: UTCDateTime,
+    }
+
+
+class Tenant(Base):
+    __tablename__ = "api_tenants"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    key_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(sa.String(16))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column()
+
+
+class Item(Base):
+    __tablename__ = "api_items"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    source: Mapped[str] = mapped_column(sa.String(16))  # "generated" or "submitted"
+    prompt: Mapped[str | None] = mapped_column(sa.Text)
+    text: Mapped[str] = mapped_column(sa.Text)
+    hrv: Mapped[list[float]]
+    target_hrv: Mapped[list[float] | None]
+    profile_name: Mapped[str | None] = mapped_column(sa.String(64))
+    resonance: Mapped[float | None] = mapped_column(sa.Float)
+    policy: Mapped[str | None] = mapped_column(sa.String(32))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Feedback(Base):
+    __tablename__ = "api_feedback"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(sa.String(16))  # "rating" or "preference"
+    rating: Mapped[int | None]
+    preferred: Mapped[str | None] = mapped_column(sa.String(1))  # "a" or "b" for a preference
+    target_hrv: Mapped[list[float]]
+    item_a_id: Mapped[str | None] = mapped_column(sa.String(32))
+    item_a_text: Mapped[str] = mapped_column(sa.Text)
+    item_a_hrv: Mapped[list[float]]
+    item_b_id: Mapped[str | None] = mapped_column(sa.String(32))
+    item_b_text: Mapped[str | None] = mapped_column(sa.Text)
+    item_b_hrv: Mapped[list[float] | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class RewardModelVersion(Base):
+    __tablename__ = "api_reward_models"
+    __table_args__ = (
+        sa.UniqueConstraint("tenant_id", "version", name="uq_api_reward_models_tenant_version"),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    version: Mapped[int]
+    params: Mapped[dict[str, Any]]
+    weights: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    metrics: Mapped[dict[str, Any]]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Job(Base):
+    __tablename__ = "api_jobs"
+
+    id: Mapped[str] = mapped_column(sa.String(32), primary_key=True, default=new_id)
+    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(sa.String(32))
+    trainer: Mapped[str] = mapped_column(sa.String(200))  # "module:function", chosen by the server
+    state: Mapped[str] = mapped_column(sa.String(16), index=True)
+    params: Mapped[dict[str, Any]]
+    progress: Mapped[float] = mapped_column(sa.Float, default=0.0)
+    metrics: Mapped[dict[str, Any]] = mapped_column(default=dict)
+    error: Mapped[str | None] = mapped_column(sa.Text)
+    artifact: Mapped[bytes | None] = mapped_column(sa.LargeBinary)
+    pid: Mapped[int | None]
+    host: Mapped[str | None] = mapped_column(sa.String(255))
+    attempts: Mapped[int] = mapped_column(default=0)
+    heartbeat_at: Mapped[datetime | None] = mapped_column()
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column()
+    finished_at: Mapped[datetime | None] = mapped_column()
+
+
+SERVICE_TABLES = frozenset(Base.metadata.tables)
+"""Tables owned by the service's migrations (profiles keep their own tables in the same database)."""
+
+
+def resolve_db_url(value: str | os.PathLike[str] | None = None) -> str:
+    """The SQLAlchemy URL for ``value``: a URL as is, a file or folder path as a SQLite file URL.
+
+    ``None`` falls back to ``$RESONANCE_DB``, then ``~/.resonance_os/resonance.db``. A folder gets
+    ``resonance.db`` inside it; the parent folder is created.
+    """
+    raw = os.fspath(value) if value is not None else os.environ.get("RESONANCE_DB")
+    if not raw:
+        raw = str(DEFAULT_HOME / DEFAULT_DB_FILE)
+    if "://" in raw:
+        try:
+            make_url(raw)
+        except ArgumentError as exc:
+            raise StorageError(f"cannot parse the database URL {raw!r}: {exc}") from None
+        return raw
+    path = Path(raw).expanduser()
+    if path.is_dir():
+        path = path / DEFAULT_DB_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(f"cannot create the folder {path.parent} for the database: {exc}") from None
+    return f"sqlite:///{path.resolve()}"
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """WAL, a long busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` for write transactions.
+
+    pysqlite's own transaction handling is switched off so that a write transaction takes SQLite's
+    write lock at ``BEGIN`` (and waits for it) instead of failing on a lock upgrade half-way through.
+    """
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn, _record) -> None:
+        dbapi_conn.isolation_level = None
+        cursor = dbapi_conn.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:
+        immediate = conn.get_execution_options().get("sqlite_immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+class Database:
+    """An engine plus session factories: ``read()`` for queries, ``write()`` for changes.
+
+    Both are context managers that commit on success and roll back on error.
+    """
+
+    def __init__(self, url: str | os.PathLike[str] | None = None) -> None:
+        self.url = resolve_db_url(url)
+        self.is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
+        try:
+            if self.is_sqlite:
+                self.engine = sa.create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=False)
+                _configure_sqlite(self.engine)
+            else:
+                self.engine = sa.create_engine(self.url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        except (ArgumentError, ImportError) as exc:
+            raise StorageError(
+                f"cannot open the database {self.redacted_url}: {exc} "
+                "(PostgreSQL needs `pip install resonance-os[postgres]` and a postgresql+psycopg:// URL)"
+            ) from None
+        self._sessions = sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def redacted_url(self) -> str:
+        """The URL with any password hidden, safe for logs and error messages."""
+        return make_url(self.url).render_as_string(hide_password=True)
+
+    @contextmanager
+    def read(self) -> Iterator[Session]:
+        with self._sessions() as session, session.begin():
+            yield session
+
+    @contextmanager
+    def write(self) -> Iterator[Session]:
+        with self._sessions() as session:
+            session.connection(execution_options={"sqlite_immediate": True})
+            try:
+                yield session
+                session.commit()
+            except BaseException:
+                session.rollback()
+                raise
+
+    def migrate(self) -> str:
+        """Apply every pending migration; return the revision the database is at."""
+        return migrate(self.engine)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+
+def _alembic_config(connection: sa.Connection):
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
+    config.attributes["connection"] = connection
+    return config
+
+
+def migrate(engine: Engine) -> str:
+    """Upgrade the database behind ``engine`` to the newest revision and return that revision id.
+
+    Concurrent callers (several server workers starting at once) are serialised: on PostgreSQL with an
+    advisory lock, on SQLite by the write lock ``BEGIN IMMEDIATE`` takes.
+    """
+    from alembic import command
+    from alembic.runtime.migration import MigrationContext
+
+    try:
+        with engine.connect() as plain:
+            connection = plain.execution_options(sqlite_immediate=True)
+            with connection.begin():
+                if engine.dialect.name == "postgresql":
+                    connection.exec_driver_sql("SELECT pg_advisory_xact_lock(72511)")
+                command.upgrade(_alembic_config(connection), "head")
+                revision = MigrationContext.configure(connection).get_current_revision()
+    except sa.exc.OperationalError as exc:
+        url = engine.url.render_as_string(hide_password=True)
+        raise StorageError(f"cannot migrate the database {url}: {exc.orig}") from None
+    return revision or ""

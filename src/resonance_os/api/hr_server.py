@@ -1,0 +1,117 @@
+"""The ResonanceOS REST service: ``create_app(db_url=None, ...)`` and ``python -m resonance_os.api.hr_server``.
+
+Run it with ``resonance serve`` (or this module); OpenAPI docs at ``/docs``. Configuration: arguments,
+then ``RESONANCE_*`` environment variables (see :class:`resonance_os.api.settings.Settings`), then the
+embedded defaults (SQLite under ``~/.resonance_os/``, 127.0.0.1:8000).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from resonance_os import __version__
+from resonance_os.api import jobs
+from resonance_os.api.db import Database
+from resonance_os.api.http_errors import install_error_handlers
+from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware
+from resonance_os.api.ratelimit import RateLimiter
+from resonance_os.api.routes import feedback, generate, health, profiles, text
+from resonance_os.api.routes import jobs as job_routes
+from resonance_os.api.service import ResonanceService
+from resonance_os.api.settings import Settings
+
+log = logging.getLogger("resonance_os.api")
+
+KEEP_ALIVE_S = 75
+"""Idle keep-alive connections are closed after this long (uvicorn's default of 5 s races with busy
+clients reusing a connection just as the server closes it, which they see as a reset)."""
+
+
+def create_app(db_url: str | None = None, settings: Settings | None = None, **overrides) -> FastAPI:
+    """Build the app. ``db_url`` is a SQLAlchemy URL or a SQLite file/folder path (default
+    ``$RESONANCE_DB``, then ``~/.resonance_os/resonance.db``); ``overrides`` set :class:`Settings` fields.
+
+    The database is migrated to the newest revision here; jobs left running by a previous server
+    whose worker is gone are marked failed, and queued jobs nobody claimed are launched, at start-up.
+    """
+    settings = settings or Settings.from_env(db_url=db_url, **overrides)
+    db = Database(settings.db_url)
+    if settings.migrate:
+        db.migrate()
+    svc = ResonanceService(db)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        outcome = jobs.recover(db, db.url, launch_queued=settings.launch_workers)
+        if outcome["failed"] or outcome["relaunched"]:
+            log.warning("job recovery: %s", outcome)
+        yield
+        svc.close()
+        db.dispose()
+
+    app = FastAPI(
+        title="ResonanceOS",
+        version=__version__,
+        description="Measure, score and write text toward Human Resonance Vector profiles; learn from feedback.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.state.service = svc
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+    install_error_handlers(app)
+    for router in (
+        health.router,
+        text.router,
+        generate.router,
+        profiles.router,
+        feedback.router,
+        job_routes.router,
+    ):
+        app.include_router(router)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(MetricsMiddleware)
+    return app
+
+
+def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, workers: int = 1) -> None:
+    """Migrate once, then run the app under uvicorn with ``workers`` processes."""
+    import tempfile
+
+    import uvicorn
+
+    db = Database(db_url)
+    db.migrate()
+    db.dispose()
+    os.environ["RESONANCE_DB"] = db.url
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="resonance-prometheus-")
+    uvicorn.run(
+        "resonance_os.api.hr_server:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="info",
+        access_log=False,
+        timeout_keep_alive=KEEP_ALIVE_S,
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Run the ResonanceOS REST service.")
+    parser.add_argument("--host", default=os.environ.get("RESONANCE_HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("RESONANCE_PORT", "8000")))
+    parser.add_argument("--db", default=None, help="database URL or SQLite path (default: $RESONANCE_DB)")
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    serve(args.host, args.port, args.db, args.workers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""HTTP routers: each only parses the request, calls the service and shapes the response."""

@@ -1,0 +1,60 @@
+"""Human feedback and the reward model: POST /v1/feedback, POST /v1/reward-model/train, GET /v1/reward-model."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+
+from resonance_os.api import feedback
+from resonance_os.api.deps import service, tenant
+from resonance_os.api.schemas import (
+    FeedbackRequest,
+    FeedbackResponse,
+    ItemRef,
+    RewardModelOut,
+    RewardTrainRequest,
+)
+from resonance_os.api.service import ResonanceService
+from resonance_os.api.tenants import TenantContext
+
+router = APIRouter(prefix="/v1", tags=["feedback"])
+
+
+def _item(svc: ResonanceService, ctx: TenantContext, ref: ItemRef, target: list[float] | None):
+    return svc.get_item(ctx, ref.id) if ref.id is not None else svc.submit_text(ctx, ref.text, target)
+
+
+@router.post("/feedback", response_model=FeedbackResponse, status_code=201)
+def post_feedback(
+    body: FeedbackRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+) -> dict:
+    """Rate an item 1-5, or prefer item ("a") or other ("b"); items by id or as text to be measured."""
+    target = None
+    if body.profile is not None or body.target_hrv is not None:
+        target, _ = svc.resolve_target(ctx, body.profile, body.target_hrv)
+    item = _item(svc, ctx, body.item, target)
+    other = None if body.other is None else _item(svc, ctx, body.other, target)
+    row = feedback.record(
+        svc,
+        ctx,
+        kind=body.kind,
+        item=item,
+        other=other,
+        rating=body.rating,
+        preferred=body.preferred,
+        target_hrv=target,
+    )
+    return {"id": row.id, "kind": row.kind, "item_ids": [i.id for i in (item, other) if i is not None]}
+
+
+@router.post("/reward-model/train", response_model=RewardModelOut, status_code=201)
+def train_reward_model(
+    body: RewardTrainRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+) -> dict:
+    """Fit a new version on all of your feedback; the response has its held-out metrics."""
+    row = feedback.train(svc, ctx, holdout_fraction=body.holdout_fraction, seed=body.seed)
+    return {"version": row.version, "created_at": row.created_at, "metrics": row.metrics}
+
+
+@router.get("/reward-model", response_model=RewardModelOut)
+def get_reward_model(ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)) -> dict:
+    return feedback.describe(svc.db, ctx.tenant_id)

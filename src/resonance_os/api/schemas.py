@@ -1,0 +1,235 @@
+"""Pydantic models of every request and response body (they are also the OpenAPI schema at /docs)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
+from resonance_os.core.hrv_types import validate_hrv
+
+Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="What to write about.")]
+Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="English text to measure.")]
+Name = Annotated[str, Field(min_length=1, max_length=64, description="Letters, digits, '-', '_', '.'.")]
+HRVList = Annotated[
+    list[float],
+    Field(min_length=8, max_length=8, description="8 values in [0, 1] in HRV_DIMENSIONS order."),
+    AfterValidator(validate_hrv),
+]
+ItemId = Annotated[str, Field(min_length=1, max_length=64)]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- text -------------------------------------------------------------------------------------
+
+
+class AnalyzeRequest(Body):
+    text: Text
+    evidence: bool = Field(True, description="Include per-dimension evidence.")
+
+
+class AnalyzeResponse(BaseModel):
+    hrv: dict[str, float]
+    vector: list[float]
+    n_words: int
+    n_sentences: int
+    evidence: dict[str, Any] | None = None
+
+
+class ScoreRequest(Body):
+    text: Text
+    profile: Name | None = Field(None, description="One of your profiles (or a built-in template).")
+    target_hrv: HRVList | None = None
+
+    @model_validator(mode="after")
+    def _one_target(self) -> ScoreRequest:
+        if (self.profile is None) == (self.target_hrv is None):
+            raise ValueError("give exactly one of profile or target_hrv")
+        return self
+
+
+class ScoreResponse(BaseModel):
+    resonance: float = Field(description="Similarity of measured to target HRV in [0, 1].")
+    hrv: dict[str, float]
+    target_hrv: dict[str, float]
+    gaps: dict[str, float] = Field(description="target minus measured, per dimension.")
+    reward_model_score: float | None = Field(
+        None, description="Your latest reward model's score, if trained."
+    )
+
+
+# --- generation -------------------------------------------------------------------------------
+
+
+class HrGenerateRequest(Body):
+    """ResonanceOS's documented body."""
+
+    prompt: Prompt
+    tenant: Name
+    profile_name: Name
+
+
+class HrGenerateResponse(BaseModel):
+    article: str
+    hrv_feedback: dict[str, float] = Field(description="The article's measured HRV.")
+
+
+class GenerateRequest(Body):
+    prompt: Prompt
+    profile: Name | None = None
+    target_hrv: HRVList | None = None
+    paragraphs: int = Field(3, ge=1, le=12)
+    seed: int | None = Field(None, ge=0, le=2**32 - 1)
+    policy: str | None = Field(
+        None, max_length=64, description="Id of a finished training job to steer with."
+    )
+
+    @model_validator(mode="after")
+    def _at_most_one_target(self) -> GenerateRequest:
+        if self.profile is not None and self.target_hrv is not None:
+            raise ValueError("give profile or target_hrv, not both")
+        return self
+
+
+class GenerateResponse(BaseModel):
+    id: str = Field(description="Item id, for /v1/feedback.")
+    article: str
+    paragraphs: list[str]
+    hrv: dict[str, float]
+    target_hrv: dict[str, float]
+    resonance: float
+    policy: str | None = None
+
+
+# --- profiles ---------------------------------------------------------------------------------
+
+
+class ProfileCreate(Body):
+    name: Name
+    hrv: HRVList
+    description: str | None = Field(None, max_length=2000)
+
+
+class ProfileUpdate(Body):
+    hrv: HRVList
+    description: str | None = Field(None, max_length=2000)
+
+
+class ProfileFromText(Body):
+    name: Name
+    text: Text
+    description: str | None = Field(None, max_length=2000)
+
+
+class ProfileOut(BaseModel):
+    name: str
+    hrv: dict[str, float]
+    description: str | None = None
+    version: int | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+class ProfileList(BaseModel):
+    profiles: list[ProfileOut]
+
+
+class ProfileHistory(BaseModel):
+    name: str
+    versions: list[ProfileOut]
+
+
+# --- feedback and reward model ----------------------------------------------------------------
+
+
+class ItemRef(Body):
+    """A generated item by id, or a text to be measured and stored as a submitted item."""
+
+    id: ItemId | None = None
+    text: Text | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> ItemRef:
+        if (self.id is None) == (self.text is None):
+            raise ValueError("give exactly one of id or text")
+        return self
+
+
+class FeedbackRequest(Body):
+    """A rating (1-5) of ``item``, or a preference between ``item`` and ``other`` (``preferred``)."""
+
+    kind: Literal["rating", "preference"]
+    item: ItemRef
+    other: ItemRef | None = None
+    rating: int | None = Field(None, ge=1, le=5)
+    preferred: Literal["a", "b"] | None = Field(None, description="'a' = item, 'b' = other.")
+    target_hrv: HRVList | None = Field(None, description="Default: the item's generation target.")
+    profile: Name | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> FeedbackRequest:
+        if self.kind == "rating" and (self.rating is None or self.other is not None or self.preferred):
+            raise ValueError("a rating needs rating (1-5) and no other/preferred")
+        if self.kind == "preference" and (self.other is None or self.preferred is None or self.rating):
+            raise ValueError("a preference needs other and preferred ('a' or 'b') and no rating")
+        if self.profile is not None and self.target_hrv is not None:
+            raise ValueError("give profile or target_hrv, not both")
+        return self
+
+
+class FeedbackResponse(BaseModel):
+    id: str
+    kind: str
+    item_ids: list[str]
+
+
+class RewardTrainRequest(Body):
+    holdout_fraction: float = Field(0.2, ge=0.05, le=0.5)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+
+
+class RewardModelOut(BaseModel):
+    version: int
+    created_at: datetime
+    metrics: dict[str, Any]
+
+
+# --- training jobs ----------------------------------------------------------------------------
+
+
+class TrainRequest(Body):
+    profile: Name | None = None
+    target_hrv: HRVList | None = None
+    timesteps: int = Field(5000, ge=64, le=1_000_000)
+    seed: int = Field(0, ge=0, le=2**32 - 1)
+    use_reward_model: bool = Field(True, description="Blend in your latest reward model, if trained.")
+
+    @model_validator(mode="after")
+    def _one_target(self) -> TrainRequest:
+        if (self.profile is None) == (self.target_hrv is None):
+            raise ValueError("give exactly one of profile or target_hrv")
+        return self
+
+
+class JobOut(BaseModel):
+    id: str
+    kind: str
+    state: Literal["queued", "running", "succeeded", "failed"]
+    progress: float
+    metrics: dict[str, Any]
+    error: str | None = None
+    params: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    version: str
+    database: str

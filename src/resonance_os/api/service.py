@@ -1,0 +1,286 @@
+"""What the service does, without HTTP: measure, score, generate, keep profiles and items per tenant.
+
+Routes translate requests into these calls; every call takes the caller's :class:`TenantContext` so
+nothing here can reach another tenant's data. Components (extractor, similarity, profile manager,
+writer) are created once per process on first use.
+"""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+from typing import Any
+
+import sqlalchemy as sa
+
+from resonance_os.api.db import Database, Item, Job
+from resonance_os.api.tenants import TenantContext
+from resonance_os.core.errors import NotFoundError, ProfileNotFoundError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_types import HRVProfile, validate_hrv
+
+
+def as_dict(values: list[float]) -> dict[str, float]:
+    return dict(zip(HRV_DIMENSIONS, (float(v) for v in values)))
+
+
+def profile_out(profile: HRVProfile) -> dict[str, Any]:
+    return {
+        "name": profile.name,
+        "hrv": profile.vector.to_dict(),
+        "description": profile.description,
+        "version": profile.version,
+        "created_at": getattr(profile, "created_at", None),
+        "updated_at": getattr(profile, "updated_at", None),
+    }
+
+
+class ResonanceService:
+    """The service's domain calls over one :class:`Database` (profiles live in the same database)."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._writer_lock = threading.Lock()
+
+    # -- components, built once per process ------------------------------------------------------
+
+    @cached_property
+    def extractor(self):
+        from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+        return HRVExtractor()
+
+    @cached_property
+    def similarity(self):
+        from resonance_os.similarity.metrics import SimilarityCalculator
+
+        return SimilarityCalculator()
+
+    @cached_property
+    def profiles(self):
+        from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+
+        return HRVProfileManager(self.db.url)
+
+    @cached_property
+    def writer(self):
+        from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+
+        return HumanResonantWriter(extractor=self.extractor)
+
+    def close(self) -> None:
+        if "profiles" in self.__dict__:
+            self.profiles.close()
+
+    # -- measuring ---------------------------------------------------------------------------------
+
+    def analyze(self, text: str, evidence: bool = True) -> dict[str, Any]:
+        """The HRV of ``text`` and, with ``evidence``, what was counted for each dimension."""
+        analysis = self.extractor.analyze(text).to_dict()
+        vector = [float(analysis["hrv"][d]) for d in HRV_DIMENSIONS]
+        return {
+            "hrv": as_dict(vector),
+            "vector": vector,
+            "n_words": analysis["n_words"],
+            "n_sentences": analysis["n_sentences"],
+            "evidence": analysis["evidence"] if evidence else None,
+        }
+
+    def resolve_target(
+        self, ctx: TenantContext, profile: str | None, target_hrv: list[float] | None
+    ) -> tuple[list[float], str | None]:
+        """The target HRV and profile name: an explicit vector, the tenant's profile, or a built-in
+        template of that name (the tenant's own profile wins); neither given: the default profile."""
+        from resonance_os.profiles.multi_tenant_hr_profiles import BUILTIN_TEMPLATES, DEFAULT_PROFILE
+
+        if target_hrv is not None:
+            return validate_hrv(target_hrv), None
+        if profile is None:
+            return DEFAULT_PROFILE.vector.to_list(), DEFAULT_PROFILE.name
+        try:
+            return self.profiles.load_profile(ctx.tenant, profile), profile
+        except ProfileNotFoundError:
+            if profile in BUILTIN_TEMPLATES:
+                return BUILTIN_TEMPLATES[profile].vector.to_list(), profile
+            raise
+
+    def score(
+        self, ctx: TenantContext, text: str, profile: str | None, target_hrv: list[float] | None
+    ) -> dict[str, Any]:
+        """Resonance of ``text`` with the target, per-dimension gaps (target - measured), and the
+        tenant's latest reward model's score when one has been trained."""
+        from resonance_os.api import feedback
+
+        target, _ = self.resolve_target(ctx, profile, target_hrv)
+        measured = [float(v) for v in self.extractor.extract(text)]
+        model = feedback.latest_model(self.db, ctx.tenant_id, self.extractor)
+        return {
+            "resonance": self.similarity.calculate_similarity(measured, target),
+            "hrv": as_dict(measured),
+            "target_hrv": as_dict(target),
+            "gaps": {d: t - m for d, t, m in zip(HRV_DIMENSIONS, target, measured)},
+            "reward_model_score": None if model is None else float(model.predict_hrv(measured, target)),
+        }
+
+    # -- items -------------------------------------------------------------------------------------
+
+    def store_item(self, ctx: TenantContext, **fields: Any) -> Item:
+        with self.db.write() as session:
+            item = Item(tenant_id=ctx.tenant_id, **fields)
+            session.add(item)
+            session.flush()
+            return item
+
+    def get_item(self, ctx: TenantContext, item_id: str) -> Item:
+        with self.db.read() as session:
+            item = session.scalar(sa.select(Item).where(Item.id == item_id, Item.tenant_id == ctx.tenant_id))
+        if item is None:
+            raise NotFoundError(f"no item {item_id!r} for this tenant; use an id returned by /v1/generate")
+        return item
+
+    def submit_text(self, ctx: TenantContext, text: str, target_hrv: list[float] | None) -> Item:
+        """Measure a text the tenant wrote elsewhere and keep it as an item (for feedback)."""
+        hrv = [float(v) for v in self.extractor.extract(text)]
+        resonance = None if target_hrv is None else self.similarity.calculate_similarity(hrv, target_hrv)
+        return self.store_item(
+            ctx,
+            source="submitted",
+            prompt=None,
+            text=text,
+            hrv=hrv,
+            target_hrv=target_hrv,
+            resonance=resonance,
+        )
+
+    # -- generation --------------------------------------------------------------------------------
+
+    def generate(
+        self,
+        ctx: TenantContext,
+        prompt: str,
+        *,
+        profile: str | None = None,
+        target_hrv: list[float] | None = None,
+        paragraphs: int = 3,
+        seed: int | None = None,
+        policy: str | None = None,
+    ) -> dict[str, Any]:
+        """Write an article toward the target, measure it, store it as an item, return both."""
+        if policy is not None:
+            from resonance_os.api.policies import policy_folder, policy_job
+
+            job = policy_job(self.db, ctx.tenant_id, policy)
+            if profile is None and target_hrv is None:  # steer toward what the policy was trained for
+                target, profile_name = list(job.params["target_hrv"]), job.params.get("profile")
+            else:
+                target, profile_name = self.resolve_target(ctx, profile, target_hrv)
+            from resonance_os.api.training import generate_with_policy
+
+            version = job.params.get("reward_model_version")
+
+            def reward_model():
+                if version is None:
+                    return None
+                from resonance_os.api.feedback import load_version
+
+                return load_version(self.db, ctx.tenant_id, version, self.extractor)
+
+            article = generate_with_policy(
+                self, policy_folder(job), prompt, target, paragraphs, seed, reward_model
+            )
+        else:
+            target, profile_name = self.resolve_target(ctx, profile, target_hrv)
+            with self._writer_lock:
+                article = self.writer.generate(
+                    prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed
+                )
+        measured = [float(v) for v in article.measured_hrv["article"]]
+        resonance = float(article.resonance)
+        item = self.store_item(
+            ctx,
+            source="generated",
+            prompt=prompt,
+            text=article.text,
+            hrv=measured,
+            target_hrv=target,
+            profile_name=profile_name,
+            resonance=resonance,
+            policy=policy,
+        )
+        return {
+            "id": item.id,
+            "article": article.text,
+            "paragraphs": list(article.paragraphs),
+            "hrv": as_dict(measured),
+            "target_hrv": as_dict(target),
+            "resonance": resonance,
+            "policy": policy,
+        }
+
+    # -- training --------------------------------------------------------------------------------
+
+    def start_training(
+        self,
+        ctx: TenantContext,
+        trainer: str,
+        *,
+        profile: str | None,
+        target_hrv: list[float] | None,
+        timesteps: int,
+        seed: int,
+        use_reward_model: bool,
+        launch: bool = True,
+    ) -> Job:
+        """Queue a PPO job toward the target (with the tenant's newest reward model unless told not to)
+        and start its worker process."""
+        from resonance_os.api import feedback, jobs, training
+
+        target, profile_name = self.resolve_target(ctx, profile, target_hrv)
+        training.check_available(trainer)
+        reward = feedback.latest_version(self.db, ctx.tenant_id) if use_reward_model else None
+        params = {
+            "tenant": ctx.tenant,
+            "profile": profile_name,
+            "target_hrv": target,
+            "timesteps": timesteps,
+            "seed": seed,
+            "reward_model_version": None if reward is None else reward.version,
+        }
+        job = jobs.submit(self.db, ctx.tenant_id, "ppo", trainer, params)
+        if launch:
+            jobs.launch(self.db.url, job.id)
+        return job
+
+    # -- profiles ----------------------------------------------------------------------------------
+
+    def list_profiles(self, ctx: TenantContext) -> list[dict[str, Any]]:
+        return [profile_out(p) for p in self.profiles.list_profiles(ctx.tenant)]
+
+    def get_profile(self, ctx: TenantContext, name: str) -> dict[str, Any]:
+        return profile_out(self.profiles.get_profile(ctx.tenant, name))
+
+    def save_profile(
+        self, ctx: TenantContext, name: str, hrv: list[float], description: str | None, *, must_exist: bool
+    ) -> dict[str, Any]:
+        """Create (``must_exist=False``; 409 if it exists) or update (``must_exist=True``; 404 if not)."""
+        from resonance_os.api.tenants import AlreadyExistsError
+
+        exists = any(p.name == name for p in self.profiles.list_profiles(ctx.tenant))
+        if must_exist and not exists:
+            self.profiles.get_profile(ctx.tenant, name)  # raises ProfileNotFoundError listing names
+        if not must_exist and exists:
+            raise AlreadyExistsError(
+                f"profile {name!r} already exists; update it with PUT /v1/profiles/{name}"
+            )
+        return profile_out(self.profiles.save_profile(ctx.tenant, name, hrv, description))
+
+    def delete_profile(self, ctx: TenantContext, name: str) -> None:
+        self.profiles.delete_profile(ctx.tenant, name)
+
+    def profile_history(self, ctx: TenantContext, name: str) -> list[dict[str, Any]]:
+        return [profile_out(p) for p in self.profiles.profile_history(ctx.tenant, name)]
+
+    def profile_from_text(
+        self, ctx: TenantContext, name: str, text: str, description: str | None
+    ) -> dict[str, Any]:
+        return profile_out(self.profiles.profile_from_text(ctx.tenant, name, text, description))

@@ -1,0 +1,71 @@
+"""Service configuration: explicit arguments, then ``RESONANCE_*`` environment variables, then defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+from resonance_os.core.errors import ValidationError
+
+MAX_BODY_BYTES = 1_048_576
+MAX_TEXT_CHARS = 50_000
+MAX_PROMPT_CHARS = 4_000
+
+DEFAULT_TRAINERS = {"ppo": "resonance_os.api.training:train_profile_policy"}
+"""Job kind -> ``module:function`` run by the worker process; chosen by the server, never by a client."""
+
+
+def _env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValidationError(f"${name}={raw!r} is not a number") from None
+    if value <= 0:
+        raise ValidationError(f"${name}={raw!r} must be positive")
+    return value
+
+
+def _parse_trainers(raw: str) -> dict[str, str]:
+    """``"ppo=package.module:function,other=..."`` -> ``{"ppo": "package.module:function", ...}``."""
+    trainers = {}
+    for part in filter(None, (p.strip() for p in raw.split(","))):
+        kind, _, spec = part.partition("=")
+        if not kind or ":" not in spec:
+            raise ValidationError(f"$RESONANCE_TRAINERS entry {part!r} must look like kind=module:function")
+        trainers[kind.strip()] = spec.strip()
+    return trainers
+
+
+@dataclass
+class Settings:
+    """What ``create_app`` needs to know.
+
+    rate_limit_per_s: sustained requests per second per API key (token bucket, per server process);
+    rate_limit_burst: bucket size; trainers: job kind -> ``module:function`` the worker runs.
+    Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``,
+    ``RESONANCE_TRAINERS`` (``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
+    """
+
+    db_url: str | None = None
+    max_body_bytes: int = MAX_BODY_BYTES
+    rate_limit_per_s: float = 50.0
+    rate_limit_burst: float = 100.0
+    trainers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TRAINERS))
+    migrate: bool = True
+    launch_workers: bool = True
+
+    @classmethod
+    def from_env(cls, **overrides) -> Settings:
+        values = {
+            "db_url": os.environ.get("RESONANCE_DB") or None,
+            "rate_limit_per_s": _env_float("RESONANCE_RATE_LIMIT", cls.rate_limit_per_s),
+            "rate_limit_burst": _env_float("RESONANCE_RATE_BURST", cls.rate_limit_burst),
+            "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
+        }
+        if os.environ.get("RESONANCE_TRAINERS"):
+            values["trainers"] = _parse_trainers(os.environ["RESONANCE_TRAINERS"])
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)

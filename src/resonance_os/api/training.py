@@ -1,0 +1,172 @@
+"""PPO training toward a tenant's target (run in a job worker) and generation steered by the result.
+
+Both sit on ``resonance_os.evolution.hr_rl_trainer`` (``HRWritingEnv``, ``train_hr_ppo``) and
+``resonance_os.evolution.hr_policy`` (run folders: ``save_run``); where those modules are missing, ``/v1/train`` and ``policy`` in ``/v1/generate`` answer 503 instead of pretending.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import random
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from resonance_os.api import feedback, policies
+from resonance_os.api.job_worker import JobReport, TrainingResult
+from resonance_os.core.errors import ResonanceError
+
+TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
+POLICY_MODULE = "resonance_os.evolution.hr_policy"
+
+
+class TrainingUnavailableError(ResonanceError):
+    """This installation cannot train or run policies (a module it needs is missing)."""
+
+    http_status = 503
+
+
+def _import(module: str):
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        raise TrainingUnavailableError(
+            f"training is not available in this installation: {module} cannot be imported ({exc})"
+        ) from None
+
+
+def check_available(spec: str) -> None:
+    """Raise ``TrainingUnavailableError`` unless trainer ``"module:function"`` and what it needs import."""
+    module_name, _, function_name = spec.partition(":")
+    function = getattr(_import(module_name), function_name, None)
+    if function is None:
+        raise TrainingUnavailableError(f"trainer {spec!r} does not exist")
+    for required in getattr(function, "requires", ()):
+        _import(required)
+
+
+def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
+    """Train PPO on ``HRWritingEnv`` toward ``params["target_hrv"]`` (runs in a job worker).
+
+    params: ``target_hrv`` (8 floats), ``timesteps``, ``seed``, ``reward_model_version`` (the tenant's
+    reward model blended into the env's reward, or ``None``). Progress comes from the run's metrics
+    log; the result carries the final metrics and the run folder (``hr_policy.save_run``: model and env
+    settings) as a zip.
+    """
+    hr = _import(TRAINING_MODULE)
+    reward_model = None
+    if params.get("reward_model_version") is not None:
+        reward_model = feedback.load_version(report.db, report.tenant_id, params["reward_model_version"])
+    env = hr.HRWritingEnv(target_hrv=params["target_hrv"], reward_model=reward_model, seed=params["seed"])
+    total = int(params["timesteps"])
+    with tempfile.TemporaryDirectory(prefix="resonance-job-") as tmp:
+        log_dir = Path(tmp) / "logs"
+        stop = threading.Event()
+        follower = threading.Thread(target=_follow_metrics, args=(log_dir, total, report, stop), daemon=True)
+        follower.start()
+        try:
+            model = hr.train_hr_ppo(
+                env, timesteps=total, seed=params["seed"], log_dir=str(log_dir), progress_bar=False
+            )
+        finally:
+            stop.set()
+            follower.join()
+        run_dir = _import(POLICY_MODULE).save_run(model, env, Path(tmp) / "run")
+        rows = _metrics_rows(log_dir)
+        final = rows[-1] if rows else {}
+        return TrainingResult(metrics=final, artifact=policies.pack(run_dir))
+
+
+train_profile_policy.requires = (TRAINING_MODULE, POLICY_MODULE)
+
+
+def _metrics_rows(log_dir: Path) -> list[dict]:
+    rows = []
+    for path in sorted(log_dir.rglob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError:  # a line being written right now
+                continue
+    return rows
+
+
+def _follow_metrics(log_dir: Path, total: int, report: JobReport, stop: threading.Event) -> None:
+    """Turn the metrics log into job progress (timesteps / total) until ``stop`` is set."""
+    while not stop.wait(1.0):
+        rows = _metrics_rows(log_dir) if log_dir.exists() else []
+        if rows:
+            last = rows[-1]
+            report.progress(float(last.get("timesteps", 0)) / total, last)
+
+
+@dataclass
+class PolicyArticle:
+    """An article written under a trained policy (the fields ``ResonanceService.generate`` reads)."""
+
+    text: str
+    paragraphs: list[str]
+    measured_hrv: dict[str, list[float]]
+    resonance: float
+
+
+_runs: dict[str, tuple[object, object, threading.Lock]] = {}
+_runs_lock = threading.Lock()
+
+
+def _load_run(folder: Path, reward_model: Callable[[], object]):
+    """(model, env, lock) for an unpacked run folder, built once per process with the job's reward model
+    (``reward_model()``, called only then) in the env, so drafts are judged as in training; callers hold
+    the lock while the env writes."""
+    with _runs_lock:
+        run = _runs.get(str(folder))
+        if run is None:
+            hr, runs = _import(TRAINING_MODULE), _import(POLICY_MODULE)
+            settings = json.loads((folder / runs.ENV_FILE).read_text())
+            env = hr.HRWritingEnv(**settings, reward_model=reward_model())
+            model = hr.PPO.load(folder / runs.MODEL_DIR, env=env)
+            run = _runs[str(folder)] = (model, env, threading.Lock())
+        return run
+
+
+def generate_with_policy(
+    service,
+    folder: Path,
+    prompt: str,
+    target: list[float],
+    paragraphs: int,
+    seed: int | None,
+    reward_model=None,
+) -> PolicyArticle:
+    """Write ``paragraphs`` paragraphs about ``prompt``: each is an ``HRWritingEnv`` episode toward
+    ``target`` in which the run's policy (deterministic) revises the draft, keeping the draft with the
+    highest env reward, the quantity the policy was trained on (resonance blended with the job's reward
+    model when it had one; plain resonance otherwise)."""
+    model, env, lock = _load_run(folder, reward_model)
+    rng = random.Random(seed)
+    texts = []
+    with lock:
+        for _ in range(paragraphs):
+            obs, info = env.reset(seed=rng.getrandbits(31), options={"prompt": prompt, "target_hrv": target})
+            best, best_reward, done = info, -1.0, False
+            while not done:
+                action, _ = model.predict(obs, deterministic=True)
+                obs, reward, terminated, truncated, info = env.step(action)
+                if reward > best_reward:
+                    best, best_reward = info, reward
+                done = terminated or truncated
+            texts.append(best["text"])
+    text = "\n\n".join(texts)
+    measured = [float(v) for v in service.extractor.extract(text)]
+    return PolicyArticle(
+        text=text,
+        paragraphs=texts,
+        measured_hrv={"article": measured},
+        resonance=float(service.similarity.calculate_similarity(measured, target)),
+    )
+
+
+generate_with_policy.requires = (TRAINING_MODULE, POLICY_MODULE)

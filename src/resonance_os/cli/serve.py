@@ -1,0 +1,94 @@
+"""``resonance serve`` (run the REST service) and ``resonance tenants ...`` (tenants and API keys)."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from resonance_os.cli.errors import run_reporting_user_errors
+
+DB_HELP = "Database URL (postgresql+psycopg://...) or SQLite file/folder; default $RESONANCE_DB or ~/.resonance_os/."
+
+tenants_app = typer.Typer(help="Create tenants and manage their API keys.", no_args_is_help=True)
+console = Console(highlight=False)
+
+
+def serve(
+    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535, help="TCP port."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+    workers: int = typer.Option(1, min=1, max=64, help="Server worker processes."),
+) -> None:
+    """Run the ResonanceOS REST service under uvicorn (OpenAPI docs at /docs)."""
+    from resonance_os.api.hr_server import serve as run_server
+
+    run_reporting_user_errors(lambda: run_server(host, port, db, workers))
+
+
+def _database(db: str | None):
+    from resonance_os.api.db import Database
+
+    database = Database(db)
+    database.migrate()
+    return database
+
+
+@tenants_app.command("create")
+def create(
+    name: str = typer.Argument(..., help="Tenant name: letters, digits, '-', '_', '.'."),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Create a tenant; its API key is printed as the last line (store it: only its hash is kept)."""
+    from resonance_os.api.tenants import create_tenant
+
+    key = run_reporting_user_errors(lambda: create_tenant(_database(db), name))
+    console.print(f"created tenant {name}; API key (shown once):")
+    print(key)
+
+
+@tenants_app.command("list")
+def list_(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    """List tenants with their active key prefixes."""
+    from resonance_os.api.tenants import list_tenants
+
+    tenants = run_reporting_user_errors(lambda: list_tenants(_database(db)))
+    table = Table("tenant", "created (UTC)", "active keys", "revoked keys")
+    for t in tenants:
+        table.add_row(
+            t.name, f"{t.created_at:%Y-%m-%d %H:%M}", ", ".join(t.active_keys) or "-", str(t.revoked_keys)
+        )
+    console.print(table)
+
+
+@tenants_app.command("revoke-key")
+def revoke_key(
+    name: str = typer.Argument(..., help="Tenant name."),
+    prefix: str = typer.Option(
+        None, help="Revoke only the key with this display prefix (from `tenants list`)."
+    ),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Revoke a tenant's keys (all active ones, or the one with --prefix); requests with them get 401."""
+    from resonance_os.api.tenants import revoke_keys
+
+    count = run_reporting_user_errors(lambda: revoke_keys(_database(db), name, prefix))
+    console.print(f"revoked {count} key(s) of tenant {name}")
+
+
+@tenants_app.command("rotate-key")
+def rotate_key(
+    name: str = typer.Argument(..., help="Tenant name."), db: str = typer.Option(None, "--db", help=DB_HELP)
+) -> None:
+    """Revoke every active key of a tenant and print a new one as the last line."""
+    from resonance_os.api.tenants import rotate_key as rotate
+
+    key = run_reporting_user_errors(lambda: rotate(_database(db), name))
+    console.print(f"rotated the keys of tenant {name}; new API key (shown once):")
+    print(key)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve`` and ``tenants`` to the ``resonance`` command."""
+    app.command("serve")(serve)
+    app.add_typer(tenants_app, name="tenants")

@@ -1,0 +1,108 @@
+"""Bearer auth: 401 for missing, malformed, unknown and revoked keys; keys stored only as keyed hashes."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import sqlalchemy as sa
+
+from resonance_os.api.db import ApiKey
+from resonance_os.api.keys import hash_key
+from resonance_os.api.tenants import revoke_keys, rotate_key
+
+TEXT = {"text": "We shipped the new release on Monday. Customers loved it!"}
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        None,
+        "",
+        "Bearer",
+        "Bearer ",
+        "Basic dXNlcjpwYXNz",
+        "Token rsk_abc",
+        "Bearer two words",
+        "Bearer rsk_" + "x" * 43,
+        "Bearer ' OR 1=1 --",
+    ],
+)
+def test_missing_malformed_or_unknown_key_is_401(client, make_tenant, header):
+    make_tenant()
+    headers = {} if header is None else {"Authorization": header}
+    response = client.post("/v1/analyze", json=TEXT, headers=headers)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert response.json()["error"]["type"] == "Unauthorized"
+
+
+def test_health_needs_no_key_and_everything_else_does(client):
+    assert client.get("/health").json()["status"] == "ok"
+    for method, path in [
+        ("POST", "/hr_generate"),
+        ("POST", "/v1/generate"),
+        ("POST", "/v1/analyze"),
+        ("POST", "/v1/score"),
+        ("GET", "/v1/profiles"),
+        ("POST", "/v1/profiles"),
+        ("POST", "/v1/profiles/from-text"),
+        ("GET", "/v1/profiles/x"),
+        ("PUT", "/v1/profiles/x"),
+        ("DELETE", "/v1/profiles/x"),
+        ("GET", "/v1/profiles/x/history"),
+        ("POST", "/v1/feedback"),
+        ("POST", "/v1/reward-model/train"),
+        ("GET", "/v1/reward-model"),
+        ("POST", "/v1/train"),
+        ("GET", "/v1/jobs/abc"),
+    ]:
+        assert client.request(method, path, json={}).status_code == 401, (method, path)
+
+
+def test_revoked_and_rotated_keys_stop_working(client, make_tenant, app):
+    tenant = make_tenant()
+    db = app.state.service.db
+    assert client.post("/v1/analyze", json=TEXT, headers=tenant.headers).status_code == 200
+    new_key = rotate_key(db, tenant.name)
+    assert client.post("/v1/analyze", json=TEXT, headers=tenant.headers).status_code == 401
+    new_headers = {"Authorization": f"Bearer {new_key}"}
+    assert client.post("/v1/analyze", json=TEXT, headers=new_headers).status_code == 200
+    assert revoke_keys(db, tenant.name) == 1
+    assert client.post("/v1/analyze", json=TEXT, headers=new_headers).status_code == 401
+
+
+def test_only_a_keyed_hash_is_stored_and_keys_are_never_logged(client, make_tenant, app, caplog):
+    caplog.set_level(logging.DEBUG)
+    tenant = make_tenant()
+    client.post("/v1/analyze", json=TEXT, headers=tenant.headers)
+    client.post("/v1/analyze", json={"text": ""}, headers=tenant.headers)
+    db = app.state.service.db
+    with db.read() as session:
+        rows = session.execute(sa.select(ApiKey.key_hash, ApiKey.prefix)).all()
+    stored = " ".join(f"{h} {p}" for h, p in rows)
+    assert tenant.key not in stored
+    assert hash_key(tenant.key) in stored
+    assert tenant.key[12:] not in caplog.text
+    if db.is_sqlite:
+        raw = db.url.removeprefix("sqlite:///")
+        for suffix in ("", "-wal"):
+            try:
+                data = open(raw + suffix, "rb").read()
+            except FileNotFoundError:
+                continue
+            assert tenant.key.encode() not in data
+
+
+def test_metrics_count_requests_by_route_template_without_auth(client, make_tenant):
+    tenant = make_tenant()
+    client.post("/v1/analyze", json=TEXT, headers=tenant.headers)
+    client.get("/v1/jobs/" + "f" * 32, headers=tenant.headers)
+    text = client.get("/metrics").text
+    assert 'resonance_http_requests_total{method="POST",route="/v1/analyze",status="200"}' in text
+    assert 'route="/v1/jobs/{job_id}",status="404"' in text
+    assert "f" * 32 not in text
+    assert (
+        'resonance_http_request_duration_seconds_bucket{le="0.05",method="POST",route="/v1/analyze"}' in text
+    )
+    assert 'resonance_jobs{state="running"}' in text
