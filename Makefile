@@ -31,10 +31,10 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
-# The API and profile tests again, against a throw-away PostgreSQL 15 server on 127.0.0.1
+# The API tests again, against a throw-away PostgreSQL 15 server on 127.0.0.1
 # (skipped with a printed reason where Debian's PostgreSQL binaries are absent).
 test-postgres: $(STAMP)
-	bash scripts/with_postgres.sh $(BIN)/python -m pytest -q tests/api tests/profiles
+	bash scripts/with_postgres.sh $(BIN)/python -m pytest -q tests/api
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples
