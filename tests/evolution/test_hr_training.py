@@ -66,6 +66,7 @@ def test_policy_writes_an_article_toward_the_target(run_dir):
     assert 0.0 <= article.resonance <= 1.0
     assert all("garden" in p.lower() for p in article.paragraphs)
     assert [step["layer"] for step in article.trace] == ["planner", "policy", "policy"]
+    assert all(len(step["revision_rewards"]) == 1 for step in article.trace[1:])
 
 
 def test_generate_cli_uses_a_trained_policy(run_dir):

@@ -146,19 +146,13 @@ def generate_with_policy(
     highest env reward, the quantity the policy was trained on (resonance blended with the job's reward
     model when it had one; plain resonance otherwise)."""
     model, env, lock = _load_run(folder, reward_model)
+    revise_paragraph = _import(POLICY_MODULE).revise_paragraph
     rng = random.Random(seed)
-    texts = []
     with lock:
-        for _ in range(paragraphs):
-            obs, info = env.reset(seed=rng.getrandbits(31), options={"prompt": prompt, "target_hrv": target})
-            best, best_reward, done = info, -1.0, False
-            while not done:
-                action, _ = model.predict(obs, deterministic=True)
-                obs, reward, terminated, truncated, info = env.step(action)
-                if reward > best_reward:
-                    best, best_reward = info, reward
-                done = terminated or truncated
-            texts.append(best["text"])
+        texts = [
+            revise_paragraph(model, env, prompt, target, rng.getrandbits(31))[0]["text"]
+            for _ in range(paragraphs)
+        ]
     text = "\n\n".join(texts)
     measured = [float(v) for v in service.extractor.extract(text)]
     return PolicyArticle(

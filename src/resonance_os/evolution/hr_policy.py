@@ -7,14 +7,17 @@ A run folder (``resonance train --out runs/NAME``) holds::
     metrics.jsonl   the training metrics, one row per PPO update
 
 ``write_with_policy`` plans an article like ``HumanResonantWriter`` and writes each paragraph as an
-episode of that env: a first draft, then the policy's revisions, keeping the most resonant draft.
+episode of that env (``revise_paragraph``): a first draft, then the policy's revisions, keeping the
+revision with the highest env reward.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import random
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +59,26 @@ def load_run(run_dir: str | os.PathLike[str]) -> tuple[PPO, HRWritingEnv]:
     return PPO.load(root / MODEL_DIR, env=env), env
 
 
+def revise_paragraph(
+    model: PPO, env: HRWritingEnv, prompt: str, target: Sequence[float], seed: int | None = None
+) -> tuple[dict[str, Any], list[float]]:
+    """One episode of ``env`` toward ``target``: a first draft, then the policy's (deterministic) revisions.
+
+    Returns the ``info`` of the revision with the highest env reward (the quantity the policy was
+    trained on: resonance, blended with the env's reward model when it has one) and every revision's reward.
+    """
+    obs, best = env.reset(seed=seed, options={"prompt": prompt, "target_hrv": list(target)})
+    best_reward, rewards, done = -math.inf, [], False
+    while not done:
+        action, _ = model.predict(obs, deterministic=True)
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(float(reward))
+        if reward > best_reward:
+            best, best_reward = info, reward
+        done = terminated or truncated
+    return best, rewards
+
+
 def write_with_policy(
     run: str | os.PathLike[str] | tuple[PPO, HRWritingEnv],
     prompt: str,
@@ -83,25 +106,12 @@ def write_with_policy(
     measured: list[list[float]] = []
     trace: list[dict[str, Any]] = [{"layer": "planner", "target_source": source, "policy": "PPO"}]
     for outline, paragraph_target in zip(outlines, targets):
-        obs, info = env.reset(
-            seed=rng.getrandbits(31), options={"prompt": prompt, "target_hrv": paragraph_target}
-        )
-        best, first_draft = info, info["resonance"]
-        revisions = []
-        for _ in range(env.max_episode_steps):
-            action, _ = model.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
-            revisions.append(round(info["resonance"], 4))
-            if info["resonance"] > best["resonance"]:
-                best = info
-            if terminated or truncated:
-                break
+        best, rewards = revise_paragraph(model, env, prompt, paragraph_target, rng.getrandbits(31))
         trace.append(
             {
                 "layer": "policy",
                 "paragraph": outline.index,
-                "first_draft_resonance": round(first_draft, 4),
-                "revision_resonance": revisions,
+                "revision_rewards": [round(r, 4) for r in rewards],
             }
         )
         paragraphs.append(best["text"])
