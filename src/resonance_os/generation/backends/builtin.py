@@ -9,7 +9,6 @@ the same text; no sentence repeats within one ``Composition``.
 from __future__ import annotations
 
 import random
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -63,15 +62,17 @@ class Composition:
 
     topics: list[str]
     rng: random.Random
-    usage: Counter = field(default_factory=Counter)
+    usage: dict[str, list[int]] = field(default_factory=dict)
     sentences: set[str] = field(default_factory=set)
 
     def pick(self, key: str, items: Sequence[T]) -> T:
         """A random item among the least used so far under ``key`` (keeps an article varied)."""
-        counts = [self.usage[(key, i)] for i in range(len(items))]
-        low = min(counts)
-        index = self.rng.choice([i for i, c in enumerate(counts) if c == low])
-        self.usage[(key, index)] += 1
+        counts = self.usage.setdefault(key, [])
+        if len(counts) < len(items):
+            counts.extend([0] * (len(items) - len(counts)))
+        low = min(counts[: len(items)])
+        index = self.rng.choice([i for i, c in enumerate(counts[: len(items)]) if c == low])
+        counts[index] += 1
         return items[index]
 
 
