@@ -35,12 +35,16 @@ from gymnasium import spaces
 from torch import nn
 
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
-from resonance_os.rl.errors import ConfigError, EnvMismatchError
+from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchError
+from resonance_os.rl.flat_params import FlatParameters
 from resonance_os.rl.logger import MetricsLogger
-from resonance_os.rl.networks import activation_class, build_mlp, polyak_update
+from resonance_os.rl.mlp_backprop import mlp_backward, mlp_forward
+from resonance_os.rl.networks import activation_class, build_mlp
 from resonance_os.rl.replay_buffer import ReplayBuffer
 
 LOG_2PI = math.log(2.0 * math.pi)
+LOSS_NAMES = ("policy_loss", "value_loss", "entropy_loss", "ent_coef")
+CHECKPOINT_FORMAT = 2  # 2: one flat parameter tensor per optimizer (1: per-parameter optimizer states)
 
 
 @dataclass
@@ -146,6 +150,10 @@ class Actor(nn.Module):
         self.trunk = build_mlp(obs_dim, net_arch, activation=activation)
         self.head = nn.Linear(net_arch[-1], 2 * act_dim)
 
+    def layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``[(weight (out, in), bias (out,)), ...]`` from input to head, for :mod:`~resonance_os.rl.mlp_backprop`."""
+        return [(m.weight, m.bias) for m in self.modules() if isinstance(m, nn.Linear)]
+
     def forward(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         features = self.trunk(obs)
         with torch.autocast("cpu", enabled=False):  # the head stays float32 under bf16 autocast
@@ -174,6 +182,10 @@ class EnsembleCritic(nn.Module):
         )
         self.activation = activation_class(activation)()
 
+    def layers(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """``[(weight (n, in, out), bias (n, 1, out)), ...]``, for :mod:`~resonance_os.rl.mlp_backprop`."""
+        return list(zip(self.weights, self.biases))
+
     def forward(self, obs: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
         h = torch.matmul(torch.cat([obs, action], dim=-1), self.weights[0]) + self.biases[0]
         for w, b in zip(self.weights[1:-1], self.biases[1:-1]):
@@ -189,7 +201,13 @@ def squashed_sample(
 
     ``log pi(a) = sum_j [N(u_j; mean_j, std_j) log-density - log(1 - a_j^2 + 1e-6)]`` (SB3's correction).
     """
-    eps = torch.randn(mean.shape, generator=generator)
+    return _squash(mean, log_std, torch.randn(mean.shape, generator=generator))
+
+
+def _squash(
+    mean: torch.Tensor, log_std: torch.Tensor, eps: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`squashed_sample` for given standard-normal noise ``eps``."""
     action = torch.tanh(mean + log_std.exp() * eps)
     log_prob = -0.5 * eps.square() - log_std - 0.5 * LOG_2PI - torch.log1p(1e-6 - action.square())
     return action, log_prob.sum(dim=-1, keepdim=True)
@@ -256,9 +274,18 @@ class SAC:
         self.target_entropy = (
             -float(self.act_dim) if cfg.target_entropy == "auto" else float(cfg.target_entropy)
         )
+        # one flat tensor per network: Adam, Polyak averaging and gradient buffers each touch one tensor
+        self._actor_flat = FlatParameters(self.actor)
+        self._critic_flat = FlatParameters(self.critic)
+        self._target_flat = FlatParameters(self.critic_target)
+        self._actor_grad, self._actor_grad_layers = _grad_buffer(self._actor_flat, self.actor.layers())
+        self._critic_grad, self._critic_grad_layers = _grad_buffer(self._critic_flat, self.critic.layers())
+        self._actor_layers, self._critic_layers = self.actor.layers(), self.critic.layers()
+        self._target_layers = self.critic_target.layers()
+        self._activation, self._obs_dim = cfg.activation.lower(), obs_dim
         adam = {"lr": cfg.learning_rate, "fused": True}
-        self.actor_optimizer = torch.optim.Adam(self.actor.parameters(), **adam)
-        self.critic_optimizer = torch.optim.Adam(self.critic.parameters(), **adam)
+        self.actor_optimizer = torch.optim.Adam([self._actor_flat.param], **adam)
+        self.critic_optimizer = torch.optim.Adam([self._critic_flat.param], **adam)
         self.ent_coef_optimizer = (
             torch.optim.Adam([self.log_ent_coef], **adam) if self.learn_ent_coef else None
         )
@@ -309,7 +336,9 @@ class SAC:
         obs = np.asarray(self.env.reset(seed=cfg.seed)[0], dtype=np.float32)
         episode_return, episodes = 0.0, 0
         returns: deque[float] = deque(maxlen=100)
-        losses: dict[str, float] = {}
+        losses: torch.Tensor | None = (
+            None  # [policy_loss, value_loss, entropy_loss, ent_coef] of the last step
+        )
         start, start_steps = time.perf_counter(), self.num_timesteps
         try:
             while self.num_timesteps < end:
@@ -317,7 +346,10 @@ class SAC:
                     squashed = self._rng.uniform(-1.0, 1.0, self.act_dim).astype(np.float32)
                 else:
                     with torch.no_grad():
-                        mean, log_std = self.actor(torch.from_numpy(obs).unsqueeze(0))
+                        out = mlp_forward(
+                            self._actor_layers, torch.from_numpy(obs)[None], self._activation, False
+                        )[0]
+                        mean, log_std = out.chunk(2, dim=-1)
                         log_std = log_std.clamp(cfg.log_std_min, cfg.log_std_max)
                         squashed = squashed_sample(mean, log_std, self._generator)[0][0].numpy()
                 action = self._low + (squashed + 1.0) * self._scale
@@ -336,7 +368,8 @@ class SAC:
                         self.logger.record(
                             {"episode_reward_mean": float(np.mean(returns)),
                              "episode_reward_std": float(np.std(returns)), "fps": fps,
-                             "episodes": episodes, "n_updates": self._n_updates, **losses},
+                             "episodes": episodes, "n_updates": self._n_updates,
+                             **(dict(zip(LOSS_NAMES, losses.tolist())) if losses is not None else {})},
                             self.num_timesteps,
                         )  # fmt: skip
                 if self.num_timesteps > cfg.learning_starts and self.num_timesteps % cfg.train_freq == 0:
@@ -350,8 +383,80 @@ class SAC:
             self.logger.close()
         return self
 
-    def _train_step(self) -> dict[str, float]:
-        """One gradient step on a replay minibatch (SB3 order: alpha, critics, actor, Polyak)."""
+    def _train_step(self) -> torch.Tensor:
+        """One gradient step on a replay minibatch (SB3 order: alpha, critics, actor, Polyak).
+
+        Returns ``[policy_loss, value_loss, entropy_loss, ent_coef]``. float32 runs
+        :meth:`_train_step_fast`; bfloat16 autocast needs autograd (:meth:`_train_step_autograd`).
+        """
+        if self.config.precision == "float32":
+            with torch.no_grad():
+                losses = self._train_step_fast()
+        else:
+            losses = self._train_step_autograd()
+        self._n_updates += 1
+        cfg = self.config
+        if cfg.target_update_interval and self._n_updates % cfg.target_update_interval == 0:
+            self._target_flat.param.data.lerp_(self._critic_flat.param.data, cfg.tau)  # Polyak
+        return losses
+
+    def _train_step_fast(self) -> torch.Tensor:
+        """The update of :meth:`_train_step_autograd` with hand-written gradients (float32, no autograd).
+
+        Same math, less work: the actor runs once on ``[s; s']`` (both with the pre-update weights);
+        the critics' gradient in the actor step is taken w.r.t. the actions only, through the member
+        that attains the minimum; gradients land in one flat tensor per optimizer.
+        """
+        cfg, n, act = self.config, self.config.batch_size, self._activation
+        obs, actions, rewards, next_obs, terminated = self.replay_buffer.sample(n)
+        out, actor_cache = mlp_forward(self._actor_layers, torch.cat([obs, next_obs]), act, stacked=False)
+        mean, log_std = out.chunk(2, dim=-1)  # (2B, A) each: rows [:B] for s, [B:] for s'
+        log_std_c = log_std.clamp(cfg.log_std_min, cfg.log_std_max)
+        eps = torch.cat([torch.randn(mean[:n].shape, generator=self._generator) for _ in range(2)])
+        squashed, log_prob = _squash(mean, log_std_c, eps)
+        actions_pi, log_prob_pi = squashed[:n], log_prob[:n]
+
+        ent_coef_loss = torch.zeros(())
+        if self.ent_coef_optimizer is not None:  # L = -log(alpha) mean(log pi + H_target)
+            entropy_gap = log_prob_pi.mean() + self.target_entropy
+            ent_coef_loss = -self.log_ent_coef[0] * entropy_gap
+            self.log_ent_coef.grad = -entropy_gap.reshape(1)
+            self.ent_coef_optimizer.step()
+        ent_coef = self.log_ent_coef.exp()[0]
+
+        next_q, _ = mlp_forward(
+            self._target_layers, torch.cat([next_obs, squashed[n:]], 1), act, stacked=True
+        )
+        target_q = rewards + (1.0 - terminated) * cfg.gamma * (next_q.min(0).values - ent_coef * log_prob[n:])
+        q, cache = mlp_forward(self._critic_layers, torch.cat([obs, actions], 1), act, stacked=True)
+        error = q - target_q  # (n_critics, B, 1); L = 1/2 sum_i mean(error_i^2), dL/dq = error / B
+        critic_loss = 0.5 * error.square().mean(dim=(1, 2)).sum()
+        mlp_backward(self._critic_layers, cache, error / n, act, True, self._critic_grad_layers)
+        self._critic_flat.param.grad = self._critic_grad
+        self.critic_optimizer.step()
+
+        q_pi, cache = mlp_forward(self._critic_layers, torch.cat([obs, actions_pi], 1), act, stacked=True)
+        min_q, member = q_pi.min(dim=0)  # (B, 1): the gradient flows through the minimising member only
+        actor_loss = (ent_coef * log_prob_pi - min_q).mean()
+        grad_q = torch.zeros_like(q_pi).scatter_(0, member.unsqueeze(0), -1.0 / n)
+        grad_z = mlp_backward(self._critic_layers, cache, grad_q, act, stacked=True)
+        w_action = self._critic_layers[0][0][:, self._obs_dim :, :]  # (n_critics, A, H)
+        grad_a = torch.bmm(grad_z, w_action.transpose(1, 2)).sum(0)  # dL/da~ via Q, (B, A)
+        # + alpha/B d/da~ [-log(1 - a~^2 + 1e-6)], then through tanh and a Gaussian sample u = mean + std eps
+        grad_a += (2.0 / n) * ent_coef * actions_pi / (1.0 + 1e-6 - actions_pi.square())
+        grad_u = grad_a * (1.0 - actions_pi.square())
+        log_std_pi = log_std[:n]
+        grad_log_std = (grad_u * eps[:n] * log_std_c[:n].exp() - ent_coef / n) * (
+            (log_std_pi >= cfg.log_std_min) & (log_std_pi <= cfg.log_std_max)
+        )  # clamp passes gradients inside [min, max] only
+        grad_out = torch.cat([grad_u, grad_log_std], 1)
+        mlp_backward(self._actor_layers, actor_cache, grad_out, act, False, self._actor_grad_layers, rows=n)
+        self._actor_flat.param.grad = self._actor_grad
+        self.actor_optimizer.step()
+        return torch.stack([actor_loss, critic_loss, ent_coef_loss, ent_coef])
+
+    def _train_step_autograd(self) -> torch.Tensor:
+        """The update with autograd through the modules (used for bfloat16 autocast; the reference)."""
         cfg = self.config
         batch = self.replay_buffer.sample(cfg.batch_size)
         mean, log_std = self.actor(batch.observations)
@@ -378,27 +483,14 @@ class SAC:
             )
         current_q = self.critic(batch.observations, batch.actions)
         critic_loss = 0.5 * (current_q - target_q).square().mean(dim=(1, 2)).sum()
-        self.critic_optimizer.zero_grad(set_to_none=True)
-        critic_loss.backward()
-        self.critic_optimizer.step()
+        _autograd_step(critic_loss, self._critic_flat, self.critic_optimizer)
 
         self.critic.requires_grad_(False)  # actor step: gradients flow through Q to a~ only
         min_q_pi = self.critic(batch.observations, actions_pi).min(dim=0).values
         actor_loss = (ent_coef * log_prob - min_q_pi).mean()
-        self.actor_optimizer.zero_grad(set_to_none=True)
-        actor_loss.backward()
-        self.actor_optimizer.step()
+        _autograd_step(actor_loss, self._actor_flat, self.actor_optimizer)
         self.critic.requires_grad_(True)
-
-        self._n_updates += 1
-        if cfg.target_update_interval and self._n_updates % cfg.target_update_interval == 0:
-            polyak_update(self.critic, self.critic_target, cfg.tau)
-        return {
-            "policy_loss": actor_loss.item(),
-            "value_loss": critic_loss.item(),
-            "entropy_loss": ent_coef_loss.item(),
-            "ent_coef": ent_coef.item(),
-        }
+        return torch.stack([actor_loss, critic_loss, ent_coef_loss, ent_coef[0]]).detach()
 
     # --- persistence -------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -421,6 +513,7 @@ class SAC:
             config=self.config.to_dict(),
             metadata={
                 "algorithm": self.algorithm,
+                "sac_format": CHECKPOINT_FORMAT,
                 "timesteps": self.num_timesteps,
                 "n_updates": self._n_updates,
                 "observation_space": _box_to_dict(self.observation_space),
@@ -432,6 +525,12 @@ class SAC:
     def load(cls, path: str | os.PathLike[str], env: gymnasium.Env | str | None = None, **kwargs: Any) -> SAC:
         """Load a checkpoint written by :meth:`save`; ``env`` is needed only to keep training."""
         ckpt = load_checkpoint(path, expected_algorithm=cls.algorithm)
+        found = ckpt.metadata.get("sac_format", 1)
+        if found != CHECKPOINT_FORMAT:
+            raise CheckpointError(
+                f"checkpoint {path} has SAC format {found}, this version reads format {CHECKPOINT_FORMAT} "
+                "(optimizer states are now one flat tensor per network); retrain and re-save it"
+            )
         obs_space = _box_from_dict(ckpt.metadata["observation_space"])
         act_space = _box_from_dict(ckpt.metadata["action_space"])
         model = cls(
@@ -456,6 +555,27 @@ class SAC:
         model.num_timesteps = int(ckpt.metadata.get("timesteps", 0))
         model._n_updates = int(ckpt.metadata.get("n_updates", 0))
         return model
+
+
+def _autograd_step(loss: torch.Tensor, flat: FlatParameters, optimizer: torch.optim.Optimizer) -> None:
+    """Back-propagate ``loss`` into ``flat``'s module, collect the flat gradient and step ``optimizer``."""
+    for p in flat.params:
+        p.grad = None
+    loss.backward()
+    flat.param.grad = flat.gather({p: p.grad for p in flat.params})
+    optimizer.step()
+
+
+def _grad_buffer(
+    flat: FlatParameters, layers: list[tuple[torch.Tensor, torch.Tensor]]
+) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    """A flat gradient tensor shaped like ``flat.param`` and, per layer, views of it matching ``layers``."""
+    buffer = torch.zeros_like(flat.param.detach())
+
+    def view(p: torch.Tensor) -> torch.Tensor:
+        return buffer.as_strided(p.shape, p.stride(), p.storage_offset())
+
+    return buffer, [(view(w), view(b)) for w, b in layers]
 
 
 def _check_spaces(observation_space: gymnasium.Space, action_space: gymnasium.Space) -> None:
