@@ -28,16 +28,15 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
 
 from resonance_os.core.errors import StorageError
+from resonance_os.profiles.storage import WRITE_OPTION, configure_sqlite
 
 DEFAULT_HOME = Path("~/.resonance_os")
 DEFAULT_DB_FILE = "resonance.db"
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def utcnow() -> datetime:
@@ -193,29 +192,6 @@ def resolve_db_url(value: str | os.PathLike[str] | None = None) -> str:
     return f"sqlite:///{path.resolve()}"
 
 
-def _configure_sqlite(engine: Engine) -> None:
-    """WAL, a long busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` for write transactions.
-
-    pysqlite's own transaction handling is switched off so that a write transaction takes SQLite's
-    write lock at ``BEGIN`` (and waits for it) instead of failing on a lock upgrade half-way through.
-    """
-
-    @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record) -> None:
-        dbapi_conn.isolation_level = None
-        cursor = dbapi_conn.cursor()
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.close()
-
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn) -> None:
-        immediate = conn.get_execution_options().get("sqlite_immediate", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
-
-
 class Database:
     """An engine plus session factories: ``read()`` for queries, ``write()`` for changes.
 
@@ -228,7 +204,7 @@ class Database:
         try:
             if self.is_sqlite:
                 self.engine = sa.create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=False)
-                _configure_sqlite(self.engine)
+                configure_sqlite(self.engine)
             else:
                 self.engine = sa.create_engine(self.url, pool_size=10, max_overflow=20, pool_pre_ping=True)
         except (ArgumentError, ImportError) as exc:
@@ -251,7 +227,7 @@ class Database:
     @contextmanager
     def write(self) -> Iterator[Session]:
         with self._sessions() as session:
-            session.connection(execution_options={"sqlite_immediate": True})
+            session.connection(execution_options={WRITE_OPTION: True})
             try:
                 yield session
                 session.commit()
@@ -287,7 +263,7 @@ def migrate(engine: Engine) -> str:
 
     try:
         with engine.connect() as plain:
-            connection = plain.execution_options(sqlite_immediate=True)
+            connection = plain.execution_options(**{WRITE_OPTION: True})
             with connection.begin():
                 if engine.dialect.name == "postgresql":
                     connection.exec_driver_sql("SELECT pg_advisory_xact_lock(72511)")

@@ -164,7 +164,15 @@ def _is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and url.database in (None, "", ":memory:")
 
 
-def _configure_sqlite(engine: Engine, memory: bool) -> None:
+WRITE_OPTION = "resonance_write"
+"""Execution option that makes a SQLite transaction start with ``BEGIN IMMEDIATE`` (see ``configure_sqlite``)."""
+
+
+def configure_sqlite(engine: Engine, memory: bool = False) -> None:
+    """WAL (file databases), a long busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` for connections
+    run with ``execution_options(resonance_write=True)``, so a writer takes SQLite's write lock at
+    ``BEGIN`` (waiting for it) instead of failing on a lock upgrade half-way through a transaction."""
+
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
         # Let SQLAlchemy's "begin" event below emit BEGIN itself (pysqlite would defer it).
@@ -179,7 +187,7 @@ def _configure_sqlite(engine: Engine, memory: bool) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
-        writing = connection.get_execution_options().get("resonance_write", False)
+        writing = connection.get_execution_options().get(WRITE_OPTION, False)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if writing else "BEGIN")
 
 
@@ -211,9 +219,9 @@ class ProfileStore:
                 "its driver is installed (e.g. psycopg for postgresql+psycopg://)"
             ) from None
         if backend == "sqlite":
-            _configure_sqlite(engine, memory)
+            configure_sqlite(engine, memory)
         self.engine = engine
-        self._writer = engine.execution_options(resonance_write=True)
+        self._writer = engine.execution_options(**{WRITE_OPTION: True})
         try:
             with self._writer.begin() as connection:
                 Base.metadata.create_all(connection)

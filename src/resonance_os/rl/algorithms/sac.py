@@ -438,10 +438,7 @@ class SAC:
         q_pi, cache = mlp_forward(self._critic_layers, torch.cat([obs, actions_pi], 1), act, stacked=True)
         min_q, member = q_pi.min(dim=0)  # (B, 1): the gradient flows through the minimising member only
         actor_loss = (ent_coef * log_prob_pi - min_q).mean()
-        grad_q = torch.zeros_like(q_pi).scatter_(0, member.unsqueeze(0), -1.0 / n)
-        grad_z = mlp_backward(self._critic_layers, cache, grad_q, act, stacked=True)
-        w_action = self._critic_layers[0][0][:, self._obs_dim :, :]  # (n_critics, A, H)
-        grad_a = torch.bmm(grad_z, w_action.transpose(1, 2)).sum(0)  # dL/da~ via Q, (B, A)
+        grad_a = self._min_q_action_grad(cache, member.squeeze(1), -1.0 / n)  # dL/da~ via min_i Q_i, (B, A)
         # + alpha/B d/da~ [-log(1 - a~^2 + 1e-6)], then through tanh and a Gaussian sample u = mean + std eps
         grad_a += (2.0 / n) * ent_coef * actions_pi / (1.0 + 1e-6 - actions_pi.square())
         grad_u = grad_a * (1.0 - actions_pi.square())
@@ -454,6 +451,23 @@ class SAC:
         self._actor_flat.param.grad = self._actor_grad
         self.actor_optimizer.step()
         return torch.stack([actor_loss, critic_loss, ent_coef_loss, ent_coef])
+
+    def _min_q_action_grad(self, cache: list, member: torch.Tensor, scale: float) -> torch.Tensor:
+        """``scale * d Q_member(b)(s_b, a_b) / d a_b`` (B, A) from a stacked critic forward's ``cache``.
+
+        Row ``b`` back-propagates through its minimising member only, so each member's backward runs on
+        its own rows: half the work of back-propagating the masked gradient through all members.
+        """
+        grad_a = torch.empty(member.shape[0], self.act_dim)
+        layers = self._critic_layers
+        for i in range(len(layers[0][0])):
+            rows = (member == i).nonzero().squeeze(1)
+            member_layers = [(w[i].t(), b[i, 0]) for w, b in layers]  # nn.Linear layout (out, in)
+            member_cache = [(h, z[i].index_select(0, rows), y[i].index_select(0, rows)) for h, z, y in cache]
+            grad_out = torch.full((rows.shape[0], 1), scale)
+            grad_z = mlp_backward(member_layers, member_cache, grad_out, self._activation, stacked=False)
+            grad_a[rows] = grad_z @ member_layers[0][0][:, self._obs_dim :]
+        return grad_a
 
     def _train_step_autograd(self) -> torch.Tensor:
         """The update with autograd through the modules (used for bfloat16 autocast; the reference)."""
