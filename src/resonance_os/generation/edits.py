@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 
@@ -372,8 +373,45 @@ def _previous_non_adverb(words: list[str], i: int, lex: Lexicon) -> str:
     return words[j].lower() if j >= 0 else ""
 
 
+_BE_OR_HAVE = ("is", "are", "was", "were", "been", "be", "have")
+_BEFORE_BARE_VERB = ("to", "did", "do", "does", "may", "might", "could", "must", "be")
+
+
 def to_past(sentence: str) -> str | None:
     """Present -> past tense for the bank's verbs, be and do-support; None if nothing changed (or a question)."""
+
+    def past(words: list[str], i: int, bare: str, verb: tuple[str, ...]) -> str | None:
+        previous = _previous_non_adverb(words, i, lexicon())
+        if bare == verb[0] and previous in _BE_OR_HAVE:
+            return None
+        if bare == verb[1] or (bare == verb[0] and previous not in _BEFORE_BARE_VERB):
+            return verb[2]
+        return None
+
+    return _retense(sentence, {**_BE_PRESENT, "does": "did", "do": "did"}, past, to_past=True)
+
+
+def to_present(sentence: str) -> str | None:
+    """Past -> present tense for the bank's verbs and be/do; None if nothing changed (or a question)."""
+
+    def present(words: list[str], i: int, bare: str, verb: tuple[str, ...]) -> str | None:
+        previous = _previous_non_adverb(words, i, lexicon())
+        if bare == verb[2] and verb[2] != verb[0] and previous not in _BE_OR_HAVE:
+            return verb[0] if is_plural(" ".join(words[max(0, i - 3) : i])) else verb[1]
+        return None
+
+    return _retense(sentence, {**_BE_PAST, "did": "does"}, present, to_past=False)
+
+
+def _retense(
+    sentence: str,
+    auxiliaries: dict[str, str],
+    retense_verb: Callable[[list[str], int, str, tuple[str, ...]], str | None],
+    to_past: bool,
+) -> str | None:
+    """Swap tense word by word: ``auxiliaries`` (be/do forms) by table, the bank's verbs by ``retense_verb``
+    (word list, index, bare word, the verb's (base, 3rd person, past) forms -> new form or None), then
+    the bank's subordinate clauses; None if nothing changed or the sentence is a question."""
     if sentence.endswith("?"):
         return None
     lex = lexicon()
@@ -382,67 +420,26 @@ def to_past(sentence: str) -> str | None:
     for i, word in enumerate(words):
         bare = word.rstrip(",.!?")
         punct = word[len(bare) :]
-        if bare in _BE_PRESENT:
-            words[i] = _BE_PRESENT[bare] + punct
-            changed = True
-        elif bare in ("does", "do"):
-            words[i] = "did" + punct
-            changed = True
+        if bare in auxiliaries:
+            new = auxiliaries[bare]
         elif bare in lex.verb_by_form and i > 0:
-            verb = lex.verb_by_form[bare][0]
-            previous = _previous_non_adverb(words, i, lex)
-            if bare == verb[1] or (
-                bare == verb[0]
-                and previous not in ("to", "did", "do", "does", "may", "might", "could", "must", "be")
-            ):
-                if bare == verb[0] and previous in ("is", "are", "was", "were", "been", "be", "have"):
-                    continue
-                words[i] = verb[2] + punct
-                changed = True
+            new = retense_verb(words, i, bare, lex.verb_by_form[bare][0])
+        else:
+            new = None
+        if new is not None:
+            words[i] = new + punct
+            changed = True
     result = " ".join(words)
     for present, past in _subordinate_pairs():
-        if present in result:
-            result, changed = result.replace(present, past), True
+        old, new = (present, past) if to_past else (past, present)
+        if old in result:
+            result, changed = result.replace(old, new), True
     return result if changed else None
 
 
 def _subordinate_pairs() -> list[tuple[str, str]]:
     bank = lexicon().bank
     return [(a, b) for a, b in zip(bank.subordinates["present"], bank.subordinates["past"]) if a != b]
-
-
-def to_present(sentence: str) -> str | None:
-    """Past -> present tense for the bank's verbs and be/do; None if nothing changed (or a question)."""
-    if sentence.endswith("?"):
-        return None
-    lex = lexicon()
-    words = sentence.split(" ")
-    changed = False
-    for i, word in enumerate(words):
-        bare = word.rstrip(",.!?")
-        punct = word[len(bare) :]
-        if bare in _BE_PAST:
-            words[i] = _BE_PAST[bare] + punct
-            changed = True
-        elif bare == "did":
-            words[i] = "does" + punct
-            changed = True
-        elif bare in lex.verb_by_form and i > 0:
-            verb = lex.verb_by_form[bare][0]
-            previous = _previous_non_adverb(words, i, lex)
-            if (
-                bare == verb[2]
-                and verb[2] != verb[0]
-                and previous not in ("is", "are", "was", "were", "been", "be", "have")
-            ):
-                subject_plural = is_plural(" ".join(words[max(0, i - 3) : i]))
-                words[i] = (verb[0] if subject_plural else verb[1]) + punct
-                changed = True
-    result = " ".join(words)
-    for present, past in _subordinate_pairs():
-        if past in result:
-            result, changed = result.replace(past, present), True
-    return result if changed else None
 
 
 def remove_narrator(sentence: str) -> str | None:
