@@ -1,5 +1,7 @@
 """SAC: config round trip, errors, seeding, learning on an easy task, save/load."""
 
+import json
+
 import gymnasium
 import numpy as np
 import pytest
@@ -133,3 +135,14 @@ def test_fast_update_matches_autograd_reference(ent_coef):
     torch.testing.assert_close(fast_losses, ref_losses, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(fast_grads, ref_grads, rtol=1e-4, atol=1e-6)  # Adam hides gradient scale
     assert not torch.equal(fast_params[0], SAC("MlpPolicy", "Pendulum-v1", seed=3)._actor_flat.param)
+
+
+def test_checkpoint_of_an_older_format_is_refused_clearly(tmp_path):
+    model = SAC("MlpPolicy", easy_env(), seed=1, **SMALL)
+    model.save(tmp_path / "sac")
+    meta_file = tmp_path / "sac" / "metadata.json"
+    meta = json.loads(meta_file.read_text())
+    meta.pop("sac_format")  # as written before optimizer states became one flat tensor per network
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(CheckpointError, match="SAC format 1"):
+        SAC.load(tmp_path / "sac")

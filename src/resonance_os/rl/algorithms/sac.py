@@ -11,10 +11,16 @@ transition is stored and (after ``learning_starts``) one gradient step is taken,
 4. Polyak averaging of the target critics: Qbar <- tau Q + (1 - tau) Qbar.
 
 The policy is a tanh-squashed Gaussian whose log-std is clamped to [-20, 2]; its actions in [-1, 1] are
-scaled to the Box bounds. Speed: the twin critics are one batched network (stacked weights, ``bmm``),
-the actor's mean and log-std come from one fused head, Adam is ``fused``, the replay buffer samples
-into a preallocated tensor, log-probabilities are computed in closed form (no distribution objects),
-and the critics' weight gradients are skipped in the actor step.
+scaled to the Box bounds.
+
+Speed (the update is bound by its 256x256 matrix products; everything else is overhead): in float32
+the gradient step runs without autograd, with hand-written backward passes
+(:mod:`~resonance_os.rl.mlp_backprop`) -- the twin critics are one stacked network (``baddbmm``), the
+actor runs once on ``[s; s']``, the actor step back-propagates each sample through the critic
+member attaining the minimum only and w.r.t. the action only (no critic weight gradients), each
+network's weights, gradients and Adam state are one flat tensor (fused Adam kernel called directly,
+Polyak averaging one ``lerp_``). ``_train_step_autograd`` is the same update through autograd (used
+for bfloat16 autocast, and by the tests as the reference the fast update must match).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
 from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchError
 from resonance_os.rl.flat_params import FlatParameters
 from resonance_os.rl.logger import MetricsLogger
-from resonance_os.rl.mlp_backprop import mlp_backward, mlp_forward
+from resonance_os.rl.mlp_backprop import Cache, mlp_backward, mlp_forward
 from resonance_os.rl.networks import activation_class, build_mlp
 from resonance_os.rl.replay_buffer import ReplayBuffer
 
@@ -282,6 +288,9 @@ class SAC:
         self._critic_grad, self._critic_grad_layers = _grad_buffer(self._critic_flat, self.critic.layers())
         self._actor_layers, self._critic_layers = self.actor.layers(), self.critic.layers()
         self._target_layers = self.critic_target.layers()
+        self._critic_member_layers = [  # member i's layers in nn.Linear layout (out, in), views
+            [(w[i].t(), b[i, 0]) for w, b in self._critic_layers] for i in range(cfg.n_critics)
+        ]
         self._activation, self._obs_dim = cfg.activation.lower(), obs_dim
         adam = {"lr": cfg.learning_rate, "fused": True}
         self.actor_optimizer = torch.optim.Adam([self._actor_flat.param], **adam)
@@ -421,7 +430,7 @@ class SAC:
             entropy_gap = log_prob_pi.mean() + self.target_entropy
             ent_coef_loss = -self.log_ent_coef[0] * entropy_gap
             self.log_ent_coef.grad = -entropy_gap.reshape(1)
-            self.ent_coef_optimizer.step()
+            _adam_step(self.ent_coef_optimizer)
         ent_coef = self.log_ent_coef.exp()[0]
 
         next_q, _ = mlp_forward(
@@ -433,7 +442,7 @@ class SAC:
         critic_loss = 0.5 * error.square().mean(dim=(1, 2)).sum()
         mlp_backward(self._critic_layers, cache, error / n, act, True, self._critic_grad_layers)
         self._critic_flat.param.grad = self._critic_grad
-        self.critic_optimizer.step()
+        _adam_step(self.critic_optimizer)
 
         q_pi, cache = mlp_forward(self._critic_layers, torch.cat([obs, actions_pi], 1), act, stacked=True)
         min_q, member = q_pi.min(dim=0)  # (B, 1): the gradient flows through the minimising member only
@@ -449,21 +458,23 @@ class SAC:
         grad_out = torch.cat([grad_u, grad_log_std], 1)
         mlp_backward(self._actor_layers, actor_cache, grad_out, act, False, self._actor_grad_layers, rows=n)
         self._actor_flat.param.grad = self._actor_grad
-        self.actor_optimizer.step()
+        _adam_step(self.actor_optimizer)
         return torch.stack([actor_loss, critic_loss, ent_coef_loss, ent_coef])
 
-    def _min_q_action_grad(self, cache: list, member: torch.Tensor, scale: float) -> torch.Tensor:
+    def _min_q_action_grad(self, cache: Cache, member: torch.Tensor, scale: float) -> torch.Tensor:
         """``scale * d Q_member(b)(s_b, a_b) / d a_b`` (B, A) from a stacked critic forward's ``cache``.
 
         Row ``b`` back-propagates through its minimising member only, so each member's backward runs on
         its own rows: half the work of back-propagating the masked gradient through all members.
         """
         grad_a = torch.empty(member.shape[0], self.act_dim)
-        layers = self._critic_layers
-        for i in range(len(layers[0][0])):
+        last = len(cache) - 1  # the output layer's activations are not needed
+        for i, member_layers in enumerate(self._critic_member_layers):
             rows = (member == i).nonzero().squeeze(1)
-            member_layers = [(w[i].t(), b[i, 0]) for w, b in layers]  # nn.Linear layout (out, in)
-            member_cache = [(h, z[i].index_select(0, rows), y[i].index_select(0, rows)) for h, z, y in cache]
+            member_cache = cache[:]
+            for layer, (h, z, y) in enumerate(cache[:last]):
+                z_rows = z[i].index_select(0, rows)
+                member_cache[layer] = (h, z_rows, z_rows if y is z else y[i].index_select(0, rows))
             grad_out = torch.full((rows.shape[0], 1), scale)
             grad_z = mlp_backward(member_layers, member_cache, grad_out, self._activation, stacked=False)
             grad_a[rows] = grad_z @ member_layers[0][0][:, self._obs_dim :]
@@ -569,6 +580,24 @@ class SAC:
         model.num_timesteps = int(ckpt.metadata.get("timesteps", 0))
         model._n_updates = int(ckpt.metadata.get("n_updates", 0))
         return model
+
+
+def _adam_step(optimizer: torch.optim.Adam) -> None:
+    """``optimizer.step()`` for a fused Adam over one tensor (under ``no_grad``), calling the fused
+    kernel directly: the same update and state, without ``torch.optim``'s per-call Python overhead."""
+    group = optimizer.param_groups[0]
+    (param,) = group["params"]
+    state = optimizer.state[param]
+    if not state:  # the first step creates the state
+        optimizer.step()
+        return
+    state["step"] += 1
+    beta1, beta2 = group["betas"]
+    torch._fused_adam_(
+        [param], [param.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [], [state["step"]],
+        amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"],
+        eps=group["eps"], maximize=False,
+    )  # fmt: skip
 
 
 def _autograd_step(loss: torch.Tensor, flat: FlatParameters, optimizer: torch.optim.Optimizer) -> None:
