@@ -10,23 +10,12 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.cli.hrv_option import parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.profiles.storage import STORE_ENV
 
 console = Console(highlight=False)
-
-
-def parse_hrv_option(text: str) -> list[float]:
-    """``"0.4,0.6,..."`` -> 8 floats (range is checked by the writer)."""
-    parts = [p.strip() for p in text.split(",") if p.strip()]
-    try:
-        return [float(p) for p in parts]
-    except ValueError:
-        raise ValidationError(
-            f"--hrv {text!r} is not {len(HRV_DIMENSIONS)} comma-separated numbers; "
-            "e.g. --hrv 0.4,0.6,0.35,0.65,0.1,0.05,0.3,0.9 (order: " + ", ".join(HRV_DIMENSIONS) + ")"
-        ) from None
 
 
 def article_table(article) -> Table:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.cli.hrv_option import parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
@@ -61,17 +62,6 @@ def _changes(before: HRVProfile, after: HRVProfile) -> str:
         if abs(after.vector[name] - before.vector[name]) >= 0.005
     ]
     return ", ".join(moved) or "values unchanged"
-
-
-def _parse_hrv(text: str) -> list[float]:
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        return [float(p) for p in parts]
-    except ValueError:
-        raise ValidationError(
-            f"--hrv {text!r} is not {len(HRV_DIMENSIONS)} comma-separated numbers; "
-            "e.g. --hrv 0.4,0.6,0.35,0.65,0.1,0.05,0.3,0.9 (order: " + ", ".join(HRV_DIMENSIONS) + ")"
-        ) from None
 
 
 def _read_text(source: str) -> str:
@@ -160,7 +150,7 @@ def create(
             if template is not None:
                 profile = manager.create_from_template(tenant, name, template, description)
             else:
-                profile = manager.save_profile(tenant, name, _parse_hrv(hrv), description)
+                profile = manager.save_profile(tenant, name, parse_hrv_option(hrv), description)
         if as_json:
             _print_json(profile.to_dict())
         else:

@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import fail, run_reporting_user_errors
-from resonance_os.cli.generate import article_table, parse_hrv_option
+from resonance_os.cli.generate import article_table
+from resonance_os.cli.hrv_option import parse_hrv_option
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.profiles.storage import STORE_ENV
 
