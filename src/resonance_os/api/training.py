@@ -124,10 +124,7 @@ def _load_run(folder: Path, reward_model: Callable[[], object]):
     with _runs_lock:
         run = _runs.get(str(folder))
         if run is None:
-            hr, runs = _import(TRAINING_MODULE), _import(POLICY_MODULE)
-            settings = json.loads((folder / runs.ENV_FILE).read_text())
-            env = hr.HRWritingEnv(**settings, reward_model=reward_model())
-            model = hr.PPO.load(folder / runs.MODEL_DIR, env=env)
+            model, env = _import(POLICY_MODULE).load_run(folder, reward_model=reward_model())
             run = _runs[str(folder)] = (model, env, threading.Lock())
         return run
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from resonance_os.core.errors import ValidationError
-from resonance_os.evolution.hr_rl_trainer import HRWritingEnv
+from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, RewardModel
 from resonance_os.generation.defaults import resolve_target
 from resonance_os.generation.human_resonant_writer import Article
 from resonance_os.generation.planner_layer import validate_num_paragraphs
@@ -43,8 +43,11 @@ def save_run(model: PPO, env: HRWritingEnv, out_dir: str | os.PathLike[str]) -> 
     return root
 
 
-def load_run(run_dir: str | os.PathLike[str]) -> tuple[PPO, HRWritingEnv]:
-    """The trained model and a fresh env with the run's settings; a clear error if the folder is not a run."""
+def load_run(
+    run_dir: str | os.PathLike[str], reward_model: RewardModel | None = None
+) -> tuple[PPO, HRWritingEnv]:
+    """The trained model and a fresh env with the run's settings (and ``reward_model``, so drafts are
+    judged as in training); a clear error if the folder is not a run."""
     root = Path(run_dir)
     if not (root / ENV_FILE).is_file() or not (root / MODEL_DIR).is_dir():
         raise ValidationError(
@@ -55,7 +58,7 @@ def load_run(run_dir: str | os.PathLike[str]) -> tuple[PPO, HRWritingEnv]:
         settings = json.loads((root / ENV_FILE).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValidationError(f"{root / ENV_FILE} is unreadable ({exc}); train the run again") from exc
-    env = HRWritingEnv(**settings)
+    env = HRWritingEnv(**settings, reward_model=reward_model)
     return PPO.load(root / MODEL_DIR, env=env), env
 
 
