@@ -360,7 +360,7 @@ def evaluate_writing_policy(
     """Mean and std of the per-step resonance over ``episodes`` seeded episodes.
 
     ``policy`` is a trained model (deterministic actions), ``"random"`` (uniform actions) or
-    ``"zero"`` (no adjustment: the draft keeps its starting controls).
+    ``"zero"`` (no adjustment: the knobs stay at the target, so the miscalibrated writer misses it).
     """
     rng = np.random.default_rng(seed)
     per_episode = []
