@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import pytest
 import sqlalchemy as sa
+from conftest import unique
+from fastapi.testclient import TestClient
 
 from resonance_os.api.db import ApiKey
+from resonance_os.api.hr_server import create_app
 from resonance_os.api.keys import hash_key
-from resonance_os.api.tenants import revoke_keys, rotate_key
+from resonance_os.api.tenants import create_tenant, revoke_keys, rotate_key
 
 TEXT = {"text": "We shipped the new release on Monday. Customers loved it!"}
 
@@ -60,16 +64,34 @@ def test_health_needs_no_key_and_everything_else_does(client):
         assert client.request(method, path, json={}).status_code == 401, (method, path)
 
 
-def test_revoked_and_rotated_keys_stop_working(client, make_tenant, app):
-    tenant = make_tenant()
+@pytest.mark.parametrize("auth_cache_s", [0.0, 0.3])
+def test_revoked_and_rotated_keys_stop_working_within_the_auth_cache_time(db_url, auth_cache_s):
+    app = create_app(db_url, auth_cache_s=auth_cache_s)
     db = app.state.service.db
-    assert client.post("/v1/analyze", json=TEXT, headers=tenant.headers).status_code == 200
-    new_key = rotate_key(db, tenant.name)
-    assert client.post("/v1/analyze", json=TEXT, headers=tenant.headers).status_code == 401
-    new_headers = {"Authorization": f"Bearer {new_key}"}
-    assert client.post("/v1/analyze", json=TEXT, headers=new_headers).status_code == 200
-    assert revoke_keys(db, tenant.name) == 1
-    assert client.post("/v1/analyze", json=TEXT, headers=new_headers).status_code == 401
+    name = unique("revoked")
+    key = create_tenant(db, name)
+    with TestClient(app) as client:
+        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(key)).status_code == 200
+        new_key = rotate_key(db, name)
+        time.sleep(auth_cache_s)
+        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(key)).status_code == 401
+        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(new_key)).status_code == 200
+        assert revoke_keys(db, name) == 1
+        time.sleep(auth_cache_s)
+        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(new_key)).status_code == 401
+
+
+def test_a_cached_key_is_still_refused_for_another_tenants_objects(client, make_tenant):
+    owner, other = make_tenant("owner"), make_tenant("other")
+    created = client.post("/v1/profiles", json={"name": "house", "hrv": [0.5] * 8}, headers=owner.headers)
+    assert created.status_code == 201, created.text
+    for _ in range(3):  # the second and third calls authenticate from the cache
+        assert client.get("/v1/profiles/house", headers=other.headers).status_code == 404
+        assert client.get("/v1/profiles/house", headers=owner.headers).status_code == 200
+
+
+def _bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
 
 
 def test_only_a_keyed_hash_is_stored_and_keys_are_never_logged(client, make_tenant, app, caplog):

@@ -18,7 +18,7 @@ def test_create_list_rotate_and_revoke_from_the_command_line(db_url):
     assert created.exit_code == 0, created.output
     key = created.output.strip().splitlines()[-1]
     assert key.startswith("rsk_")
-    app = create_app(db_url)
+    app = create_app(db_url, auth_cache_s=0)  # no cache: see the revocation at once (cache: test_auth)
     with TestClient(app) as client:
         headers = {"Authorization": f"Bearer {key}"}
         assert client.get("/v1/profiles", headers=headers).status_code == 200

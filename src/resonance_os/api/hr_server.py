@@ -16,6 +16,7 @@ from fastapi import FastAPI
 
 from resonance_os import __version__
 from resonance_os.api import jobs
+from resonance_os.api.auth_cache import AuthCache
 from resonance_os.api.db import Database
 from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware
@@ -63,6 +64,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     app.state.settings = settings
     app.state.service = svc
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+    app.state.auth_cache = AuthCache(settings.auth_cache_s)
     install_error_handlers(app)
     for router in (
         health.router,

@@ -15,7 +15,7 @@ DEFAULT_TRAINERS = {"ppo": "resonance_os.api.training:train_profile_policy"}
 """Job kind -> ``module:function`` run by the worker process; chosen by the server, never by a client."""
 
 
-def _env_float(name: str, default: float) -> float:
+def _env_float(name: str, default: float, *, allow_zero: bool = False) -> float:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -23,8 +23,8 @@ def _env_float(name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ValidationError(f"${name}={raw!r} is not a number") from None
-    if value <= 0:
-        raise ValidationError(f"${name}={raw!r} must be positive")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValidationError(f"${name}={raw!r} must be {'zero or ' if allow_zero else ''}positive")
     return value
 
 
@@ -44,8 +44,10 @@ class Settings:
     """What ``create_app`` needs to know.
 
     rate_limit_per_s: sustained requests per second per API key (token bucket, per server process);
-    rate_limit_burst: bucket size; trainers: job kind -> ``module:function`` the worker runs.
-    Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``,
+    rate_limit_burst: bucket size; auth_cache_s: how long a verified key is trusted without asking the
+    database (a revoked key is refused within that time; 0 = ask every time); trainers: job kind ->
+    ``module:function`` the worker runs.
+    Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``, ``RESONANCE_AUTH_CACHE_S``,
     ``RESONANCE_TRAINERS`` (``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
     """
 
@@ -53,6 +55,7 @@ class Settings:
     max_body_bytes: int = MAX_BODY_BYTES
     rate_limit_per_s: float = 50.0
     rate_limit_burst: float = 100.0
+    auth_cache_s: float = 1.0
     trainers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TRAINERS))
     migrate: bool = True
     launch_workers: bool = True
@@ -63,6 +66,7 @@ class Settings:
             "db_url": os.environ.get("RESONANCE_DB") or None,
             "rate_limit_per_s": _env_float("RESONANCE_RATE_LIMIT", cls.rate_limit_per_s),
             "rate_limit_burst": _env_float("RESONANCE_RATE_BURST", cls.rate_limit_burst),
+            "auth_cache_s": _env_float("RESONANCE_AUTH_CACHE_S", cls.auth_cache_s, allow_zero=True),
             "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
         }
         if os.environ.get("RESONANCE_TRAINERS"):

@@ -14,7 +14,7 @@ router = APIRouter(tags=["operations"])
 
 
 @router.get("/health", response_model=Health)
-def health(svc: ResonanceService = Depends(service)) -> Health:
+async def health(svc: ResonanceService = Depends(service)) -> Health:
     return Health(status="ok", version=__version__, database=svc.db.redacted_url.split("://", 1)[0])
 
 
