@@ -13,7 +13,9 @@ from fastapi.testclient import TestClient
 from resonance_os.api.db import ApiKey
 from resonance_os.api.hr_server import create_app
 from resonance_os.api.keys import hash_key
+from resonance_os.api.settings import Settings
 from resonance_os.api.tenants import create_tenant, revoke_keys, rotate_key
+from resonance_os.core.errors import ValidationError
 
 TEXT = {"text": "We shipped the new release on Monday. Customers loved it!"}
 
@@ -128,3 +130,13 @@ def test_metrics_count_requests_by_route_template_without_auth(client, make_tena
         'resonance_http_request_duration_seconds_bucket{le="0.05",method="POST",route="/v1/analyze"}' in text
     )
     assert 'resonance_jobs{state="running"}' in text
+
+
+@pytest.mark.parametrize("raw,ok", [("0", True), ("2.5", True), ("-1", False), ("soon", False)])
+def test_auth_cache_time_from_the_environment_is_checked(monkeypatch, raw, ok):
+    monkeypatch.setenv("RESONANCE_AUTH_CACHE_S", raw)
+    if ok:
+        assert Settings.from_env().auth_cache_s == float(raw)
+    else:
+        with pytest.raises(ValidationError, match="RESONANCE_AUTH_CACHE_S"):
+            Settings.from_env()

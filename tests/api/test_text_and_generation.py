@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from resonance_os.api.routes.text import INLINE_TEXT_CHARS
+from resonance_os.api.settings import MAX_TEXT_CHARS
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
@@ -23,6 +25,15 @@ def test_analyze_returns_the_extractors_hrv_with_evidence(client, make_tenant, a
     assert lean["evidence"] is None and lean["vector"] == expected
     blank = client.post("/v1/analyze", json={"text": "   "}, headers=tenant.headers)
     assert blank.status_code == 422 and "text" in blank.json()["error"]["message"].lower()
+
+
+def test_long_texts_are_measured_off_the_event_loop_with_the_same_result(client, make_tenant, app):
+    tenant = make_tenant()
+    long_text = " ".join([TEXT] * (INLINE_TEXT_CHARS // len(TEXT) + 2))
+    assert INLINE_TEXT_CHARS < len(long_text) <= MAX_TEXT_CHARS
+    body = client.post("/v1/analyze", json={"text": long_text}, headers=tenant.headers).json()
+    assert body["vector"] == app.state.service.extractor.extract(long_text)
+    assert body["n_sentences"] == 3 * (INLINE_TEXT_CHARS // len(TEXT) + 2)
 
 
 def test_score_gives_resonance_and_gaps_against_a_profile_or_vector(client, make_tenant):

@@ -8,6 +8,7 @@ embedded defaults (SQLite under ``~/.resonance_os/``, 127.0.0.1:8000).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 from contextlib import asynccontextmanager
@@ -65,6 +66,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     app.state.service = svc
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.state.auth_cache = AuthCache(settings.auth_cache_s)
+    app.state.generation_queue = asyncio.Lock()
     install_error_handlers(app)
     for router in (
         health.router,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+import asyncio
+
+from fastapi import APIRouter, Depends, Request
+from starlette.concurrency import run_in_threadpool
 
 from resonance_os.api.deps import service, tenant
 from resonance_os.api.schemas import GenerateRequest, GenerateResponse, HrGenerateRequest, HrGenerateResponse
@@ -13,23 +16,42 @@ from resonance_os.core.errors import ProfileNotFoundError
 router = APIRouter(tags=["generation"])
 
 
+async def _generate_in_turn(request: Request, svc: ResonanceService, *args, **kwargs) -> dict:
+    """``svc.generate`` in the thread pool, one request at a time per process, first come first served.
+
+    Writing is CPU-bound, so running several at once only splits the core between them; queueing
+    here (an asyncio lock is fair) keeps every request's wait close to the mean, where threads
+    contending for the writer lock left some waiting seconds while later ones went through."""
+    queue: asyncio.Lock = request.app.state.generation_queue
+    async with queue:
+        return await run_in_threadpool(svc.generate, *args, **kwargs)
+
+
 @router.post("/hr_generate", response_model=HrGenerateResponse)
-def hr_generate(
-    body: HrGenerateRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+async def hr_generate(
+    body: HrGenerateRequest,
+    request: Request,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
 ) -> HrGenerateResponse:
     """Write toward ``tenant/profile_name``; ``tenant`` must be the key's own tenant (else 404)."""
     if body.tenant != ctx.tenant:
         raise ProfileNotFoundError(f"no profile {body.profile_name!r} for tenant {body.tenant!r}")
-    result = svc.generate(ctx, body.prompt, profile=body.profile_name)
+    result = await _generate_in_turn(request, svc, ctx, body.prompt, profile=body.profile_name)
     return HrGenerateResponse(article=result["article"], hrv_feedback=result["hrv"])
 
 
 @router.post("/v1/generate", response_model=GenerateResponse)
-def generate(
-    body: GenerateRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+async def generate(
+    body: GenerateRequest,
+    request: Request,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
 ) -> dict:
     """Write an article toward a profile or target HRV; the response's ``id`` is for /v1/feedback."""
-    return svc.generate(
+    return await _generate_in_turn(
+        request,
+        svc,
         ctx,
         body.prompt,
         profile=body.profile,
