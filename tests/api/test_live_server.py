@@ -29,7 +29,7 @@ def _tenant(db_url: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def test_two_workers_writing_at_once_lose_nothing(db_url, live_server_factory):
+def test_two_workers_writing_at_once_lose_nothing_and_create_a_name_once(db_url, live_server_factory):
     headers = _tenant(db_url)
     server = live_server_factory(db_url, workers=2)
     with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
@@ -67,6 +67,17 @@ def test_two_workers_writing_at_once_lose_nothing(db_url, live_server_factory):
         and 'method="POST"' in line
     )
     assert served == n + 1
+
+    def create_race(_: int) -> int:
+        if not hasattr(local, "client"):
+            local.client = httpx.Client(base_url=server.url, headers=headers, timeout=60)
+        return local.client.post("/v1/profiles", json={"name": "race", "hrv": HRV}).status_code
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        statuses = sorted(pool.map(create_race, range(16)))
+    assert statuses == [201] + [409] * 15
+    with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
+        assert len(client.get("/v1/profiles/race/history").json()["versions"]) == 1
 
 
 def _job_state(db_url: str, job_id: str) -> Job:

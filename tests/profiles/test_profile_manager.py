@@ -1,9 +1,12 @@
 import sqlite3
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timezone
 
 import pytest
 
 from resonance_os.core.errors import (
+    AlreadyExistsError,
     InvalidHRVError,
     ProfileNotFoundError,
     StorageError,
@@ -59,6 +62,38 @@ def test_update_bumps_version_and_keeps_history(manager):
     assert history[0].updated_at <= history[1].updated_at <= history[2].updated_at
     current = manager.get_profile("acme", "blog")
     assert current.version == 3 and current.created_at == history[0].updated_at
+
+
+def test_create_only_and_update_only_saves(manager):
+    manager.save_profile("acme", "blog", V1, must_exist=False)
+    with pytest.raises(AlreadyExistsError, match="acme/blog already exists"):
+        manager.save_profile("acme", "blog", V2, must_exist=False)
+    with pytest.raises(ProfileNotFoundError, match="existing profiles: blog"):
+        manager.save_profile("acme", "newsletter", V2, must_exist=True)
+    assert manager.save_profile("acme", "blog", V2, must_exist=True).version == 2
+    assert [p.name for p in manager.list_profiles("acme")] == ["blog"]
+    assert [p.version for p in manager.profile_history("acme", "blog")] == [1, 2]
+
+
+def test_simultaneous_creates_of_one_name_let_exactly_one_through(tmp_path):
+    store = tmp_path / "store"
+    HRVProfileManager(store).close()
+    start = threading.Barrier(8)
+
+    def create(i: int) -> str:
+        with HRVProfileManager(store) as m:
+            start.wait()
+            try:
+                m.save_profile("acme", "launch", [i / 10] * 8, must_exist=False)
+                return "created"
+            except AlreadyExistsError:
+                return "exists"
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = sorted(pool.map(create, range(8)))
+    assert outcomes == ["created"] + ["exists"] * 7
+    with HRVProfileManager(store) as m:
+        assert len(m.profile_history("acme", "launch")) == 1
 
 
 def test_list_tenants_are_isolated_and_sorted(manager):

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Item, Job
 from resonance_os.api.tenants import TenantContext
-from resonance_os.core.errors import NotFoundError, ProfileNotFoundError
+from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ProfileNotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile, validate_hrv
 
@@ -263,16 +263,13 @@ class ResonanceService:
         self, ctx: TenantContext, name: str, hrv: list[float], description: str | None, *, must_exist: bool
     ) -> dict[str, Any]:
         """Create (``must_exist=False``; 409 if it exists) or update (``must_exist=True``; 404 if not)."""
-        from resonance_os.api.tenants import AlreadyExistsError
-
-        exists = any(p.name == name for p in self.profiles.list_profiles(ctx.tenant))
-        if must_exist and not exists:
-            self.profiles.get_profile(ctx.tenant, name)  # raises ProfileNotFoundError listing names
-        if not must_exist and exists:
+        try:
+            saved = self.profiles.save_profile(ctx.tenant, name, hrv, description, must_exist=must_exist)
+        except AlreadyExistsError:
             raise AlreadyExistsError(
                 f"profile {name!r} already exists; update it with PUT /v1/profiles/{name}"
-            )
-        return profile_out(self.profiles.save_profile(ctx.tenant, name, hrv, description))
+            ) from None
+        return profile_out(saved)
 
     def delete_profile(self, ctx: TenantContext, name: str) -> None:
         self.profiles.delete_profile(ctx.tenant, name)

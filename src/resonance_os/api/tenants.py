@@ -10,15 +10,9 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import ApiKey, Database, Tenant, utcnow
 from resonance_os.api.keys import display_prefix, hash_key, looks_like_key, new_key
-from resonance_os.core.errors import NotFoundError, ValidationError
+from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ValidationError
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
-
-
-class AlreadyExistsError(ValidationError):
-    """A tenant or profile with that name already exists."""
-
-    http_status = 409
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,12 @@ class InvalidHRVError(ValidationError):
     """An HRV has the wrong length, a non-finite value, or a value outside [0, 1]."""
 
 
+class AlreadyExistsError(ValidationError):
+    """A tenant or profile with that name already exists (creating it again is refused)."""
+
+    http_status = 409
+
+
 class NotFoundError(ResonanceError, LookupError):
     """A named object does not exist."""
 

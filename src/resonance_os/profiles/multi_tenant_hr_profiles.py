@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from resonance_os.core.errors import ProfileNotFoundError, ValidationError
+from resonance_os.core.errors import AlreadyExistsError, ProfileNotFoundError, ValidationError
 from resonance_os.core.hrv_types import HRVProfile, validate_hrv
 from resonance_os.profiles.storage import (
     NAME_MAX_LENGTH,
@@ -161,11 +161,16 @@ class HRVProfileManager:
         name: str,
         hrv_vector: Iterable[float] | Mapping[str, float],
         description: str | None = None,
+        *,
+        must_exist: bool | None = None,
     ) -> HRVProfile:
         """Create ``tenant/name`` at version 1, or store its next version; return what was saved.
 
         ``hrv_vector`` is 8 floats in [0, 1] in ``HRV_DIMENSIONS`` order (or a name -> value map).
-        On an update, ``description=None`` keeps the previous description.
+        On an update, ``description=None`` keeps the previous description. ``must_exist=False`` only
+        creates (``AlreadyExistsError`` if the profile exists), ``must_exist=True`` only updates
+        (``ProfileNotFoundError`` if it does not); the check and the write are one transaction, so of
+        two simultaneous creates exactly one succeeds.
         """
         validate_name(tenant, "tenant")
         validate_name(name, "profile")
@@ -180,6 +185,10 @@ class HRVProfileManager:
                 session.add(tenant_row)
                 session.flush()
             row = self._profile_row(session, tenant, name, lock=True)
+            if row is not None and must_exist is False:
+                raise AlreadyExistsError(f"profile {tenant}/{name} already exists (version {row.version})")
+            if row is None and must_exist:
+                self._require(session, tenant, name)  # raises ProfileNotFoundError listing what exists
             if row is None:
                 row = ProfileRow(
                     tenant_id=tenant_row.id,
