@@ -21,7 +21,7 @@ from resonance_os.api.auth_cache import AuthCache
 from resonance_os.api.db import Database
 from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware
-from resonance_os.api.ratelimit import RateLimiter
+from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
 from resonance_os.api.routes import feedback, generate, health, profiles, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
@@ -64,7 +64,12 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     )
     app.state.settings = settings
     app.state.service = svc
-    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
+    if settings.rate_limit_file:
+        app.state.rate_limiter = SharedRateLimiter(
+            settings.rate_limit_per_s, settings.rate_limit_burst, settings.rate_limit_file
+        )
+    else:
+        app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.state.auth_cache = AuthCache(settings.auth_cache_s)
     app.state.generation_queue = asyncio.Lock()
     install_error_handlers(app)
@@ -94,6 +99,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, 
     os.environ["RESONANCE_DB"] = db.url
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="resonance-prometheus-")
+    if workers > 1 and not os.environ.get("RESONANCE_RATE_LIMIT_FILE"):  # one rate per key, not per worker
+        shared = tempfile.mkdtemp(prefix="resonance-ratelimit-")
+        os.environ["RESONANCE_RATE_LIMIT_FILE"] = os.path.join(shared, "buckets")
     uvicorn.run(
         "resonance_os.api.hr_server:create_app",
         factory=True,

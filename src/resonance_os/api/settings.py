@@ -45,10 +45,11 @@ class Settings:
 
     rate_limit_per_s: sustained requests per second per API key (token bucket, per server process);
     rate_limit_burst: bucket size; auth_cache_s: how long a verified key is trusted without asking the
-    database (a revoked key is refused within that time; 0 = ask every time); trainers: job kind ->
-    ``module:function`` the worker runs.
+    database (a revoked key is refused within that time; 0 = ask every time); rate_limit_file: buckets
+    shared through this file by every process that names it (``resonance serve --workers N`` sets one
+    for its workers), else per process; trainers: job kind -> ``module:function`` the worker runs.
     Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``, ``RESONANCE_AUTH_CACHE_S``,
-    ``RESONANCE_TRAINERS`` (``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
+    ``RESONANCE_RATE_LIMIT_FILE``, ``RESONANCE_TRAINERS`` (``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
     """
 
     db_url: str | None = None
@@ -56,6 +57,7 @@ class Settings:
     rate_limit_per_s: float = 50.0
     rate_limit_burst: float = 100.0
     auth_cache_s: float = 1.0
+    rate_limit_file: str | None = None
     trainers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TRAINERS))
     migrate: bool = True
     launch_workers: bool = True
@@ -67,6 +69,7 @@ class Settings:
             "rate_limit_per_s": _env_float("RESONANCE_RATE_LIMIT", cls.rate_limit_per_s),
             "rate_limit_burst": _env_float("RESONANCE_RATE_BURST", cls.rate_limit_burst),
             "auth_cache_s": _env_float("RESONANCE_AUTH_CACHE_S", cls.auth_cache_s, allow_zero=True),
+            "rate_limit_file": os.environ.get("RESONANCE_RATE_LIMIT_FILE") or None,
             "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
         }
         if os.environ.get("RESONANCE_TRAINERS"):
