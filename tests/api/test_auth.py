@@ -7,7 +7,7 @@ import time
 
 import pytest
 import sqlalchemy as sa
-from conftest import unique
+from conftest import Tenant, unique
 from fastapi.testclient import TestClient
 
 from resonance_os.api.db import ApiKey
@@ -73,14 +73,14 @@ def test_revoked_and_rotated_keys_stop_working_within_the_auth_cache_time(db_url
     name = unique("revoked")
     key = create_tenant(db, name)
     with TestClient(app) as client:
-        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(key)).status_code == 200
+        assert client.post("/v1/analyze", json=TEXT, headers=Tenant(name, key).headers).status_code == 200
         new_key = rotate_key(db, name)
         time.sleep(auth_cache_s)
-        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(key)).status_code == 401
-        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(new_key)).status_code == 200
+        assert client.post("/v1/analyze", json=TEXT, headers=Tenant(name, key).headers).status_code == 401
+        assert client.post("/v1/analyze", json=TEXT, headers=Tenant(name, new_key).headers).status_code == 200
         assert revoke_keys(db, name) == 1
         time.sleep(auth_cache_s)
-        assert client.post("/v1/analyze", json=TEXT, headers=_bearer(new_key)).status_code == 401
+        assert client.post("/v1/analyze", json=TEXT, headers=Tenant(name, new_key).headers).status_code == 401
 
 
 def test_a_cached_key_is_still_refused_for_another_tenants_objects(client, make_tenant):
@@ -90,10 +90,6 @@ def test_a_cached_key_is_still_refused_for_another_tenants_objects(client, make_
     for _ in range(3):  # the second and third calls authenticate from the cache
         assert client.get("/v1/profiles/house", headers=other.headers).status_code == 404
         assert client.get("/v1/profiles/house", headers=owner.headers).status_code == 200
-
-
-def _bearer(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def test_only_a_keyed_hash_is_stored_and_keys_are_never_logged(client, make_tenant, app, caplog):

@@ -31,12 +31,12 @@ class RateLimiter:
     def acquire(self, key: int) -> float:
         now = time.monotonic()
         with self._locked():
-            tokens, last = self._load(key, now)
+            where, tokens, last = self._load(key, now)
             tokens = min(self.burst, tokens + (now - last) * self.rate)
             if tokens >= 1.0:
-                self._store(key, tokens - 1.0, now)
+                self._store(where, key, tokens - 1.0, now)
                 return 0.0
-            self._store(key, tokens, now)
+            self._store(where, key, tokens, now)
             return (1.0 - tokens) / self.rate
 
     @staticmethod
@@ -48,11 +48,12 @@ class RateLimiter:
         with self._lock:
             yield
 
-    def _load(self, key: int, now: float) -> tuple[float, float]:
-        return self._buckets.get(key, (self.burst, now))
+    def _load(self, key: int, now: float) -> tuple[int, float, float]:
+        """(where the bucket is kept, its tokens, the time of its last update); a new key's bucket is full."""
+        return (key, *self._buckets.get(key, (self.burst, now)))
 
-    def _store(self, key: int, tokens: float, now: float) -> None:
-        self._buckets[key] = (tokens, now)
+    def _store(self, where: int, key: int, tokens: float, now: float) -> None:
+        self._buckets[where] = (tokens, now)
 
 
 _RECORD = struct.Struct("<qdd")  # key id (0 = free slot), tokens, time of the last update
@@ -104,9 +105,10 @@ class SharedRateLimiter(RateLimiter):
                 oldest, oldest_time = slot, last
         return oldest
 
-    def _load(self, key: int, now: float) -> tuple[float, float]:
-        owner, tokens, last = _RECORD.unpack_from(self._map, self._slot(key) * _RECORD.size)
-        return (tokens, last) if owner == key else (self.burst, now)
+    def _load(self, key: int, now: float) -> tuple[int, float, float]:
+        slot = self._slot(key)
+        owner, tokens, last = _RECORD.unpack_from(self._map, slot * _RECORD.size)
+        return (slot, tokens, last) if owner == key else (slot, self.burst, now)
 
-    def _store(self, key: int, tokens: float, now: float) -> None:
-        _RECORD.pack_into(self._map, self._slot(key) * _RECORD.size, key, tokens, now)
+    def _store(self, where: int, key: int, tokens: float, now: float) -> None:
+        _RECORD.pack_into(self._map, where * _RECORD.size, key, tokens, now)

@@ -43,7 +43,7 @@ def _parse_trainers(raw: str) -> dict[str, str]:
 class Settings:
     """What ``create_app`` needs to know.
 
-    rate_limit_per_s: sustained requests per second per API key (token bucket, per server process);
+    rate_limit_per_s: sustained requests per second per API key (token bucket);
     rate_limit_burst: bucket size; auth_cache_s: how long a verified key is trusted without asking the
     database (a revoked key is refused within that time; 0 = ask every time); rate_limit_file: buckets
     shared through this file by every process that names it (``resonance serve --workers N`` sets one
