@@ -4,7 +4,8 @@ prompt or context, or leaks meta-text.
 With the text's word 3-grams ``G3`` and 4-grams ``G4`` (lower-cased words of the extractor's splitter):
 
     within  = ramp(1 - |set(G3)| / |G3|), 0 at REPEAT_FREE (5% repeated 3-grams) rising to 1 at
-              REPEAT_FULL (50%: a text said twice over)
+              REPEAT_FULL (45%; a text said twice
+              over repeats just under half of its 3-grams)
     copied  = max over paragraphs p of ramp(share of p's 4-grams that occur in the other paragraphs,
               the prompt or ``context``), 0 at COPY_FREE (10%) rising to 1 at COPY_FULL (50%)
     meta    = 1 if any META_PATTERNS matches (an assistant's preamble, "revised paragraph", a metric
@@ -26,7 +27,7 @@ from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.quality.text_units import sentence_words
 
 REPEAT_FREE = 0.05
-REPEAT_FULL = 0.5
+REPEAT_FULL = 0.45
 COPY_FREE = 0.1
 COPY_FULL = 0.5
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")

@@ -1,0 +1,36 @@
+from resonance_os.quality.repetition import meta_text, repetition_report
+
+PARAGRAPH = (
+    "The ferry left before dawn, loaded with bicycles and crates of bread. By the time the fog "
+    "lifted, the island was already in sight, and the captain slowed the engine to let the gulls pass."
+)
+OTHER = "Tickets are sold at the harbour office, which opens at six and closes when the last boat is in."
+
+
+def test_real_prose_is_clean():
+    report = repetition_report(PARAGRAPH)
+    assert report.repetition == 0.0 and report.meta_text == []
+
+
+def test_a_paragraph_said_twice_is_penalised_fully():
+    assert repetition_report(PARAGRAPH + " " + PARAGRAPH).within == 1.0
+
+
+def test_copying_an_earlier_paragraph_or_the_context_is_penalised():
+    article = PARAGRAPH + "\n\n" + OTHER + " " + PARAGRAPH
+    assert repetition_report(article).copied > 0.5
+    assert repetition_report(OTHER, context=[OTHER + " And more."]).copied == 1.0
+    assert repetition_report(OTHER, context=[PARAGRAPH]).copied == 0.0
+
+
+def test_meta_text_and_metric_names_are_caught():
+    leaks = [
+        "Here's a more polished version of the paragraph with suggested edits: the ferry left.",
+        "Sure! The ferry left before dawn.",
+        "The ferry left before dawn, raising the emotional valence of the scene.",
+        "I hope this helps. The ferry left.",
+    ]
+    for text in leaks:
+        assert meta_text(text), text
+        assert repetition_report(text).repetition == 1.0
+    assert meta_text(PARAGRAPH) == []
