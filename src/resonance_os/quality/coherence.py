@@ -1,0 +1,290 @@
+"""Coherence: does each sentence follow from the ones before it, in this order?
+
+A linear ranking model over sentence-order features, in the spirit of the entity grid
+(Barzilay & Lapata 2008, "Modeling Local Coherence"), trained to rank a paragraph's real order above
+random permutations of its sentences. For sentences ``s_1 .. s_n`` in order ``pi``:
+
+    S(pi) = sum_k  w . r(s_pi(k), role(k))                 role: first / middle / last sentence
+          + sum_k  w . a(s_pi(k), s_pi(k+1))               adjacent pair A then B
+          + sum_{k<l} w . g(s_pi(k), s_pi(l))              precedence: A anywhere before B
+
+``r`` holds a sentence's opening class (pronoun, demonstrative, contrast, addition, result,
+sequence), length, discourse markers ("also", "however", "the same", ...) and centrality, per role (a
+paragraph rarely opens with "it" or "however"); ``a`` holds lexical cohesion (shared content stems,
+B's opening stems in A, "a X" in A then "the X" in B, shared persons) and B's opening class given
+that cohesion; ``g`` holds given/new evidence ("the X" after an earlier X, "a X" after one). Every
+term is a sum over positions or pairs, so the mean of ``S`` over all ``n!`` orders of the same
+sentences is exact and cheap:
+
+    E[S] = sum_k mean_i w.r(s_i, role(k)) + (n-1) mean_{i!=j} w.a(s_i,s_j) + n(n-1)/2 mean_{i!=j} w.g(s_i,s_j)
+
+and the coherence of a text with ``n >= 2`` sentences is
+
+    order = sigmoid(alpha * (S(pi) - E[S]) / (n - 1) + beta)                  P(real order | S)
+    connected = sigmoid(v . c + v_0)              c: order-free cohesion (connectedness_features)
+    coherence = order * connected                                             in [0, 1]
+
+``w``, ``alpha, beta`` and ``v, v_0`` are fitted on ``corpus`` train paragraphs by
+``scripts/train_coherence.py`` (shipped in ``data/coherence.json``). A text with one sentence has no
+order or cohesion to judge and scores 0.5; an empty text scores 0.0.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib.resources import files
+
+from resonance_os.profiling.sentences import split_sentences
+from resonance_os.quality.text_units import is_content, stem
+
+ROLES = ("F", "M", "L")
+"""Sentence roles: first, middle, last."""
+SINGLE_SENTENCE_SCORE = 0.5
+EARLY = 6
+"""Words at the start of a sentence that count as its opening (its topic, usually)."""
+_DEFINITE = frozenset(("the", "this", "these", "those", "such"))
+_INDEFINITE = frozenset(("a", "an"))
+_MARKERS = frozenset(
+    "also again too another other further finally following follows then however thus therefore "
+    "hence so but this these it its they them their such same above below see".split()
+)
+_PERSONS = {
+    **dict.fromkeys(("he", "him", "his", "himself"), "he"),
+    **dict.fromkeys(("she", "her", "hers", "herself"), "she"),
+    **dict.fromkeys(("they", "them", "their", "theirs", "themselves"), "they"),
+    **dict.fromkeys(("i", "me", "my", "mine", "myself"), "i"),
+    **dict.fromkeys(("we", "us", "our", "ours", "ourselves"), "we"),
+    **dict.fromkeys(("you", "your", "yours", "yourself"), "you"),
+    **dict.fromkeys(("it", "its", "itself"), "it"),
+}
+_OPENING_CLASS = {
+    word: name
+    for name, words in {
+        "P": "he she it they him her them his its their",  # pronoun
+        "D": "this these that those such",  # demonstrative
+        "C": "however but yet although though nevertheless instead otherwise still",  # contrast
+        "A": "also and moreover furthermore besides likewise similarly",  # addition
+        "R": "so thus therefore hence consequently accordingly then",  # result
+        "S": "first second third next finally lastly",  # sequence
+    }.items()
+    for word in words.split()
+}
+_RANKS = {
+    "first": 1,
+    "firstly": 1,
+    "second": 2,
+    "secondly": 2,
+    "third": 3,
+    "next": 4,
+    "then": 4,
+    "finally": 9,
+    "lastly": 9,
+}
+
+Features = list[tuple[str, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One sentence reduced to what the features read."""
+
+    first: str
+    stems: frozenset[str]
+    early: frozenset[str]
+    indefinite: frozenset[str]
+    definite: frozenset[str]
+    question: bool
+    markers: tuple[str, ...]
+    persons: frozenset[str]
+    rank: int
+    length: int
+
+
+def unit(words: Sequence[str], question: bool = False) -> Unit:
+    """A :class:`Unit` from a sentence's lower-cased ``words``."""
+    stems, early, indefinite, definite = set(), set(), set(), set()
+    markers, persons = [], set()
+    mode: set[str] | None = None
+    for k, word in enumerate(words):
+        if word in _MARKERS:
+            markers.append(word)
+        if word in _PERSONS:
+            persons.add(_PERSONS[word])
+        if is_content(word):
+            s = stem(word)
+            stems.add(s)
+            if k < EARLY:
+                early.add(s)
+            if mode is not None:
+                mode.add(s)
+        else:
+            mode = indefinite if word in _INDEFINITE else definite if word in _DEFINITE else None
+    first = words[0] if words else ""
+    rank = _RANKS.get(first, 0)
+    if not rank and first.isdigit() and len(first) < 3:
+        rank = int(first) + 1
+    return Unit(
+        first,
+        frozenset(stems),
+        frozenset(early),
+        frozenset(indefinite),
+        frozenset(definite),
+        question,
+        tuple(markers),
+        frozenset(persons),
+        rank,
+        len(words),
+    )
+
+
+def text_units(text: str) -> list[Unit]:
+    """The :class:`Unit` of each sentence of ``text`` (``profiling.sentences`` splitter)."""
+    return [unit(s.lowers, s.questions > 0) for s in split_sentences(text)]
+
+
+def _opening(u: Unit) -> str:
+    return _OPENING_CLASS.get(u.first, "o")
+
+
+def role_features(u: Unit, units: list[Unit]) -> Features:
+    """Features of sentence ``u`` of paragraph ``units`` whatever its role; the model prefixes each
+    name with the role: its opening word's class, log length, discourse markers anywhere in it, and
+    its centrality (share of the other sentences it shares a content stem with)."""
+    central = sum(1 for v in units if v is not u and not v.stems.isdisjoint(u.stems))
+    return [
+        ("c:" + _opening(u), 1.0),
+        ("len", math.log(u.length)),
+        ("cent", central / (len(units) - 1)),
+        *(("m:" + m, 1.0) for m in u.markers),
+    ]
+
+
+def adjacent_features(a: Unit, b: Unit) -> Features:
+    """Features of sentence ``b`` right after sentence ``a``: shared content stems, B's opening stems
+    found in A, "a X" then "the X" (and the reverse), shared persons (he, they, ...), B's opening
+    class given whether A and B share a stem, question then answer, ordinal openings in order."""
+    shared = len(a.stems & b.stems)
+    features = [
+        ("ov", math.log1p(shared)),
+        ("top", math.log1p(len(b.early & a.stems))),
+        ("an", float(len(a.indefinite & b.definite))),
+        ("na", float(len(a.definite & b.indefinite))),
+        ("pp", float(len(a.persons & b.persons))),
+        ("xc" + ("1" if shared else "0") + _opening(b), 1.0),
+        ("qa" if a.question and not b.question else "qq" if a.question else "nq", 1.0),
+    ]
+    if a.rank and b.rank:
+        features.append(("rk", 1.0 if b.rank > a.rank else -1.0))
+    return features
+
+
+def precedence_features(a: Unit, b: Unit) -> Features:
+    """Given/new features of sentence ``b`` anywhere after sentence ``a``: "the X" after an X (given),
+    "a X" after an X (should be new), B's opening stems in A, shared persons, ordinal openings."""
+    features = [
+        ("gd", float(len(b.definite & a.stems))),
+        ("gi", float(len(b.indefinite & a.stems))),
+        ("ge", math.log1p(len(b.early & a.stems))),
+        ("gp", float(len(b.persons & a.persons))),
+    ]
+    if a.rank and b.rank:
+        features.append(("grk", 1.0 if b.rank > a.rank else -1.0))
+    return features
+
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+
+def connectedness_features(units: list[Unit]) -> list[float]:
+    """Order-free cohesion ``c`` of two or more sentences: share of sentence pairs that share a
+    content stem, share of sentences sharing one with some other sentence, mean log1p(shared stems)
+    per pair, share of pairs sharing a person (he, they, ...)."""
+    n = len(units)
+    linked = [False] * n
+    pairs = persons = 0
+    total = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            shared = len(units[i].stems & units[j].stems)
+            if shared:
+                pairs += 1
+                linked[i] = linked[j] = True
+                total += math.log1p(shared)
+            persons += not units[i].persons.isdisjoint(units[j].persons)
+    count = n * (n - 1) / 2
+    return [pairs / count, sum(linked) / n, total / count, persons / count]
+
+
+@dataclass(frozen=True)
+class CoherenceModel:
+    """Coherence of a text in [0, 1] (module docstring): sentence order times connectedness.
+
+    ``weights``: feature name -> ``w``; ``alpha, beta``: order calibration; ``connected_weights``:
+    ``v`` then ``v_0``.
+    """
+
+    weights: dict[str, float]
+    alpha: float
+    beta: float
+    connected_weights: tuple[float, ...]
+
+    @classmethod
+    def from_json(cls, data: dict) -> CoherenceModel:
+        """A model from the dictionary that ``scripts/train_coherence.py`` writes."""
+        return cls(data["weights"], data["alpha"], data["beta"], tuple(data["connected_weights"]))
+
+    def _dot(self, features: Features, prefix: str = "") -> float:
+        get = self.weights.get
+        return sum(get(prefix + name, 0.0) * value for name, value in features)
+
+    def order_gain(self, units: list[Unit]) -> float:
+        """``S(pi) - E[S]`` for ``units`` in the given order (0.0 for fewer than two)."""
+        n = len(units)
+        if n < 2:
+            return 0.0
+        dot = self._dot
+        roles = [
+            [dot(features, role) for role in ROLES] for features in (role_features(u, units) for u in units)
+        ]
+        adjacent = [[dot(adjacent_features(a, b)) if a is not b else 0.0 for b in units] for a in units]
+        precedence = [[dot(precedence_features(a, b)) if a is not b else 0.0 for b in units] for a in units]
+        position = [0] + [1] * (n - 2) + [2]
+        score = sum(roles[k][p] for k, p in enumerate(position))
+        score += sum(adjacent[k][k + 1] for k in range(n - 1))
+        score += sum(precedence[k][m] for k in range(n) for m in range(k + 1, n))
+        mean = sum(sum(row[p] for row in roles) for p in position) / n
+        mean += sum(map(sum, adjacent)) / n + sum(map(sum, precedence)) / 2
+        return score - mean
+
+    def order_score(self, sentences: list[str]) -> float:
+        """Raw order score ``S(pi) - E[S]`` of ``sentences`` (each item one sentence) in this order:
+        positive when the order looks more like a real one than an average shuffle of them."""
+        return self.order_gain([unit([w for s in split_sentences(t) for w in s.lowers]) for t in sentences])
+
+    def connected(self, units: list[Unit]) -> float:
+        """``sigmoid(v . c + v_0)``: how related two or more sentences are, whatever their order."""
+        *v, v0 = self.connected_weights
+        return _sigmoid(v0 + sum(a * b for a, b in zip(v, connectedness_features(units), strict=True)))
+
+    def score_units(self, units: list[Unit]) -> float:
+        """:meth:`score` of sentences already reduced to units."""
+        if len(units) < 2:
+            return SINGLE_SENTENCE_SCORE if units else 0.0
+        order = _sigmoid(self.alpha * self.order_gain(units) / (len(units) - 1) + self.beta)
+        return order * self.connected(units)
+
+    def score(self, text: str) -> float:
+        """Coherence of ``text`` in [0, 1]; 0.0 for a text without words, 0.5 for one sentence."""
+        return self.score_units(text_units(text))
+
+
+@cache
+def coherence_model() -> CoherenceModel:
+    """The shipped model (``data/coherence.json``), loaded once per process."""
+    text = files("resonance_os.quality").joinpath("data/coherence.json").read_text("utf-8")
+    return CoherenceModel.from_json(json.loads(text))
