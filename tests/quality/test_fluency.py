@@ -96,25 +96,11 @@ def test_deterministic_and_sentences_match_text(model):
 
 def test_conditional_probabilities_sum_to_one(model):
     """Kneser-Ney with back-off: sum_w P(w | h) = 1 for seen and unseen histories."""
-    (top, top_weights, _), *lower = model._levels
-    shift, ids = model._shift, model._ids
-    words = [i for w, i in ids.items() if w != "<s>"]
-    seen = next(iter(top_weights))
-    for history in (model._start, seen, (ids["the"] << shift | ids["the"]) << shift | ids["the"]):
-        total = 0.0
-        for w in words:
-            p = top.get((history << shift) | w)
-            if p is None:
-                p = top_weights.get(history, 0.0)
-                for table, weights, mask in lower:
-                    q = table.get(((history & mask) << shift) | w)
-                    if q is not None:
-                        p += q
-                        break
-                    p += weights.get(history & mask, 0.0)
-            total += math.exp(p)
-        assert total == pytest.approx(1.0, abs=1e-3), (history, total)
-    assert ids[EOS] in words
+    words = [w for w in model.vocabulary if w != "<s>"]
+    for context in ([], ["of", "the"], ["the", "the", "the"]):
+        total = sum(math.exp(model.log_prob(context, w)) for w in words)
+        assert total == pytest.approx(1.0, abs=1e-3), (context, total)
+    assert EOS in words
 
 
 def test_missing_reference_model_is_a_clear_error(monkeypatch):

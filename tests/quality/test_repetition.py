@@ -34,3 +34,4 @@ def test_meta_text_and_metric_names_are_caught():
         assert meta_text(text), text
         assert repetition_report(text).repetition == 1.0
     assert meta_text(PARAGRAPH) == []
+    assert meta_text("We ship a new version every week; here is the text of the law.") == []

@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 
 import numpy as np
+from numba import njit
 
-from resonance_os.profiling.sentences import split_sentences
+from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality.damage import sentence_texts
 
 BOS, EOS, UNK, NUM = "<s>", "</s>", "<unk>", "<num>"
@@ -51,6 +53,77 @@ _DIGIT = re.compile(r"\d")
 def sentence_tokens(text: str) -> list[list[str]]:
     """Each sentence's lower-cased words, digit-bearing words as ``<num>`` (the training tokens)."""
     return [[NUM if _DIGIT.search(w) else w for w in s.lowers] for s in split_sentences(text)]
+
+
+_EMPTY = -1
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True)
+def _slot(table: np.ndarray, key: int) -> int:
+    """Slot of ``key`` in an open-addressing table (multiplicative hash folded onto its low bits,
+    linear probing), or of the empty slot that ends its probe run."""
+    h = np.uint64(key) * _GOLDEN
+    i = np.int64((h ^ (h >> np.uint64(29))) & np.uint64(table.size - 1))
+    while table[i] != key and table[i] != _EMPTY:
+        i = (i + 1) & (table.size - 1)
+    return i
+
+
+@njit(cache=True)
+def _hash_table(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An open-addressing table of ``keys`` (at most half full, a power of two in size)."""
+    size = 1
+    while size < 2 * keys.size + 2:
+        size *= 2
+    table, slots = np.full(size, _EMPTY, np.int64), np.zeros(size, np.float64)
+    for k in range(keys.size):
+        i = _slot(table, keys[k])
+        table[i], slots[i] = keys[k], values[k]
+    return table, slots
+
+
+@njit(cache=True)
+def _find(table: np.ndarray, key: int) -> int:
+    i = _slot(table, key)
+    return i if table[i] == key else -1
+
+
+@njit(cache=True)
+def _word_logprob(history, w, shift, keys, logps, contexts, backoffs, masks):
+    """log P_KN(w | history) from the tables of each order, top order first."""
+    i = _find(keys[0], (history << shift) | w)
+    if i >= 0:
+        return logps[0][i]
+    # back off: each shorter try adds the back-off weight of the context it gave up
+    j = _find(contexts[0], history)
+    p = backoffs[0][j] if j >= 0 else 0.0
+    for level in range(1, len(keys)):
+        context = history & masks[level]
+        i = _find(keys[level], (context << shift) | w)
+        if i >= 0:
+            return p + logps[level][i]
+        j = _find(contexts[level], context)
+        if j >= 0:
+            p += backoffs[level][j]
+    return p
+
+
+@njit(cache=True)
+def _sentence_logprobs(ids, ends, start, shift, unk, unigram, keys, logps, contexts, backoffs, masks):
+    """(log P_KN, SLOR numerator) per sentence; ``ids`` holds the sentences' ids one after another,
+    sentence k ending before ``ends[k]``."""
+    lps, ratios = np.zeros(ends.size), np.zeros(ends.size)
+    begin = 0
+    for k in range(ends.size):
+        history = start
+        for w in ids[begin : ends[k]]:
+            p = _word_logprob(history, w, shift, keys, logps, contexts, backoffs, masks)
+            lps[k] += p
+            ratios[k] += UNK_SLOR if w == unk else p - unigram[w]
+            history = ((history << shift) | w) & masks[0]
+        begin = ends[k]
+    return lps, ratios
 
 
 def _sigmoid(x: float) -> float:
@@ -69,6 +142,8 @@ class NgramFluency:
 
     def __init__(self, tables: dict[str, np.ndarray]) -> None:
         vocab = [str(w) for w in tables["vocab"]]
+        self.vocabulary = vocab
+        """The model's tokens: lower-case words, ``<s>``, ``</s>``, ``<unk>``, ``<num>``."""
         self.order = int(tables["order"])
         self.calibration = tuple(float(x) for x in tables["calibration"])
         self._ids = {w: i for i, w in enumerate(vocab)}
@@ -78,57 +153,64 @@ class NgramFluency:
         self._shift = len(vocab).bit_length()
         if self._shift * self.order > 63:
             raise ValueError(f"vocabulary of {len(vocab)} words is too large for order {self.order} keys")
-        self._unigram = tables["unigram"].astype(float).tolist()
-        logp = [{}] + [
-            dict(zip(self._keys(tables[f"ngrams_{n}"]), tables[f"logp_{n}"].astype(float).tolist()))
-            for n in range(1, self.order + 1)
-        ]
-        backoff = [{}] + [
-            dict(zip(self._keys(tables[f"contexts_{n}"]), tables[f"backoff_{n}"].astype(float).tolist()))
-            for n in range(1, self.order)
-        ]
-        # (log P table, back-off weights of its contexts, mask keeping a history's last n-1 ids), top first
-        self._levels = [
-            (logp[n], backoff[n - 1], (1 << (self._shift * (n - 1))) - 1) for n in range(self.order, 0, -1)
-        ]
+        self._unigram = tables["unigram"].astype(np.float64)
+        # per order n (top first): hash tables of the n-grams' log P and of the (n-1)-word contexts'
+        # back-off weights, and the mask that keeps a history's last n-1 ids
+        levels = []
+        for n in range(self.order, 0, -1):
+            keys, logp = self._table(tables[f"ngrams_{n}"], tables[f"logp_{n}"])
+            if n > 1:
+                contexts, backoff = self._table(tables[f"contexts_{n - 1}"], tables[f"backoff_{n - 1}"])
+            else:
+                contexts, backoff = np.full(1, _EMPTY, np.int64), np.zeros(1, np.float64)
+            levels.append((keys, logp, contexts, backoff, (1 << (self._shift * (n - 1))) - 1))
+        self._levels = tuple(tuple(level[i] for level in levels) for i in range(5))
         self._start = 0  # the history key of <s> repeated order-1 times
         for _ in range(self.order - 1):
             self._start = (self._start << self._shift) | self._bos
 
-    def _keys(self, ids: np.ndarray) -> list[int]:
-        key = np.zeros(len(ids), dtype=np.int64)
+    def _table(self, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A hash table from each n-gram's packed key to its value."""
+        keys = np.zeros(len(ids), dtype=np.int64)
         for column in ids.T.astype(np.int64):
-            key = (key << self._shift) | column
-        return key.tolist()
+            keys = (keys << self._shift) | column
+        return _hash_table(keys, values.astype(np.float64))
 
-    def _sentence_logprobs(self, text: str) -> list[tuple[float, float, int]]:
-        """(log P_KN(s), SLOR numerator with ``UNK_SLOR`` per unknown word, m) for each sentence."""
+    def _sentence_logprobs(
+        self, text: str, sentences: list[Sentence] | None = None
+    ) -> list[tuple[float, float, int]]:
+        """(log P_KN(s), SLOR numerator with ``UNK_SLOR`` per unknown word, m) for each sentence
+        (``sentences``: ``split_sentences(text)`` when the caller already has it)."""
         get, unk, num, digit = self._ids.get, self._unk, self._num, _DIGIT.search
-        unigram, shift, start, eos = self._unigram, self._shift, self._start, self._eos
-        (top, top_weights, mask), *lower = self._levels
-        out = []
-        for sentence in split_sentences(text):
+        ids: list[int] = []
+        ends: list[int] = []
+        for sentence in split_sentences(text) if sentences is None else sentences:
             # id 0 is <s>, never a word's id, so `or` only falls back for words outside the vocabulary
-            ids = [get(w) or (num if digit(w) else unk) for w in sentence.lowers]
-            ids.append(eos)
-            history, lp, ratio = start, 0.0, 0.0
-            for w in ids:
-                p = top.get((history << shift) | w)
-                if p is None:
-                    # back off: each shorter try adds the back-off weight of the context it gave up
-                    p = top_weights.get(history, 0.0)
-                    for table, weights, context_mask in lower:
-                        context = history & context_mask
-                        q = table.get((context << shift) | w)
-                        if q is not None:
-                            p += q
-                            break
-                        p += weights.get(context, 0.0)
-                lp += p
-                ratio += UNK_SLOR if w == unk else p - unigram[w]
-                history = ((history << shift) | w) & mask
-            out.append((lp, ratio, len(ids)))
-        return out
+            ids += [get(w) or (num if digit(w) else unk) for w in sentence.lowers]
+            ids.append(self._eos)
+            ends.append(len(ids))
+        if not ends:
+            return []
+        lps, ratios = _sentence_logprobs(
+            np.array(ids, dtype=np.int64),
+            np.array(ends, dtype=np.int64),
+            self._start,
+            self._shift,
+            unk,
+            self._unigram,
+            *self._levels,
+        )
+        lengths = np.diff(ends, prepend=0).tolist()
+        return list(zip(lps.tolist(), ratios.tolist(), lengths))
+
+    def log_prob(self, context: Sequence[str], word: str) -> float:
+        """Natural-log P_KN(``word`` | the last order-1 words of ``context``), sentence start padded
+        with ``<s>``; words are vocabulary tokens (``vocabulary``; others count as ``<unk>``)."""
+        history = self._start
+        for token in context:
+            history = ((history << self._shift) | self._ids.get(token, self._unk)) & self._levels[4][0]
+        token = self._ids.get(word, self._unk)
+        return float(_word_logprob(history, token, self._shift, *self._levels[:4], self._levels[4]))
 
     def slor(self, text: str) -> float:
         """Token-weighted mean SLOR over the sentences of ``text`` (0.0 when it has no words)."""
@@ -140,9 +222,10 @@ class NgramFluency:
         a, b = self.calibration
         return _sigmoid(a * (slor - b))
 
-    def score(self, text: str) -> float:
-        """Fluency in [0, 1]: ``sigmoid(a * (SLOR - b))``; 0.0 for text without words."""
-        parts = self._sentence_logprobs(text)
+    def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
+        """Fluency in [0, 1]: ``sigmoid(a * (SLOR - b))``; 0.0 for text without words.
+        ``sentences``: ``split_sentences(text)`` when the caller already has it."""
+        parts = self._sentence_logprobs(text, sentences)
         if not parts:
             return 0.0
         return self._calibrate(sum(r for _, r, _ in parts) / sum(m for _, _, m in parts))
@@ -212,7 +295,9 @@ class LMFluency:
 
     def loglik_many(self, texts: list[str]) -> list[float | None]:
         """Mean log-likelihood per token of each text (``None`` for text without words)."""
-        spans = [sentence_texts(text) for text in texts]
+        return self._loglik_spans([sentence_texts(text) for text in texts])
+
+    def _loglik_spans(self, spans: list[list[str]]) -> list[float | None]:
         flat = iter(self._sentence_loglik([s for sentences in spans for s in sentences]))
         out: list[float | None] = []
         for sentences in spans:
@@ -227,6 +312,10 @@ class LMFluency:
             0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT)) for ll in self.loglik_many(texts)
         ]
 
-    def score(self, text: str) -> float:
-        """Calibrated fluency in [0, 1] of one text (0.0 for text without words)."""
-        return self.score_many([text])[0]
+    def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
+        """Calibrated fluency in [0, 1] of one text (0.0 for text without words); ``sentences``:
+        ``split_sentences(text)`` when the caller already has it."""
+        if sentences is None:
+            return self.score_many([text])[0]
+        (ll,) = self._loglik_spans([[text[slice(*s.span())] for s in sentences]])
+        return 0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality.text_units import sentence_words
 
 REPEAT_FREE = 0.05
@@ -32,22 +33,34 @@ COPY_FREE = 0.1
 COPY_FULL = 0.5
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _METRIC_NAMES = "|".join(name.replace("_", r"[ _]") for name in HRV_DIMENSIONS)
-META_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE | re.MULTILINE)
-    for p in (
-        r"\b(?:here is|here's|below is|this is)\b[^.!?\n]{0,60}\b(?:paragraph|version|text|draft|rewrite|revision|article)\b",
-        r"\b(?:revised|rewritten|improved|polished|edited|updated|new) (?:paragraph|version|text|draft)\b",
-        r"\bsuggested edits?\b",
-        r"\bas an ai\b",
-        r"\bi hope (?:this|that) helps\b",
-        r"\blet me know if\b",
+META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
+    # (anchors: lower-case strings one of which the match must contain, pattern); the anchors let
+    # ordinary text skip the regular expressions, which cost more than all the other checks together
+    (
+        ("here is", "here's", "here are", "below is"),
+        r"\b(?:here is|here's|here are|below is)\b[^.!?\n]{0,60}\b(?:paragraph|version|rewrite|revision|draft)s?\b",
+    ),
+    (
+        ("revised", "rewritten", "improved", "polished", "edited"),
+        r"\b(?:revised|rewritten|improved|polished|edited) (?:paragraph|version|text|draft)\b",
+    ),
+    (("suggested edit",), r"\bsuggested edits?\b"),
+    (("as an ai",), r"\bas an ai\b"),
+    (("i hope th",), r"\bi hope (?:this|that) helps\b"),
+    (("let me know if",), r"\blet me know if\b"),
+    (
+        ("sure", "certainly", "of course", "absolutely"),
         r"^\s*(?:sure|certainly|of course|absolutely)\s*[,!.:]",
+    ),
+    (
+        tuple(v for name in HRV_DIMENSIONS for v in (name, name.replace("_", " "))),
         rf"\b(?:{_METRIC_NAMES})\b",
-        r"\bhrv\b",
-        r"\btarget (?:profile|style|tone)\b",
-        r"\b(?:word count|\d+ words)\b",
-    )
+    ),
+    (("hrv",), r"\bhrv\b"),
+    (("target ",), r"\btarget (?:profile|style|tone)\b"),
+    (("word count", " words"), r"\b(?:word count|\d+ words)\b"),
 )
+_META = tuple((anchors, re.compile(p, re.IGNORECASE | re.MULTILINE)) for anchors, p in META_PATTERNS)
 
 
 @dataclass(frozen=True)
@@ -74,18 +87,27 @@ def _words(text: str) -> list[str]:
 
 def meta_text(text: str) -> list[str]:
     """Phrases of ``text`` that talk about the writing instead of being it (see ``META_PATTERNS``)."""
-    return [m.group(0).strip() for pattern in META_PATTERNS for m in pattern.finditer(text)]
+    lower = text.lower()
+    return [
+        m.group(0).strip()
+        for anchors, pattern in _META
+        if any(anchor in lower for anchor in anchors)
+        for m in pattern.finditer(text)
+    ]
 
 
-def repetition_report(text: str, prompt: str = "", context: Sequence[str] = ()) -> RepetitionReport:
+def repetition_report(
+    text: str, prompt: str = "", context: Sequence[str] = (), sentences: list[Sentence] | None = None
+) -> RepetitionReport:
     """Measure ``text`` (one paragraph or several separated by blank lines) against itself, the
-    ``prompt`` and ``context`` (e.g. the article's earlier paragraphs, an outline)."""
-    words = _words(text)
+    ``prompt`` and ``context`` (e.g. the article's earlier paragraphs, an outline). ``sentences``:
+    ``split_sentences(text)`` when the caller already has it."""
+    words = [w for s in (split_sentences(text) if sentences is None else sentences) for w in s.lowers]
     trigrams = _ngrams(words, 3)
     within = _ramp(1.0 - len(set(trigrams)) / len(trigrams), REPEAT_FREE, REPEAT_FULL) if trigrams else 0.0
     paragraphs = [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
     outside = [set(_ngrams(_words(piece), 4)) for piece in (prompt, *context) if piece.strip()]
-    grams = [_ngrams(_words(p), 4) for p in paragraphs]
+    grams = [_ngrams(words, 4)] if len(paragraphs) == 1 else [_ngrams(_words(p), 4) for p in paragraphs]
     copied = 0.0
     for i, own in enumerate(grams):
         if not own:

@@ -26,6 +26,7 @@ from importlib import resources
 
 import numpy as np
 
+from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality.text_units import content_stems, sentence_words
 
 MENTION_FULL = 0.5
@@ -42,7 +43,8 @@ class TopicModel:
         self._index = {w: i for i, w in enumerate(words)}
         self._vectors = vectors.astype(np.float32)
 
-    def _mean_vector(self, stems: list[str]) -> np.ndarray | None:
+    def mean_vector(self, stems: list[str] | frozenset[str]) -> np.ndarray | None:
+        """The unit-length mean word vector of ``stems`` (those with a vector); ``None`` if none has one."""
         rows = [self._index[s] for s in stems if s in self._index]
         if not rows:
             return None
@@ -50,21 +52,25 @@ class TopicModel:
         norm = float(np.linalg.norm(mean))
         return mean / norm if norm > 0 else None
 
-    def parts(self, text: str, prompt: str) -> tuple[float, float | None]:
+    def parts(
+        self, text: str, prompt: str, sentences: list[Sentence] | None = None
+    ) -> tuple[float, float | None]:
         """``(mention, related)`` before the blend; ``related`` is ``None`` when the prompt or the
-        text around it has no stem with a vector."""
+        text around it has no stem with a vector. ``sentences``: ``split_sentences(text)`` when the
+        caller already has it."""
         prompt_stems = set(content_stems([w for words in sentence_words(prompt) for w in words]))
-        sentences = [content_stems(words) for words in sentence_words(text)]
-        if not prompt_stems or not sentences:
+        split = split_sentences(text) if sentences is None else sentences
+        stems = [content_stems(s.lowers) for s in split]
+        if not prompt_stems or not stems:
             return 0.0, None
-        share = sum(bool(prompt_stems.intersection(s)) for s in sentences) / len(sentences)
-        around = [s for stems in sentences for s in stems if s not in prompt_stems]
-        p, t = self._mean_vector(sorted(prompt_stems)), self._mean_vector(around)
+        share = sum(bool(prompt_stems.intersection(s)) for s in stems) / len(stems)
+        around = [s for sentence in stems for s in sentence if s not in prompt_stems]
+        p, t = self.mean_vector(sorted(prompt_stems)), self.mean_vector(around)
         return min(1.0, share / MENTION_FULL), (None if p is None or t is None else float(p @ t))
 
-    def score(self, text: str, prompt: str) -> float:
+    def score(self, text: str, prompt: str, sentences: list[Sentence] | None = None) -> float:
         """Topic score in [0, 1]; 0 for a text without words or a prompt without content words."""
-        mention, related = self.parts(text, prompt)
+        mention, related = self.parts(text, prompt, sentences)
         if related is None:
             return mention
         ramp = min(1.0, max(0.0, (related - RELATED_ZERO) / (RELATED_FULL - RELATED_ZERO)))

@@ -1,0 +1,172 @@
+"""The writing reward: style match (resonance with the target HRV) times writing quality.
+
+For a text ``x`` written for a prompt ``q`` toward a target HRV ``t``, with ``m`` its measured HRV:
+
+    resonance  = 1 - mean_d |m_d - t_d|       (the style term: manhattan similarity by default)
+    fluency    = calibrated SLOR of x under the n-gram LM    (``quality.fluency``; "lm": SmolLM2)
+    coherence  = sentence order and connection               (``quality.coherence``)
+    topic      = mention and relatedness of x to q            (``quality.topic``; skipped without q)
+    repetition = repeated 3-grams, copied 4-grams, meta-text (``quality.repetition``; 0 = clean)
+
+    quality = fluency^W_FLUENCY * coherence^W_COHERENCE * topic^W_TOPIC * (1 - repetition)
+    reward  = resonance * quality                            in [0, 1]
+
+A product, not a sum: a text that fails one term (word salad, a shuffled order, another subject, a
+paragraph said twice, "Here is the revised paragraph:") cannot buy the loss back with style. Cosine
+similarity is not used for the style term because every HRV of real-looking text is within a few
+degrees of every target (nonsense scored 0.98 with it). The exponents (fluency 2, coherence 0.35,
+topic 1) were chosen by ``scripts/tune_reward_weights.py`` on training paragraphs (``quality.corpus``
+split "train"), never on the held-out ones the benchmark reports: the grid point whose worst damage
+is best. Coherence gets a small exponent because the fast coherence model is the least certain
+term (it scores some well-ordered paragraphs with little word overlap near 0).
+
+One reward serves every caller: the writer's candidate selection, ``HRWritingEnv``, ``/v1/score``,
+``hr_generate`` and ``resonance score``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.profiling.sentences import Sentence, split_sentences
+from resonance_os.quality.coherence import coherence_model
+from resonance_os.quality.repetition import repetition_report
+from resonance_os.quality.topic import topic_model
+
+W_FLUENCY = 2.0
+W_COHERENCE = 0.35
+W_TOPIC = 1.0
+FLUENCY_MODELS = ("ngram", "lm")
+REWARD_TERMS = ("resonance", "fluency", "coherence", "topic", "repetition", "reward")
+
+
+class FluencyScorer(Protocol):
+    """What ``WritingReward(fluency=...)`` accepts besides a name: ``score(text, sentences=None)``
+    in [0, 1] (``sentences``: the text already split by ``profiling.sentences.split_sentences``)."""
+
+    def score(self, text: str, sentences: list[Sentence] | None = None) -> float: ...
+
+
+@dataclass(frozen=True)
+class WritingScore:
+    """One text's reward and every term behind it (all in [0, 1]; ``topic`` is ``None`` without a
+    prompt; ``repetition`` is a penalty, 0 = clean)."""
+
+    hrv: list[float]
+    resonance: float
+    fluency: float
+    coherence: float
+    topic: float | None
+    repetition: float
+    reward: float
+    meta_text: list[str] = field(default_factory=list)
+
+    @property
+    def quality(self) -> float:
+        """The quality factor: ``reward / resonance`` (the reward without the style term)."""
+        return quality_factor(self.fluency, self.coherence, self.topic, self.repetition)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``hrv`` as a map by dimension name, then the terms and ``meta_text``."""
+        data = asdict(self)
+        data["hrv"] = dict(zip(HRV_DIMENSIONS, self.hrv))
+        return data
+
+
+def quality_factor(fluency: float, coherence: float, topic: float | None, repetition: float) -> float:
+    """``fluency^W_FLUENCY * coherence^W_COHERENCE * topic^W_TOPIC * (1 - repetition)`` (topic
+    omitted if None)."""
+    value = fluency**W_FLUENCY * coherence**W_COHERENCE * (1.0 - repetition)
+    return value if topic is None else value * topic**W_TOPIC
+
+
+def _fluency_scorer(fluency: str | FluencyScorer) -> FluencyScorer:
+    if fluency == "ngram":
+        from resonance_os.quality.fluency import ngram_fluency
+
+        return ngram_fluency()
+    if fluency == "lm":
+        from resonance_os.quality.fluency import LMFluency
+
+        return LMFluency()
+    if isinstance(fluency, str) or not callable(getattr(fluency, "score", None)):
+        raise ValidationError(
+            f"fluency must be one of {', '.join(FLUENCY_MODELS)} or an object with score(text), got {fluency!r}"
+        )
+    return fluency
+
+
+class WritingReward:
+    """The combined writing reward (see the module docstring).
+
+    Args:
+        fluency: ``"ngram"`` (fast, shipped; the default), ``"lm"`` (SmolLM2-135M-Instruct's
+            likelihood, extra ``local``; slower and stronger) or an object with ``score(text)``.
+        extractor: the ``HRVExtractor`` that measures texts (one is created if omitted).
+        similarity_method: how the style term compares HRVs (``SimilarityMethod`` value);
+            ``"manhattan"`` (1 - mean absolute gap) by default.
+    """
+
+    def __init__(
+        self,
+        fluency: str | FluencyScorer = "ngram",
+        extractor=None,
+        similarity_method: str = "manhattan",
+    ) -> None:
+        from resonance_os.similarity.metrics import SimilarityCalculator, resolve_method
+
+        if extractor is None:
+            from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+            extractor = HRVExtractor()
+        self.extractor = extractor
+        self.fluency = _fluency_scorer(fluency)
+        self._coherence = coherence_model()
+        self._topic = topic_model()
+        self.similarity_method = resolve_method(similarity_method)
+        self._similarity = SimilarityCalculator(self.similarity_method)
+
+    def score(
+        self,
+        text: str,
+        target_hrv: Sequence[float],
+        prompt: str | None = None,
+        context: Sequence[str] = (),
+        hrv: Sequence[float] | None = None,
+    ) -> WritingScore:
+        """Score ``text`` against ``target_hrv`` (8 floats in [0, 1]).
+
+        ``prompt`` enables the topic term and is checked for copying; ``context`` (earlier
+        paragraphs, an outline) is checked for copying; ``hrv`` skips re-measuring a text whose HRV
+        the caller already has. Raises ``ValidationError`` for an empty text or a malformed HRV.
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError("text must be a non-empty string")
+        target = validate_hrv(target_hrv, what="target HRV")
+        measured = list(hrv) if hrv is not None else self.extractor.extract(text)
+        resonance = float(self._similarity.calculate_similarity(measured, target))
+        sentences = split_sentences(text)
+        fluency = float(self.fluency.score(text, sentences=sentences))
+        coherence = float(self._coherence.score(text))
+        topic = self._topic.score(text, prompt, sentences) if prompt and prompt.strip() else None
+        copying = repetition_report(text, prompt or "", context, sentences)
+        quality = quality_factor(fluency, coherence, topic, copying.repetition)
+        return WritingScore(
+            hrv=[float(v) for v in measured],
+            resonance=resonance,
+            fluency=fluency,
+            coherence=coherence,
+            topic=topic,
+            repetition=copying.repetition,
+            reward=max(0.0, min(1.0, resonance * quality)),
+            meta_text=copying.meta_text,
+        )
+
+    def predict(self, text: str, target_hrv: Sequence[float]) -> float:
+        """The reward alone (no prompt): the ``predict(text, target_hrv)`` surface of a reward model."""
+        return self.score(text, target_hrv).reward
