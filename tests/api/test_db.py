@@ -14,7 +14,7 @@ def _ours(obj, name, type_, reflected, compare_to) -> bool:
 
 
 def test_migrations_match_models_and_are_idempotent(db):
-    assert db.migrate() == db.migrate() == "0001"
+    assert db.migrate() == db.migrate() == "0002"
     with db.engine.connect() as connection:
         context = MigrationContext.configure(connection, opts={"include_object": _ours, "compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
@@ -56,4 +56,4 @@ def test_concurrent_first_starts_migrate_once_without_errors(db_url, tmp_path):
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outputs
-    assert [out.strip() for out, _ in outputs] == ["0001"] * 3
+    assert [out.strip() for out, _ in outputs] == ["0002"] * 3

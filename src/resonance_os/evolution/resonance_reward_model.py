@@ -1,39 +1,65 @@
 """A reward model learned from human feedback: how much will a person like this text, given the target?
 
-``ResonanceRewardModel.predict(text, target_hrv) -> float in [0, 1]``. Features of a (text, target)
-pair, from the measured HRV ``m`` (8 values, ``HRVExtractor``) and the target ``t``:
+``ResonanceRewardModel.predict(text, target_hrv, prompt=None) -> float in [0, 1]``. Features of a
+(text, target, prompt) triple, three blocks:
 
-    phi = [m, m**2, m - t, (m - t)**2, resonance(m, t)]          (33 values)
+    h = [m, m**2, m - t, (m - t)**2, resonance(m, t)]      HRV block, 33 values
+    q = [fluency, coherence, topic, repetition]            quality block, 4 values in [0, 1]
+    x = tf-idf of hashed words, word bigrams, sentence      text block, TEXT_DIM values, ||x|| = 1
+        transitions (last word|next first word), the
+        text's first word and prompt>text stem pairs
 
-``m`` and ``m**2`` let a linear model express any preferred point in HRV space (a rater's hidden
-ideal ``t*`` gives ``-||m - t*||^2 = -sum m^2 + 2 t*.m - const``); the gap terms express "close to the
-target the tenant asked for". Features are standardised with the training set's mean and spread.
+``m`` is the measured HRV (``HRVExtractor``), ``t`` the target. ``m`` and ``m**2`` let a linear model
+express any preferred point in HRV space (a rater's hidden ideal ``t*`` gives
+``-||m - t*||^2 = -sum m^2 + 2 t*.m - const``); the gap terms express "close to the target the tenant
+asked for". ``q`` are the terms of ``resonance_os.quality`` (``topic`` against the prompt, 0 without
+one; ``repetition`` is its penalty). ``x`` reads the words: a gram ``g`` adds to column
+``crc32(g) mod TEXT_DIM`` with weight ``(1 + log tf) * idf``, the IDF fitted on the training texts and
+stored; the pairs of a prompt's content stems with the text's (``garden>soil``) let it learn what a
+tenant's prompts are about. ``z = [(h, q) - mean) / max(spread, 0.02), x]``: the dense blocks standardised with the training
+set's mean and spread (floored, so a nearly constant feature is not blown up), the text block as is.
 
-Two heads, each a linear function of the standardised features ``z``:
+Regulariser: one L2 penalty on ``w . (s * z)`` with block scales ``s = (s_h on h, 1 on q, s_x on x)``,
+i.e. ``||w_q||^2 + ||w_h||^2 / s_h^2 + ||w_x||^2 / s_x^2`` over ``2C`` (scale 0 drops a block). The
+strength (``C``, or ``alpha`` for ratings), ``s_h`` in ``HRV_SCALES`` and ``s_x`` in ``TEXT_SCALES`` are
+chosen by 4-fold cross-validation grouped by text: a fold validates on the examples whose texts all
+lie in it and trains on those with none there.
+
+Two heads, each linear in ``z``:
 
 - ratings (1-5) by ridge regression: ``r_hat = w_r . z + b``; its score is ``(r_hat - 1) / 4`` clipped.
 - preferences by a Bradley-Terry model: ``P(a preferred to b) = sigmoid(w_p . (z_a - z_b))``, fitted as
-  logistic regression without intercept on feature differences (both orders of each pair). Its score
-  is ``sigmoid(w_p . z / s)`` with ``s`` the spread (standard deviation) of ``w_p . z`` over the training
-  texts (whose mean is 0 by the standardisation): an average text scores 0.5, one a standard deviation
-  better 0.73. Without ``s`` the score saturates at 1 for most decent texts whenever the preferences
-  are nearly separable, and a policy trained on it gets no signal.
+  L2 logistic regression without intercept on the differences ``z_preferred - z_other``. The optimum
+  lies in the span of the training differences, so it is solved there (``w_p = X^T a``: as many
+  unknowns as pairs, not features). Its score is ``sigmoid(w_p . (z - z_bar) / s_u)`` with ``z_bar`` the
+  mean and ``s_u`` the spread of ``w_p . z`` over the training texts: an average text scores 0.5, one a
+  standard deviation better 0.73. Without ``s_u`` the score saturates at 1 for most decent texts
+  whenever the preferences are nearly separable, and a policy trained on it gets no signal.
 
-``predict`` averages the heads that were fitted. ``fit`` holds out a seeded fraction of the examples
-and reports held-out pairwise accuracy (preferences), MAE and Spearman correlation (ratings), each next
-to the same metric for plain resonance-to-target, the baseline a learned model has to beat.
+``predict`` averages the heads that were fitted. ``fit`` holds out drafts, not examples: it orders the
+texts (those linked by shared examples together, groups in a seeded random order), holds out the
+shortest prefix whose examples make ``holdout_fraction`` of them, fits on the examples that touch no
+held-out text (examples that mix both sides count for neither), and reports held-out pairwise accuracy
+(preferences), MAE and Spearman correlation (ratings), each next to a baseline: the single feature among
+resonance-to-target and the quality terms that does best on the training examples. The saved model is
+then refitted on every example with the chosen regulariser (the metrics describe the smaller fit).
 
-scikit-learn and SciPy are imported only when fitting, so loading and scoring stay light. Saved as a folder ``model.json`` (format version, metrics, standardisation, intercept) +
-``weights.safetensors`` (numpy arrays); nothing is pickled.
+scikit-learn and SciPy are imported only when fitting. Saved as a folder ``model.json`` (format
+version, metrics, intercepts) + ``weights.safetensors`` (numpy arrays); nothing is pickled. Format 1
+models (HRV block only) load as format 2 with zero quality and text weights: they score as before.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import uuid
-from collections.abc import Sequence
+import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -44,82 +70,192 @@ from safetensors.numpy import save as save_arrays
 from resonance_os.core.errors import StorageError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM
 from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.quality.coherence import coherence_model
+from resonance_os.quality.fluency import ngram_fluency
+from resonance_os.quality.repetition import repetition_report
+from resonance_os.quality.text_units import content_stems, sentence_words
+from resonance_os.quality.topic import topic_model
 
-FORMAT_VERSION = 1
-N_FEATURES = 4 * HRV_DIM + 1
+FORMAT_VERSION = 2
+N_HRV_FEATURES = 4 * HRV_DIM + 1
+QUALITY_TERMS = ("fluency", "coherence", "topic", "repetition")
+N_DENSE = N_HRV_FEATURES + len(QUALITY_TERMS)
+TEXT_DIM = 4096
+TEXT_FEATURES = (
+    "crc32 mod 4096 of words, word bigrams, sentence transitions, first word, prompt>text stems; "
+    "1+log tf * idf, l2"
+)
+BASELINE_TERMS = {"resonance": (N_HRV_FEATURES - 1, 1.0)} | {
+    term: (N_HRV_FEATURES + i, -1.0 if term == "repetition" else 1.0) for i, term in enumerate(QUALITY_TERMS)
+}
+"""Single features a fair baseline may rank by: column of the dense block and the sign that makes
+higher better."""
+SCALE_FLOOR = 0.02
+"""Least spread a dense feature is divided by: one nearly constant in training is not blown up."""
 MIN_PREFERENCES = 10
 MIN_RATINGS = 10
+CV_FOLDS = 4
+HRV_SCALES = (0.0, 1.0)
+TEXT_SCALES = (0.0, 1.0, 3.0, 10.0)
+BT_GRID = tuple(itertools.product((0.03, 0.3, 3.0), HRV_SCALES, TEXT_SCALES))
+"""(C, HRV scale s_h, text scale s_x) candidates of the Bradley-Terry head."""
+RIDGE_GRID = tuple(itertools.product((0.1, 1.0, 10.0, 100.0), HRV_SCALES, TEXT_SCALES))
+"""(alpha, HRV scale s_h, text scale s_x) candidates of the rating head."""
 
 
 @dataclass(frozen=True)
 class RatingExample:
-    """A 1-5 rating of a text whose measured HRV is ``hrv``, written toward ``target_hrv``."""
+    """A 1-5 rating of ``text`` (measured HRV ``hrv``), written toward ``target_hrv`` for ``prompt``."""
 
+    text: str
     hrv: Sequence[float]
     target_hrv: Sequence[float]
     rating: int
+    prompt: str | None = None
 
 
 @dataclass(frozen=True)
 class PreferenceExample:
-    """A choice between two texts (HRVs ``hrv_a`` and ``hrv_b``) for one target; ``preferred`` is "a"/"b"."""
+    """A choice between ``text_a`` and ``text_b`` (HRVs ``hrv_a``, ``hrv_b``) for one target and prompt;
+    ``preferred`` is "a" or "b"."""
 
+    text_a: str
+    text_b: str
     hrv_a: Sequence[float]
     hrv_b: Sequence[float]
     target_hrv: Sequence[float]
     preferred: str
+    prompt: str | None = None
 
 
 def features(hrv: np.ndarray, target: np.ndarray) -> np.ndarray:
-    """Raw features of measured HRVs ``hrv`` (shape (n, 8)) against targets (shape (n, 8)): (n, 33)."""
+    """HRV block of measured HRVs ``hrv`` (shape (n, 8)) against targets (shape (n, 8)): (n, 33)."""
     gap = hrv - target
     norm = np.sqrt((hrv * hrv).sum(axis=1) * (target * target).sum(axis=1))
     cosine = np.where(norm > 0, (hrv * target).sum(axis=1) / np.where(norm > 0, norm, 1.0), 0.0)
     return np.concatenate([hrv, hrv * hrv, gap, gap * gap, cosine[:, None]], axis=1)
 
 
+@lru_cache(maxsize=8192)
+def quality_terms(text: str, prompt: str | None) -> tuple[float, ...]:
+    """The quality block: ``QUALITY_TERMS`` of ``text`` by ``resonance_os.quality``, each in [0, 1]; topic
+    is 0 without a prompt; repetition is the penalty (0 = clean)."""
+    return (
+        ngram_fluency().score(text),
+        coherence_model().score(text),
+        topic_model().score(text, prompt) if prompt and prompt.strip() else 0.0,
+        repetition_report(text, prompt or "").repetition,
+    )
+
+
+def _grams(text: str, prompt: str | None) -> list[str]:
+    """The text block's grams: words, in-sentence bigrams, ``^first`` word, ``last|first`` transitions
+    between sentences, and ``prompt_stem>text_stem`` pairs."""
+    sentences = [words for words in sentence_words(text) if words]
+    grams = [f"^{sentences[0][0]}"] if sentences else []
+    for previous, words in zip([None, *sentences], sentences):
+        grams += words
+        grams += [f"{a} {b}" for a, b in zip(words, words[1:])]
+        if previous is not None:
+            grams.append(f"{previous[-1]}|{words[0]}")
+    if prompt:
+        asked = sorted(set(content_stems([w for words in sentence_words(prompt) for w in words])))
+        said = sorted(set(content_stems([w for words in sentences for w in words])))
+        grams += [f"{p}>{t}" for p in asked for t in said]
+    return grams
+
+
+def text_counts(texts: Sequence[str], prompts: Sequence[str | None]) -> np.ndarray:
+    """Sublinear term frequencies ``1 + log tf`` of the hashed grams of each (text, prompt): (n, TEXT_DIM)."""
+    out = np.zeros((len(texts), TEXT_DIM))
+    for row, (text, prompt) in enumerate(zip(texts, prompts)):
+        counts = np.bincount(
+            [zlib.crc32(g.encode("utf-8")) % TEXT_DIM for g in _grams(text, prompt)], minlength=TEXT_DIM
+        )
+        out[row] = np.where(counts > 0, 1.0 + np.log(np.maximum(counts, 1)), 0.0)
+    return out
+
+
+def _tfidf(counts: np.ndarray, idf: np.ndarray) -> np.ndarray:
+    weighted = counts * idf
+    norm = np.linalg.norm(weighted, axis=1, keepdims=True)
+    return weighted / np.where(norm > 0, norm, 1.0)
+
+
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
 
-def _choose_c(x: np.ndarray, y: np.ndarray, groups: np.ndarray, seed: int) -> float:
-    """The L2 strength (inverse, C) with the best 4-fold cross-validated log-loss, folds by pair."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.model_selection import GroupKFold, cross_val_score
-
-    folds = GroupKFold(n_splits=min(4, len(np.unique(groups))))
-    scores = {
-        c: cross_val_score(
-            LogisticRegression(C=c, fit_intercept=False, max_iter=2000),
-            x,
-            y,
-            groups=groups,
-            cv=folds,
-            scoring="neg_log_loss",
-        ).mean()
-        for c in (0.01, 0.1, 1.0, 10.0, 100.0)
-    }
-    return float(max(scores, key=scores.get))
+def _order_accuracy(utility_a: np.ndarray, utility_b: np.ndarray, a_preferred: np.ndarray) -> float:
+    """Share of pairs ordered like the labels; a tie counts one half."""
+    right = np.where(utility_a == utility_b, 0.5, (utility_a > utility_b) == a_preferred)
+    return float(np.mean(right))
 
 
-def _split(n: int, holdout_fraction: float, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    order = rng.permutation(n)
-    n_test = max(1, int(round(n * holdout_fraction)))
-    return order[n_test:], order[:n_test]
+def _text_positions(
+    example_texts: list[tuple[int, ...]], n_texts: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Position of each text in a seeded order that keeps texts linked by shared examples together."""
+    parent = list(range(n_texts))
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for ids in example_texts:
+        for other in ids[1:]:
+            parent[root(other)] = root(ids[0])
+    group_rank = rng.permutation(n_texts)[[root(i) for i in range(n_texts)]]
+    order = np.lexsort((rng.permutation(n_texts), group_rank))
+    positions = np.empty(n_texts, dtype=np.int64)
+    positions[order] = np.arange(n_texts)
+    return positions
+
+
+def _cv_folds(first: np.ndarray, last: np.ndarray, n_texts: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(train, validation) indices of ``CV_FOLDS`` folds of contiguous text positions, for examples
+    whose texts span positions ``first``..``last``: validate on examples inside the fold, train on those
+    touching no text of it."""
+    fold_first, fold_last = first * CV_FOLDS // n_texts, last * CV_FOLDS // n_texts
+    folds = []
+    for k in range(CV_FOLDS):
+        inside = np.flatnonzero((fold_first == k) & (fold_last == k))
+        outside = np.flatnonzero((fold_last < k) | (fold_first > k))
+        if len(inside) and len(outside):
+            folds.append((outside, inside))
+    return folds
+
+
+def _choose(
+    grid: Sequence[tuple[float, ...]],
+    folds: list[tuple[np.ndarray, np.ndarray]],
+    fit: Callable[..., Any],
+    loss: Callable[[Any, np.ndarray], float],
+) -> tuple[float, ...]:
+    """The grid point with the lowest validation loss summed over the folds (the middle one without
+    folds)."""
+    if not folds:
+        return grid[len(grid) // 2]
+    totals = [sum(loss(fit(train, *point), val) * len(val) for train, val in folds) for point in grid]
+    return grid[int(np.argmin(totals))]
 
 
 class ResonanceRewardModel:
-    """Learned reward for text against a target HRV; see the module docstring for the model.
+    """Learned reward for text against a target HRV (and prompt); see the module docstring.
 
     Args:
-        extractor: an ``HRVExtractor`` (created on first ``predict`` if not given).
+        extractor: an ``HRVExtractor`` (created on first ``predict`` without ``hrv`` if not given).
     """
 
     def __init__(self, extractor=None) -> None:
         self._extractor = extractor
-        self.mean = np.zeros(N_FEATURES)
-        self.scale = np.ones(N_FEATURES)
+        self.mean = np.zeros(N_DENSE)
+        self.scale = np.ones(N_DENSE)
+        self.idf = np.zeros(TEXT_DIM)
         self.preference_weights: np.ndarray | None = None
+        self.preference_center = 0.0
         self.preference_spread = 1.0
         self.rating_weights: np.ndarray | None = None
         self.rating_intercept = 0.0
@@ -140,33 +276,58 @@ class ResonanceRewardModel:
             self._extractor = HRVExtractor()
         return self._extractor
 
-    def _z(self, hrv: np.ndarray, target: np.ndarray) -> np.ndarray:
-        return (features(hrv, target) - self.mean) / self.scale
+    @staticmethod
+    def _dense(
+        texts: Sequence[str], hrvs: np.ndarray, targets: np.ndarray, prompts: Sequence[str | None]
+    ) -> np.ndarray:
+        """HRV and quality blocks, unstandardised: (n, N_DENSE)."""
+        quality = np.array([quality_terms(t, p) for t, p in zip(texts, prompts)]).reshape(len(texts), -1)
+        return np.concatenate([features(hrvs, targets), quality], axis=1)
 
-    def predict_hrv(
-        self, hrv: Sequence[float] | np.ndarray, target_hrv: Sequence[float]
-    ) -> np.ndarray | float:
-        """Score measured HRVs (one of 8 values, or shape (n, 8)) against ``target_hrv``: in [0, 1]."""
+    def _z(self, dense: np.ndarray, counts: np.ndarray) -> np.ndarray:
+        return np.concatenate([(dense - self.mean) / self.scale, _tfidf(counts, self.idf)], axis=1)
+
+    def score(
+        self,
+        texts: Sequence[str],
+        target_hrv: Sequence[float],
+        prompts: Sequence[str | None] | None = None,
+        hrvs: np.ndarray | Sequence[Sequence[float]] | None = None,
+    ) -> np.ndarray:
+        """Scores in [0, 1] of ``texts`` written toward ``target_hrv`` for ``prompts`` (default none);
+        ``hrvs`` (shape (n, 8)) are measured with the extractor when not given."""
         if not self.fitted:
             raise ValidationError("the reward model is not fitted; call fit() with feedback first")
-        m = np.asarray(hrv, dtype=np.float64)
-        single = m.ndim == 1
-        m = np.atleast_2d(m)
-        if m.shape[1] != HRV_DIM:
-            raise ValidationError(f"hrv must have {HRV_DIM} values per row, got shape {m.shape}")
+        texts = list(texts)
+        prompts = [None] * len(texts) if prompts is None else list(prompts)
+        if hrvs is None:
+            hrvs = [self.extractor.extract(t) for t in texts]
+        m = np.asarray(hrvs, dtype=np.float64).reshape(len(texts), -1)
+        if m.shape[1] != HRV_DIM or len(prompts) != len(texts):
+            raise ValidationError(
+                f"need {len(texts)} prompts and hrvs of shape ({len(texts)}, {HRV_DIM}), "
+                f"got {len(prompts)} prompts and hrvs of shape {m.shape}"
+            )
         t = np.broadcast_to(np.asarray(validate_hrv(target_hrv, what="target_hrv")), m.shape)
-        z = self._z(m, t)
+        z = self._z(self._dense(texts, m, t, prompts), text_counts(texts, prompts))
         heads = []
         if self.preference_weights is not None:
-            heads.append(_sigmoid(z @ self.preference_weights / self.preference_spread))
+            heads.append(
+                _sigmoid((z @ self.preference_weights - self.preference_center) / self.preference_spread)
+            )
         if self.rating_weights is not None:
             heads.append(np.clip((z @ self.rating_weights + self.rating_intercept - 1.0) / 4.0, 0.0, 1.0))
-        score = np.mean(heads, axis=0)
-        return float(score[0]) if single else score
+        return np.mean(heads, axis=0)
 
-    def predict(self, text: str, target_hrv: Sequence[float]) -> float:
+    def predict(
+        self,
+        text: str,
+        target_hrv: Sequence[float],
+        prompt: str | None = None,
+        hrv: Sequence[float] | None = None,
+    ) -> float:
         """Predicted human score of ``text`` written toward ``target_hrv``: a float in [0, 1]."""
-        return float(self.predict_hrv(self.extractor.extract(text), target_hrv))
+        return float(self.score([text], target_hrv, [prompt], None if hrv is None else [hrv])[0])
 
     # -- fitting -------------------------------------------------------------------------------
 
@@ -178,10 +339,9 @@ class ResonanceRewardModel:
         holdout_fraction: float = 0.2,
         seed: int = 0,
     ) -> dict[str, Any]:
-        """Fit on the training part of the examples and return held-out metrics (also in ``.metrics``).
-
-        Needs at least 10 preferences or 10 ratings; a head is fitted only for a kind with enough data.
-        """
+        """Choose the regulariser and measure on held-out texts, then refit on every example; returns the
+        held-out metrics (also in ``.metrics``). Needs at least 10 preferences or 10 ratings; a head is
+        fitted only for a kind with enough data and some of it left after holding out texts."""
         if len(preferences) < MIN_PREFERENCES and len(ratings) < MIN_RATINGS:
             raise ValidationError(
                 f"need at least {MIN_PREFERENCES} preferences or {MIN_RATINGS} ratings to train a reward "
@@ -189,114 +349,193 @@ class ResonanceRewardModel:
             )
         if not 0.0 < holdout_fraction < 1.0:
             raise ValidationError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
-        rng = np.random.default_rng(seed)
-        pref = self._preference_arrays(preferences) if len(preferences) >= MIN_PREFERENCES else None
-        rate = self._rating_arrays(ratings) if len(ratings) >= MIN_RATINGS else None
-        pref_split = _split(len(pref[0]), holdout_fraction, rng) if pref else None
-        rate_split = _split(len(rate[0]), holdout_fraction, rng) if rate else None
+        pref = list(preferences) if len(preferences) >= MIN_PREFERENCES else []
+        rate = list(ratings) if len(ratings) >= MIN_RATINGS else []
+        bad = [p.preferred for p in pref if p.preferred not in ("a", "b")]
+        if bad:
+            raise ValidationError(f"preferred must be 'a' or 'b', got {bad[0]!r}")
+        y_rate = np.array([r.rating for r in rate], dtype=np.float64)
+        if ((y_rate < 1) | (y_rate > 5)).any():
+            raise ValidationError(f"ratings must be 1-5, got {y_rate[(y_rate < 1) | (y_rate > 5)][0]:g}")
 
-        train_rows = []
-        if pref:
-            a, b, _ = pref
-            train_rows += [a[pref_split[0]], b[pref_split[0]]]
-        if rate:
-            train_rows.append(rate[0][rate_split[0]])
-        stacked = np.concatenate(train_rows)
-        self.mean = stacked.mean(axis=0)
-        self.scale = np.where(stacked.std(axis=0) > 1e-9, stacked.std(axis=0), 1.0)
+        # one row per text side: preference a's, preference b's, rated texts
+        sides = [(p.text_a, p.hrv_a, p.prompt) for p in pref] + [(p.text_b, p.hrv_b, p.prompt) for p in pref]
+        sides += [(r.text, r.hrv, r.prompt) for r in rate]
+        targets = [p.target_hrv for p in pref] * 2 + [r.target_hrv for r in rate]
+        texts = list(dict.fromkeys(s[0] for s in sides))
+        text_id = {t: i for i, t in enumerate(texts)}
+        side_text = np.array([text_id[s[0]] for s in sides], dtype=np.int64)
+        dense = self._dense(
+            [s[0] for s in sides],
+            np.array([validate_hrv(s[1], what="hrv") for s in sides]),
+            np.array([validate_hrv(t, what="target_hrv") for t in targets]),
+            [s[2] for s in sides],
+        )
+        documents = list(dict.fromkeys((s[0], s[2]) for s in sides))  # (text, prompt): what x is of
+        document_id = {d: i for i, d in enumerate(documents)}
+        side_document = np.array([document_id[(s[0], s[2])] for s in sides], dtype=np.int64)
+        counts = text_counts(*zip(*documents))[side_document]
+
+        # hold out drafts: a prefix of the text order whose examples make holdout_fraction of each kind
+        n_pref = len(pref)
+        example_sides = [(i, n_pref + i) for i in range(n_pref)] + [
+            (2 * n_pref + i,) for i in range(len(rate))
+        ]
+        positions = _text_positions(
+            [tuple(side_text[list(s)]) for s in example_sides], len(texts), np.random.default_rng(seed)
+        )
+        side_position = positions[side_text]
+        first = np.array([side_position[list(s)].min() for s in example_sides], dtype=np.int64)
+        last = np.array([side_position[list(s)].max() for s in example_sides], dtype=np.int64)
+        kinds = [slice(0, n_pref), slice(n_pref, n_pref + len(rate))]
+        cut = max(
+            np.sort(last[kind])[max(1, math.ceil(holdout_fraction * (kind.stop - kind.start))) - 1]
+            for kind in kinds
+            if kind.stop > kind.start
+        )
+        train = first > cut
+        if not train[kinds[0]].any() and not train[kinds[1]].any():
+            raise ValidationError(
+                f"no feedback is left to train on after holding out {int(cut) + 1} of {len(texts)} texts: "
+                "the examples share too few texts; send feedback on more different texts"
+            )
+
+        train_sides = np.concatenate([np.array(example_sides[i]) for i in np.flatnonzero(train)])
+        self.mean = dense[train_sides].mean(axis=0)
+        spread = dense[train_sides].std(axis=0)
+        self.scale = np.maximum(spread, SCALE_FLOOR)
+        _, first_side = np.unique(side_document[train_sides], return_index=True)
+        document_frequency = (counts[train_sides[first_side]] > 0).sum(axis=0)
+        self.idf = np.log((1.0 + len(first_side)) / (1.0 + document_frequency)) + 1.0
+        z = self._z(dense, counts)
 
         metrics: dict[str, Any] = {
             "format_version": FORMAT_VERSION,
             "seed": seed,
             "holdout_fraction": holdout_fraction,
+            "texts": len(texts),
+            "heldout_texts": int(cut) + 1,
         }
         self.preference_weights = self.rating_weights = None
-        if pref:
-            metrics.update(self._fit_preferences(pref, pref_split, seed))
-        if rate:
-            metrics.update(self._fit_ratings(rate, rate_split))
+
+        def split(kind: slice) -> tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+            train_k, test_k = np.flatnonzero(train[kind]), np.flatnonzero(last[kind] <= cut)
+            folds = _cv_folds(first[kind][train_k], last[kind][train_k], len(texts))
+            return train_k, test_k, [(train_k[a], train_k[b]) for a, b in folds]
+
+        if pref and train[kinds[0]].any():
+            a, b = slice(0, n_pref), slice(n_pref, 2 * n_pref)
+            a_preferred = np.array([p.preferred == "a" for p in pref])
+            metrics.update(
+                self._fit_preferences(z[a], z[b], dense[a], dense[b], a_preferred, *split(kinds[0]))
+            )
+        if rate and train[kinds[1]].any():
+            rated = slice(2 * n_pref, None)
+            metrics.update(self._fit_ratings(z[rated], dense[rated], y_rate, *split(kinds[1])))
         self.metrics = metrics
         return metrics
 
-    @staticmethod
-    def _preference_arrays(preferences: Sequence[PreferenceExample]):
-        a = np.array([validate_hrv(p.hrv_a, what="hrv_a") for p in preferences])
-        b = np.array([validate_hrv(p.hrv_b, what="hrv_b") for p in preferences])
-        t = np.array([validate_hrv(p.target_hrv, what="target_hrv") for p in preferences])
-        bad = [p.preferred for p in preferences if p.preferred not in ("a", "b")]
-        if bad:
-            raise ValidationError(f"preferred must be 'a' or 'b', got {bad[0]!r}")
-        y = np.array([p.preferred == "a" for p in preferences], dtype=np.float64)
-        return features(a, t), features(b, t), y
+    def _fit_preferences(
+        self,
+        z_a: np.ndarray,
+        z_b: np.ndarray,
+        dense_a: np.ndarray,
+        dense_b: np.ndarray,
+        a_preferred: np.ndarray,
+        train: np.ndarray,
+        test: np.ndarray,
+        folds: list[tuple[np.ndarray, np.ndarray]],
+    ) -> dict[str, Any]:
+        x = (z_a - z_b) * np.where(a_preferred, 1.0, -1.0)[:, None]  # preferred minus other
+        grams = [x[:, block] @ x[:, block].T for block in _BLOCKS]
 
-    @staticmethod
-    def _rating_arrays(ratings: Sequence[RatingExample]):
-        m = np.array([validate_hrv(r.hrv, what="hrv") for r in ratings])
-        t = np.array([validate_hrv(r.target_hrv, what="target_hrv") for r in ratings])
-        y = np.array([r.rating for r in ratings], dtype=np.float64)
-        if ((y < 1) | (y > 5)).any():
-            raise ValidationError(f"ratings must be 1-5, got {y[(y < 1) | (y > 5)][0]:g}")
-        return features(m, t), y
+        spectra: dict[tuple[bytes, float, float], tuple[np.ndarray, np.ndarray]] = {}
 
-    def _fit_preferences(self, pref, split, seed: int) -> dict[str, Any]:
-        fa, fb, y = pref
-        train, test = split
-        diff = (fa[train] - fb[train]) / self.scale
-        x = np.concatenate([diff, -diff])
-        labels = np.concatenate([y[train], 1.0 - y[train]])
-        if len(np.unique(labels)) < 2:  # cannot happen with both orders, kept for clarity of failure
-            raise ValidationError("preferences are all one-sided; cannot fit a Bradley-Terry model")
-        from sklearn.linear_model import LogisticRegression
+        def fit(rows: np.ndarray, c: float, hrv_scale: float, text_scale: float) -> np.ndarray:
+            key = (rows.tobytes(), hrv_scale, text_scale)
+            if key not in spectra:  # one eigendecomposition per fold and block scales, shared by every C
+                sub = np.ix_(rows, rows)
+                factors = (hrv_scale, 1.0, text_scale)
+                spectra[key] = _spectrum(sum(f * f * g[sub] for f, g in zip(factors, grams)))
+            scaling = _block_scaling(hrv_scale, text_scale)
+            return scaling**2 * (x[rows].T @ _bradley_terry(spectra[key], c))
 
-        groups = np.concatenate([train, train])  # both orders of a pair stay in one fold
-        c = _choose_c(x, labels, groups, seed)
-        model = LogisticRegression(C=c, fit_intercept=False, max_iter=2000)
-        model.fit(x, labels)
-        self.preference_weights = model.coef_[0].astype(np.float64)
-        train_utilities = (
-            (np.concatenate([fa[train], fb[train]]) - self.mean) / self.scale @ self.preference_weights
+        def loss(w: np.ndarray, rows: np.ndarray) -> float:
+            return float(np.mean(np.logaddexp(0.0, -(x[rows] @ w))))
+
+        c, hrv_scale, text_scale = _choose(BT_GRID, folds, fit, loss)
+        measured = fit(train, c, hrv_scale, text_scale)
+        self.preference_weights = fit(np.arange(len(x)), c, hrv_scale, text_scale)
+        utilities = np.concatenate([z_a, z_b]) @ self.preference_weights
+        self.preference_center = float(utilities.mean())
+        self.preference_spread = float(max(utilities.std(), 1e-9))
+        baseline = max(
+            BASELINE_TERMS,
+            key=lambda t: _order_accuracy(
+                _term(dense_a[train], t), _term(dense_b[train], t), a_preferred[train]
+            ),
         )
-        self.preference_spread = float(max(train_utilities.std(), 1e-9))
-        test_diff = (fa[test] - fb[test]) / self.scale
-        predicted_a = test_diff @ self.preference_weights > 0
-        baseline_a = fa[test, -1] > fb[test, -1]  # the last feature is resonance to target
         return {
-            "preferences": len(y),
+            "preferences": len(a_preferred),
             "preference_train": len(train),
             "preference_holdout": len(test),
-            "pairwise_accuracy": float(np.mean(predicted_a == (y[test] == 1))),
-            "baseline_pairwise_accuracy": float(np.mean(baseline_a == (y[test] == 1))),
+            "preference_dropped": len(a_preferred) - len(train) - len(test),
+            "pairwise_accuracy": _order_accuracy(
+                z_a[test] @ measured, z_b[test] @ measured, a_preferred[test]
+            ),
+            "baseline_pairwise_accuracy": _order_accuracy(
+                _term(dense_a[test], baseline), _term(dense_b[test], baseline), a_preferred[test]
+            ),
+            "baseline_term": baseline,
             "bt_inverse_regularisation": c,
+            "bt_hrv_scale": hrv_scale,
+            "bt_text_scale": text_scale,
         }
 
-    def _fit_ratings(self, rate, split) -> dict[str, Any]:
+    def _fit_ratings(
+        self,
+        z: np.ndarray,
+        dense: np.ndarray,
+        y: np.ndarray,
+        train: np.ndarray,
+        test: np.ndarray,
+        folds: list[tuple[np.ndarray, np.ndarray]],
+    ) -> dict[str, Any]:
         from scipy.stats import spearmanr
-        from sklearn.linear_model import RidgeCV
+        from sklearn.linear_model import Ridge
 
-        f, y = rate
-        train, test = split
-        z = (f - self.mean) / self.scale
-        model = RidgeCV(alphas=np.logspace(-3, 3, 13))
-        model.fit(z[train], y[train])
-        self.rating_weights = model.coef_.astype(np.float64)
-        self.rating_intercept = float(model.intercept_)
-        predicted = z[test] @ self.rating_weights + self.rating_intercept
-        constant = np.full(len(test), y[train].mean())
+        def fit(
+            rows: np.ndarray, alpha: float, hrv_scale: float, text_scale: float
+        ) -> tuple[np.ndarray, float]:
+            scaling = _block_scaling(hrv_scale, text_scale)
+            model = Ridge(alpha=alpha).fit(z[rows] * scaling, y[rows])
+            return model.coef_ * scaling, float(model.intercept_)
 
-        def spearman(a: np.ndarray, b: np.ndarray) -> float | None:
+        def loss(head: tuple[np.ndarray, float], rows: np.ndarray) -> float:
+            return float(np.mean((z[rows] @ head[0] + head[1] - y[rows]) ** 2))
+
+        def spearman(a: np.ndarray, b: np.ndarray) -> float:
             if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
-                return None
+                return 0.0
             return float(spearmanr(a, b).statistic)
 
+        alpha, hrv_scale, text_scale = _choose(RIDGE_GRID, folds, fit, loss)
+        measured, intercept = fit(train, alpha, hrv_scale, text_scale)
+        predicted = z[test] @ measured + intercept
+        self.rating_weights, self.rating_intercept = fit(np.arange(len(y)), alpha, hrv_scale, text_scale)
+        baseline = max(BASELINE_TERMS, key=lambda t: spearman(_term(dense[train], t), y[train]))
         return {
             "ratings": len(y),
             "rating_train": len(train),
             "rating_holdout": len(test),
             "rating_mae": float(np.mean(np.abs(np.clip(predicted, 1, 5) - y[test]))),
-            "baseline_rating_mae": float(np.mean(np.abs(constant - y[test]))),
+            "baseline_rating_mae": float(np.mean(np.abs(y[train].mean() - y[test]))),
             "rating_spearman": spearman(predicted, y[test]),
-            "baseline_rating_spearman": spearman(f[test, -1], y[test]),
-            "ridge_alpha": float(model.alpha_),
+            "baseline_rating_spearman": spearman(_term(dense[test], baseline), y[test]),
+            "rating_baseline_term": baseline,
+            "ridge_alpha": alpha,
+            "ridge_hrv_scale": hrv_scale,
+            "ridge_text_scale": text_scale,
         }
 
     # -- persistence ---------------------------------------------------------------------------
@@ -305,15 +544,18 @@ class ResonanceRewardModel:
         """``(params, weights)``: JSON-able parameters and a safetensors blob (what the service stores)."""
         if not self.fitted:
             raise ValidationError("cannot save an unfitted reward model; call fit() first")
-        arrays = {"mean": self.mean, "scale": self.scale}
+        arrays = {"mean": self.mean, "scale": self.scale, "idf": self.idf}
         if self.preference_weights is not None:
             arrays["preference_weights"] = self.preference_weights
         if self.rating_weights is not None:
             arrays["rating_weights"] = self.rating_weights
         params = {
             "format_version": FORMAT_VERSION,
-            "n_features": N_FEATURES,
+            "n_features": N_DENSE + TEXT_DIM,
+            "quality_terms": list(QUALITY_TERMS),
+            "text_features": TEXT_FEATURES,
             "rating_intercept": self.rating_intercept,
+            "preference_center": self.preference_center,
             "preference_spread": self.preference_spread,
             "metrics": self.metrics,
             "version": self.version,
@@ -322,25 +564,39 @@ class ResonanceRewardModel:
 
     @classmethod
     def from_state(cls, params: dict[str, Any], weights: bytes, extractor=None) -> ResonanceRewardModel:
-        if params.get("format_version") != FORMAT_VERSION or params.get("n_features") != N_FEATURES:
+        """The model saved as ``(params, weights)``; format 1 (HRV block only) loads with zero quality and
+        text weights, so it scores exactly as it did."""
+        version = params.get("format_version")
+        expected = {
+            1: {"n_features": N_HRV_FEATURES},
+            2: {
+                "n_features": N_DENSE + TEXT_DIM,
+                "quality_terms": list(QUALITY_TERMS),
+                "text_features": TEXT_FEATURES,
+            },
+        }.get(version)
+        if expected is None or any(params.get(k) != v for k, v in expected.items()):
             raise StorageError(
-                f"reward model format {params.get('format_version')} with {params.get('n_features')} features "
-                f"cannot be read by this version (format {FORMAT_VERSION}, {N_FEATURES} features); retrain it"
+                f"reward model format {version} with {params.get('n_features')} features cannot be read by "
+                f"this version (formats 1 and 2; format 2 has {N_DENSE + TEXT_DIM} features); retrain it "
+                "(POST /v1/reward-model/train, or ResonanceRewardModel.fit)"
             )
         try:
             arrays = load_arrays(weights)
         except Exception as exc:  # safetensors raises several types for corrupt data
             raise StorageError(f"reward model weights are corrupt: {exc}") from None
+        if version == 1:
+            arrays = _upgrade_format_1(arrays)
         model = cls(extractor=extractor)
-        model.mean = arrays["mean"]
-        model.scale = arrays["scale"]
-        model.preference_weights = arrays.get("preference_weights")
-        model.rating_weights = arrays.get("rating_weights")
         try:
+            model.mean, model.scale, model.idf = arrays["mean"], arrays["scale"], arrays["idf"]
             model.rating_intercept = float(params["rating_intercept"])
+            model.preference_center = float(params.get("preference_center", 0.0))
             model.preference_spread = float(params["preference_spread"])
         except (KeyError, TypeError, ValueError) as exc:
             raise StorageError(f"reward model parameters are incomplete ({exc}); retrain it") from None
+        model.preference_weights = arrays.get("preference_weights")
+        model.rating_weights = arrays.get("rating_weights")
         model.metrics = dict(params.get("metrics", {}))
         model.version = params.get("version")
         return model
@@ -376,3 +632,60 @@ class ResonanceRewardModel:
         except (OSError, json.JSONDecodeError) as exc:
             raise StorageError(f"cannot read a reward model from {folder}: {exc}") from None
         return cls.from_state(params, weights, extractor=extractor)
+
+
+def _spectrum(gram: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(U, sqrt(lambda))`` of the Gram matrix's eigenvalues above round-off: ``K = U diag(lambda) U^T``."""
+    eigenvalues, vectors = np.linalg.eigh(gram)
+    keep = eigenvalues > 1e-10 * max(float(eigenvalues.max()), 1e-300)
+    return vectors[:, keep], np.sqrt(eigenvalues[keep])
+
+
+def _bradley_terry(spectrum: tuple[np.ndarray, np.ndarray], c: float) -> np.ndarray:
+    """``a`` with ``w = X^T a`` minimising ``sum_i log(1 + exp(-x_i . w)) + ||w||^2 / (2C)`` over the
+    rows ``x_i`` of ``X`` (oriented differences; ``spectrum`` of their Gram matrix ``X X^T``). The
+    optimum lies in the span of the rows, where ``X w = Phi beta`` with ``Phi = U sqrt(lambda)`` and
+    ``||w|| = ||beta||``: L-BFGS on ``beta`` (as many unknowns as pairs), then ``a = U beta / sqrt(lambda)``."""
+    from scipy.optimize import minimize
+
+    vectors, roots = spectrum
+    phi = vectors * roots
+
+    def objective(beta: np.ndarray) -> tuple[float, np.ndarray]:
+        margins = phi @ beta
+        loss = np.logaddexp(0.0, -margins).sum() + beta @ beta / (2.0 * c)
+        return float(loss), beta / c - phi.T @ _sigmoid(-margins)
+
+    beta = minimize(objective, np.zeros(len(roots)), jac=True, method="L-BFGS-B", options={"maxiter": 1000}).x
+    return vectors @ (beta / roots)
+
+
+def _term(dense: np.ndarray, term: str) -> np.ndarray:
+    """Baseline ``term``'s values in rows of the dense block, signed so that higher is better."""
+    column, sign = BASELINE_TERMS[term]
+    return sign * dense[:, column]
+
+
+_BLOCKS = (slice(0, N_HRV_FEATURES), slice(N_HRV_FEATURES, N_DENSE), slice(N_DENSE, N_DENSE + TEXT_DIM))
+"""Columns of ``z``: the HRV, quality and text blocks."""
+
+
+def _block_scaling(hrv_scale: float, text_scale: float) -> np.ndarray:
+    """Column factors of ``z``: ``s_h`` on the HRV block, 1 on the quality block, ``s_x`` on the text block."""
+    return np.r_[
+        np.full(N_HRV_FEATURES, hrv_scale), np.ones(len(QUALITY_TERMS)), np.full(TEXT_DIM, text_scale)
+    ]
+
+
+def _upgrade_format_1(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Format 1 arrays (33 HRV features) padded to format 2: quality and text weights zero."""
+    padding = N_DENSE + TEXT_DIM - N_HRV_FEATURES
+    upgraded = {
+        "mean": np.r_[arrays["mean"], np.zeros(N_DENSE - N_HRV_FEATURES)],
+        "scale": np.r_[arrays["scale"], np.ones(N_DENSE - N_HRV_FEATURES)],
+        "idf": np.zeros(TEXT_DIM),
+    }
+    for head in ("preference_weights", "rating_weights"):
+        if head in arrays:
+            upgraded[head] = np.r_[arrays[head], np.zeros(padding)]
+    return upgraded
