@@ -44,7 +44,7 @@ from resonance_os.generation.human_resonant_writer import HumanResonantWriter  #
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.profiling.hrv_extractor import HRVExtractor  # noqa: E402
 from resonance_os.quality import damage  # noqa: E402
-from resonance_os.quality.reward import WritingReward  # noqa: E402
+from resonance_os.quality.reward import WritingReward, WritingScore  # noqa: E402
 from resonance_os.quality.text_units import content_stems, is_content, sentence_words, stem  # noqa: E402
 
 DAMAGES = ("word salad", "within-sentence shuffle", "sentence-order shuffle", "template", "off-topic")
@@ -94,19 +94,30 @@ def damaged_versions(paragraphs, prompts, hrvs, writer) -> list[dict[str, str]]:
     return out
 
 
-def terms(reward: WritingReward, text: str, target, prompt: str) -> dict[str, float]:
-    s = reward.score(text, target, prompt=prompt)
-    return {
-        "reward": s.reward,
-        "resonance": s.resonance,
-        "fluency": s.fluency,
-        "coherence": s.coherence,
-        "topic": s.topic,
-        "1-repetition": 1.0 - s.repetition,
-    }
+class Terms:
+    """Each (text, prompt)'s writing score, computed once: the quality terms do not depend on the
+    target, so a profile only changes the style term (``resonance``) and the product."""
+
+    def __init__(self, reward: WritingReward) -> None:
+        self.reward = reward
+        self._scores: dict[tuple[str, str], WritingScore] = {}
+
+    def __call__(self, text: str, target: list[float], prompt: str) -> dict[str, float]:
+        scored = self._scores.get((text, prompt))
+        if scored is None:
+            scored = self._scores[text, prompt] = self.reward.score(text, target, prompt=prompt)
+        resonance = 1.0 - float(np.mean(np.abs(np.subtract(scored.hrv, target))))
+        return {
+            "reward": resonance * scored.quality,
+            "resonance": resonance,
+            "fluency": scored.fluency,
+            "coherence": scored.coherence,
+            "topic": scored.topic,
+            "1-repetition": 1.0 - scored.repetition,
+        }
 
 
-def style_vs_writing(reward: WritingReward, writer, paragraphs: list[str], prompts: list[str]) -> None:
+def style_vs_writing(terms: Terms, writer, paragraphs: list[str], prompts: list[str]) -> None:
     print("\nStyle does not swamp writing: the refiner's HRV-matched rewrite, where equally fluent:\n")
     print(
         "| profile | equally fluent rewrites | mean gap before -> after | mean reward change | share within 0.05 |"
@@ -117,11 +128,10 @@ def style_vs_writing(reward: WritingReward, writer, paragraphs: list[str], promp
         gaps, changes = [], []
         for i, (text, prompt) in enumerate(zip(paragraphs, prompts)):
             rewrite = writer.refiner.refine_to_target(text, target, seed=i).text
-            before = reward.score(text, target, prompt=prompt)
-            after = reward.score(rewrite, target, prompt=prompt)
-            if abs(after.fluency - before.fluency) <= 0.03:
-                gaps.append((1.0 - before.resonance, 1.0 - after.resonance))
-                changes.append(after.reward - before.reward)
+            before, after = terms(text, target, prompt), terms(rewrite, target, prompt)
+            if abs(after["fluency"] - before["fluency"]) <= 0.03:
+                gaps.append((1.0 - before["resonance"], 1.0 - after["resonance"]))
+                changes.append(after["reward"] - before["reward"])
         if not changes:
             print(f"| {profile.name} | 0 of {len(paragraphs)} | - | - | - |")
             continue
@@ -136,16 +146,14 @@ def auc(pairs: list[tuple[float, float]]) -> float:
     return float(np.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs]))
 
 
-def cost_table(reward: WritingReward, paragraphs: list[str], prompts: list[str], target, lm: int) -> None:
-    from resonance_os.quality.coherence import coherence_model
-    from resonance_os.quality.fluency import ngram_fluency
+def cost_table(reward: WritingReward, paragraphs: list[str], prompts: list[str], target) -> None:
     from resonance_os.quality.repetition import repetition_report
     from resonance_os.quality.topic import topic_model
 
     jobs = {
         "HRV extraction (resonance)": lambda t, p: reward.extractor.extract(t),
-        "fluency (n-gram)": lambda t, p: ngram_fluency().score(t),
-        "coherence": lambda t, p: coherence_model().score(t),
+        f"fluency ({type(reward.fluency_model).__name__})": lambda t, p: reward.fluency_model.score(t),
+        f"coherence ({type(reward.coherence_model).__name__})": lambda t, p: reward.coherence_model.score(t),
         "topic": lambda t, p: topic_model().score(t, p),
         "repetition": lambda t, p: repetition_report(t, p),
         "combined reward (all of the above)": lambda t, p: reward.score(t, target, prompt=p),
@@ -156,14 +164,6 @@ def cost_table(reward: WritingReward, paragraphs: list[str], prompts: list[str],
         for text, prompt in zip(paragraphs, prompts):
             job(text, prompt)
         print(f"| {name} | {(time.process_time() - start) / len(paragraphs) * 1e6:,.0f} |")
-    if lm:
-        from resonance_os.quality.fluency import LMFluency
-
-        model = LMFluency()
-        model.score_many(paragraphs[:2])  # load and warm up
-        start = time.perf_counter()
-        model.score_many(paragraphs[:lm])
-        print(f"| fluency (SmolLM2-135M, batched, wall) | {(time.perf_counter() - start) / lm * 1e6:,.0f} |")
 
 
 def env_speed(seconds: float = 10.0) -> float:
@@ -183,7 +183,12 @@ def env_speed(seconds: float = 10.0) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paragraphs", type=int, default=200)
-    parser.add_argument("--lm", type=int, default=0, help="also time SmolLM2 fluency on this many paragraphs")
+    parser.add_argument(
+        "--model",
+        choices=("fast", "lm"),
+        default="fast",
+        help="the reward's models (WritingReward(model=...))",
+    )
     parser.add_argument(
         "--split",
         choices=("heldout", "train"),
@@ -198,25 +203,33 @@ def main() -> None:
     hrvs = [extractor.extract(p) for p in paragraphs]
     writer = HumanResonantWriter(backend="builtin", extractor=extractor)
     damaged = damaged_versions(paragraphs, prompts, hrvs, writer)
-    reward = WritingReward(extractor=extractor)
-    print(f"{len(paragraphs)} {args.split} paragraphs (pydoc + fortunes), 3 built-in profiles\n")
+    reward = WritingReward(model=args.model, extractor=extractor)
+    terms = Terms(reward)
+    print(
+        f"{len(paragraphs)} {args.split} paragraphs (pydoc + fortunes), 3 built-in profiles,"
+        f" WritingReward(model={args.model!r})\n"
+    )
     print("Paired AUC, P(original > damaged):\n")
     print("| profile | damage | " + " | ".join(COLUMNS) + " |")
     print("|---|---|" + "---:|" * len(COLUMNS))
     for profile in BUILTIN_TEMPLATES.values():
         target = profile.vector.to_list()
-        originals = [terms(reward, p, target, q) for p, q in zip(paragraphs, prompts)]
+        originals = [terms(p, target, q) for p, q in zip(paragraphs, prompts)]
         for name in DAMAGES:
             rows = [
-                (orig, terms(reward, d[name], target, q))
+                (orig, terms(d[name], target, q))
                 for orig, d, q in zip(originals, damaged, prompts)
                 if d[name] is not None
             ]
             cells = [auc([(a[c], b[c]) for a, b in rows]) for c in COLUMNS]
             print(f"| {profile.name} | {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
-    style_vs_writing(reward, writer, paragraphs, prompts)
-    cost_table(reward, paragraphs, prompts, BUILTIN_TEMPLATES["professional"].vector.to_list(), args.lm)
-    print(f"\nHRWritingEnv with the combined reward: {env_speed():,.0f} steps per CPU-second")
+    style_vs_writing(terms, writer, paragraphs, prompts)
+    timed = len(paragraphs) if args.model == "fast" else min(5, len(paragraphs))
+    cost_table(
+        reward, paragraphs[:timed], prompts[:timed], BUILTIN_TEMPLATES["professional"].vector.to_list()
+    )
+    if args.model == "fast":
+        print(f"\nHRWritingEnv with the combined reward: {env_speed():,.0f} steps per CPU-second")
 
 
 if __name__ == "__main__":

@@ -82,7 +82,11 @@ def main() -> None:
     print("| a (fluency) | b (coherence) | c (topic) | worst | mean | " + " | ".join(DAMAGES) + " |")
     print("|---:|---:|---:|---:|---:|" + "---:|" * len(DAMAGES))
     for worst, mean, (a, b, c), per_damage in results[:12]:
-        print(f"| {a} | {b} | {c} | {worst:.3f} | {mean:.3f} | " + " | ".join(f"{v:.3f}" for v in per_damage) + " |")
+        print(
+            f"| {a} | {b} | {c} | {worst:.3f} | {mean:.3f} | "
+            + " | ".join(f"{v:.3f}" for v in per_damage)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

@@ -59,14 +59,39 @@ def test_score_gives_resonance_and_gaps_against_a_profile_or_vector(client, make
     assert both.status_code == 422
 
 
-def test_hr_generate_keeps_resonance_os_documented_shape(client, make_tenant):
+def test_score_gives_the_writing_reward_and_its_terms(client, make_tenant, app):
+    tenant = make_tenant()
+    body = {"text": TEXT, "target_hrv": HRV, "prompt": "the committee's report"}
+    scored = client.post("/v1/score", json=body, headers=tenant.headers).json()
+    expected = app.state.service.reward.score(TEXT, HRV, prompt="the committee's report")
+    for term in ("resonance", "fluency", "coherence", "topic", "repetition", "reward"):
+        assert scored[term] == getattr(expected, term)
+    assert scored["meta_text"] == []
+    assert 0.0 < scored["reward"] < scored["resonance"]
+    no_prompt = client.post(
+        "/v1/score", json={"text": TEXT, "target_hrv": HRV}, headers=tenant.headers
+    ).json()
+    assert no_prompt["topic"] is None
+    leaked = client.post(
+        "/v1/score",
+        json={"text": "Here is the revised paragraph: " + TEXT, "target_hrv": HRV},
+        headers=tenant.headers,
+    ).json()
+    assert leaked["reward"] == 0.0 and leaked["meta_text"]
+
+
+def test_hr_generate_keeps_resonance_os_documented_shape(client, make_tenant, app):
     tenant = make_tenant()
     client.post("/v1/profiles", json={"name": "voice", "hrv": HRV}, headers=tenant.headers)
     body = {"prompt": "remote work and team culture", "tenant": tenant.name, "profile_name": "voice"}
     response = client.post("/hr_generate", json=body, headers=tenant.headers)
     assert response.status_code == 200
     data = response.json()
-    assert set(data) == {"article", "hrv_feedback"}
+    assert {"article", "hrv_feedback"} <= set(data)
+    assert (
+        data["reward"]["reward"]
+        == app.state.service.reward.score(data["article"], HRV, prompt=body["prompt"]).reward
+    )
     assert "remote work" in data["article"].lower()
     assert list(data["hrv_feedback"]) == HRV_DIMENSIONS
     unknown = client.post("/hr_generate", json={**body, "profile_name": "nope"}, headers=tenant.headers)
@@ -83,6 +108,7 @@ def test_generate_is_seeded_measured_and_stored_for_feedback(client, make_tenant
     measured = app.state.service.extractor.extract(first["article"])
     assert [first["hrv"][d] for d in HRV_DIMENSIONS] == measured
     assert first["resonance"] > 0.9
+    assert 0.0 < first["reward"]["reward"] <= first["reward"]["resonance"]
     default = client.post("/v1/generate", json={"prompt": "city cycling"}, headers=tenant.headers)
     assert default.status_code == 200
     assert (

@@ -26,14 +26,18 @@ def test_registered_id_makes_the_env():
     assert made.observation_space.contains(obs)
 
 
-def test_step_writes_real_text_and_rewards_its_resonance(env):
+def test_step_writes_real_text_and_rewards_it_with_the_writing_reward(env):
     obs, info = env.reset(seed=3)
     assert env.observation_space.contains(obs)
     assert info["text"].count(".") + info["text"].count("?") + info["text"].count("!") >= 2
     np.testing.assert_allclose(obs, info["measured_hrv"], atol=1e-6)
     _, reward, terminated, truncated, info = env.step(np.zeros(8, dtype=np.float32))
     assert 0.0 <= reward <= 1.0
-    assert reward == pytest.approx(info["resonance"])
+    expected = env.writing_reward.score(info["text"], info["target_hrv"], prompt=info["prompt"])
+    assert reward == pytest.approx(expected.reward) == pytest.approx(info["reward"])
+    assert info["resonance"] == pytest.approx(expected.resonance)
+    for term in ("fluency", "coherence", "topic", "repetition"):
+        assert info[term] == pytest.approx(getattr(expected, term))
     assert not terminated and not truncated
     assert info["controls"] == pytest.approx(info["target_hrv"])
 
@@ -74,7 +78,7 @@ def test_reward_model_is_blended_into_the_reward():
     env = HRWritingEnv(reward_model=Constant(), reward_model_weight=0.5, max_episode_steps=2)
     env.reset(seed=0)
     _, reward, _, _, info = env.step(np.zeros(8))
-    assert reward == pytest.approx(0.5 * info["resonance"] + 0.5)
+    assert reward == pytest.approx(0.5 * info["reward"] + 0.5)
 
 
 def test_render_ansi_shows_the_draft_and_table():

@@ -41,8 +41,15 @@ def test_writer_drafts_then_reprompts_with_measured_gaps():
     assert revisions, "the loop re-prompts when the draft is off target"
     assert "curiosity_index" in revisions[0] and "target 0." in revisions[0]
     llm_steps = [t for t in article.trace if t["layer"] == "llm"]
-    # the revised draft (question + simile added) is closer to the curious, figurative target
-    assert all(step["draft_errors"][step["chosen_draft"]] < step["draft_errors"][0] for step in llm_steps)
+    # the draft with the highest writing reward is kept: for paragraph 1 a revision (question + simile
+    # added) that is closer to the curious, figurative target; paragraph 2 repeats paragraph 1 word for
+    # word in every draft, which the reward's repetition term zeroes
+    assert all(s["draft_rewards"][s["chosen_draft"]] == max(s["draft_rewards"]) for s in llm_steps)
+    first, second = llm_steps
+    assert (
+        first["chosen_draft"] > 0 and first["draft_errors"][first["chosen_draft"]] < first["draft_errors"][0]
+    )
+    assert second["draft_rewards"] == [0.0] * len(second["draft_rewards"])
 
 
 def test_retries_server_errors_with_backoff():

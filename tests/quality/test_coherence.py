@@ -235,3 +235,34 @@ def test_lm_coherence_prefers_the_real_order_on_heldout_prose(heldout: list[list
     wins = sum(a > b for a, b in zip(scores[0::2], scores[1::2], strict=True))
     assert wins >= 8
     assert all(0.0 <= s <= 1.0 for s in scores)
+
+
+def test_the_fast_pair_loop_equals_the_feature_lists_it_was_trained_on():
+    """``order_gain`` dots pair features in one hand-written pass; it must equal the generic dot over
+    ``adjacent_features`` / ``precedence_features`` / ``role_features`` that training fitted."""
+    from resonance_os.quality.coherence import (
+        ROLES,
+        adjacent_features,
+        precedence_features,
+        role_features,
+        text_units,
+    )
+
+    model = coherence_model()
+
+    def generic(units):
+        n, dot = len(units), model._dot
+        roles = [[dot(role_features(u, units), r) for r in ROLES] for u in units]
+        adj = [[dot(adjacent_features(a, b)) if a is not b else 0.0 for b in units] for a in units]
+        pre = [[dot(precedence_features(a, b)) if a is not b else 0.0 for b in units] for a in units]
+        position = [0] + [1] * (n - 2) + [2]
+        score = sum(roles[k][p] for k, p in enumerate(position)) + sum(adj[k][k + 1] for k in range(n - 1))
+        score += sum(pre[k][m] for k in range(n) for m in range(k + 1, n))
+        mean = sum(sum(row[p] for row in roles) for p in position) / n
+        return score - mean - sum(map(sum, adj)) / n - sum(map(sum, pre)) / 2
+
+    paragraphs = corpus.document_paragraphs(corpus.pydoc_paragraphs("heldout"))
+    paragraphs.append("First, it rains. Then a dog barks? The dog sleeps. Finally, they leave.")
+    for text in paragraphs:
+        units = text_units(text)
+        assert model.order_gain(units) == pytest.approx(generic(units), abs=1e-9)

@@ -71,5 +71,5 @@ def test_bad_input_is_a_clear_error(reward):
         reward.score("   ", PROFESSIONAL)
     with pytest.raises(ValidationError, match="8"):
         reward.score("Fine text.", [0.5] * 7)
-    with pytest.raises(ValidationError, match="fluency must be one of ngram, lm"):
-        WritingReward(fluency="gpt")
+    with pytest.raises(ValidationError, match="model must be one of fast, lm"):
+        WritingReward(model="gpt")

@@ -45,6 +45,12 @@ class ScoreRequest(Body):
     text: Text
     profile: Name | None = Field(None, description="One of your profiles (or a built-in template).")
     target_hrv: HRVList | None = None
+    prompt: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PROMPT_CHARS,
+        description="What the text should be about (topic term).",
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> ScoreRequest:
@@ -53,8 +59,21 @@ class ScoreRequest(Body):
         return self
 
 
-class ScoreResponse(BaseModel):
-    resonance: float = Field(description="Similarity of measured to target HRV in [0, 1].")
+class WritingTerms(BaseModel):
+    """The writing reward and its terms (``quality.reward``), each in [0, 1]."""
+
+    resonance: float = Field(description="Style: 1 - mean |target - measured| over the 8 dimensions.")
+    fluency: float = Field(description="How natural the words and their order are.")
+    coherence: float = Field(description="Sentence order and connection.")
+    topic: float | None = Field(description="How much the text is about the prompt (null without one).")
+    repetition: float = Field(description="Penalty for repeats, copying and meta-text (0 = clean).")
+    reward: float = Field(
+        description="resonance x fluency^2 x coherence^0.35 x topic x (1 - repetition) (quality.reward)."
+    )
+    meta_text: list[str] = Field(description="Leaked meta-text found (e.g. 'Here is the revised paragraph').")
+
+
+class ScoreResponse(WritingTerms):
     hrv: dict[str, float]
     target_hrv: dict[str, float]
     gaps: dict[str, float] = Field(description="target minus measured, per dimension.")
@@ -77,6 +96,7 @@ class HrGenerateRequest(Body):
 class HrGenerateResponse(BaseModel):
     article: str
     hrv_feedback: dict[str, float] = Field(description="The article's measured HRV.")
+    reward: WritingTerms = Field(description="The article's writing reward and its terms.")
 
 
 class GenerateRequest(Body):
@@ -103,6 +123,7 @@ class GenerateResponse(BaseModel):
     hrv: dict[str, float]
     target_hrv: dict[str, float]
     resonance: float
+    reward: WritingTerms = Field(description="The article's writing reward and its terms.")
     policy: str | None = None
 
 
@@ -170,6 +191,7 @@ class FeedbackRequest(Body):
     preferred: Literal["a", "b"] | None = Field(None, description="'a' = item, 'b' = other.")
     target_hrv: HRVList | None = Field(None, description="Default: the item's generation target.")
     profile: Name | None = None
+    prompt: Prompt | None = Field(None, description="What the texts answer. Default: the item's prompt.")
 
     @model_validator(mode="after")
     def _shape(self) -> FeedbackRequest:

@@ -57,6 +57,12 @@ class ResonanceService:
         return SimilarityCalculator()
 
     @cached_property
+    def reward(self):
+        from resonance_os.quality.reward import WritingReward
+
+        return WritingReward(extractor=self.extractor)
+
+    @cached_property
     def profiles(self):
         from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 
@@ -105,21 +111,30 @@ class ResonanceService:
             raise
 
     def score(
-        self, ctx: TenantContext, text: str, profile: str | None, target_hrv: list[float] | None
+        self,
+        ctx: TenantContext,
+        text: str,
+        profile: str | None,
+        target_hrv: list[float] | None,
+        prompt: str | None = None,
     ) -> dict[str, Any]:
-        """Resonance of ``text`` with the target, per-dimension gaps (target - measured), and the
-        tenant's latest reward model's score when one has been trained."""
+        """The writing reward of ``text`` toward the target with its terms (``quality.reward``),
+        per-dimension gaps (target - measured), and the tenant's latest reward model's score when one
+        has been trained."""
         from resonance_os.api import feedback
 
         target, _ = self.resolve_target(ctx, profile, target_hrv)
-        measured = [float(v) for v in self.extractor.extract(text)]
+        scored = self.reward.score(text, target, prompt=prompt)
+        measured = scored.hrv
         model = feedback.latest_model(self.db, ctx.tenant_id, self.extractor)
         return {
-            "resonance": self.similarity.calculate_similarity(measured, target),
+            **scored.to_dict(),
             "hrv": as_dict(measured),
             "target_hrv": as_dict(target),
             "gaps": {d: t - m for d, t, m in zip(HRV_DIMENSIONS, target, measured)},
-            "reward_model_score": None if model is None else float(model.predict_hrv(measured, target)),
+            "reward_model_score": None
+            if model is None
+            else model.predict(text, target, prompt=prompt, hrv=measured),
         }
 
     # -- items -------------------------------------------------------------------------------------
@@ -214,6 +229,7 @@ class ResonanceService:
             "hrv": as_dict(measured),
             "target_hrv": as_dict(target),
             "resonance": resonance,
+            "reward": article.score.to_dict(),
             "policy": policy,
         }
 

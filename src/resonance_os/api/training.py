@@ -111,6 +111,8 @@ class PolicyArticle:
     paragraphs: list[str]
     measured_hrv: dict[str, list[float]]
     resonance: float
+    score: object
+    """The article's ``quality.reward.WritingScore``."""
 
 
 _runs: dict[str, tuple[object, object, threading.Lock]] = {}
@@ -140,8 +142,8 @@ def generate_with_policy(
 ) -> PolicyArticle:
     """Write ``paragraphs`` paragraphs about ``prompt``: each is an ``HRWritingEnv`` episode toward
     ``target`` in which the run's policy (deterministic) revises the draft, keeping the draft with the
-    highest env reward, the quantity the policy was trained on (resonance blended with the job's reward
-    model when it had one; plain resonance otherwise)."""
+    highest env reward, the quantity the policy was trained on (the writing reward, blended with the
+    job's reward model when it had one)."""
     model, env, lock = _load_run(folder, reward_model)
     revise_paragraph = _import(POLICY_MODULE).revise_paragraph
     rng = random.Random(seed)
@@ -157,6 +159,7 @@ def generate_with_policy(
         paragraphs=texts,
         measured_hrv={"article": measured},
         resonance=float(service.similarity.calculate_similarity(measured, target)),
+        score=env.writing_reward.score(text, target, prompt=prompt, hrv=measured),
     )
 
 

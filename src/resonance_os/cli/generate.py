@@ -19,13 +19,21 @@ console = Console(highlight=False)
 
 
 def article_table(article) -> Table:
-    """Target vs measured HRV of an article, with the gap coloured by size."""
-    table = Table("dimension", "target", "measured", "gap", title=f"resonance {article.resonance:.3f}")
+    """Target vs measured HRV of an article, with the gap coloured by size, under its writing reward."""
+    table = Table(
+        "dimension", "target", "measured", "gap", title=f"writing reward {article.score.reward:.3f}"
+    )
     for name, target, measured in zip(HRV_DIMENSIONS, article.target_hrv, article.measured_hrv["article"]):
         gap = measured - target
         colour = "green" if abs(gap) <= 0.05 else "yellow" if abs(gap) <= 0.1 else "red"
         table.add_row(name, f"{target:.3f}", f"{measured:.3f}", f"[{colour}]{gap:+.3f}[/{colour}]")
-    table.caption = f"mean |gap| {article.mean_absolute_error:.3f} - target: {article.target_source} - backend: {article.backend}"
+    score = article.score
+    topic = "-" if score.topic is None else f"{score.topic:.3f}"
+    table.caption = (
+        f"mean |gap| {article.mean_absolute_error:.3f} - target: {article.target_source} - backend: {article.backend}\n"
+        f"reward = style {score.resonance:.3f} (1 - mean |gap|) x quality (fluency {score.fluency:.3f},"
+        f" coherence {score.coherence:.3f}, topic {topic}, repetition {score.repetition:.3f})"
+    )
     return table
 
 

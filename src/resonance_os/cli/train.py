@@ -78,10 +78,14 @@ def _report(result: dict[str, Any], out: Path) -> None:
     console.print(table)
     evaluation = result["evaluation"]
     table = Table(
-        "policy", "mean resonance per step", "std", title=f"evaluation, {EVAL_EPISODES} seeded episodes"
+        "policy",
+        "mean reward per step",
+        "std",
+        "resonance (style term)",
+        title=f"evaluation, {EVAL_EPISODES} seeded episodes",
     )
     for name, row in evaluation.items():
-        table.add_row(name, f"{row['mean']:.3f}", f"{row['std']:.3f}")
+        table.add_row(name, f"{row['mean']:.3f}", f"{row['std']:.3f}", f"{row['resonance']:.3f}")
     console.print(table)
     measured = {
         "reward_per_step": evaluation["trained policy"]["mean"],

@@ -68,7 +68,8 @@ def revise_paragraph(
     """One episode of ``env`` toward ``target``: a first draft, then the policy's (deterministic) revisions.
 
     Returns the ``info`` of the revision with the highest env reward (the quantity the policy was
-    trained on: resonance, blended with the env's reward model when it has one) and every revision's reward.
+    trained on: the writing reward, blended with the env's reward model when it has one) and every
+    revision's reward.
     """
     obs, best = env.reset(seed=seed, options={"prompt": prompt, "target_hrv": list(target)})
     best_reward, rewards, done = -math.inf, [], False
@@ -119,7 +120,8 @@ def write_with_policy(
         )
         paragraphs.append(best["text"])
         measured.append(best["measured_hrv"])
-    article_hrv = writer.extractor.extract("\n\n".join(paragraphs))
+    article_text = "\n\n".join(paragraphs)
+    article_hrv = writer.extractor.extract(article_text)
     return Article(
         prompt=prompt,
         paragraphs=paragraphs,
@@ -130,5 +132,6 @@ def write_with_policy(
         target_source=source,
         backend="builtin+policy",
         seed=seed,
+        score=env.writing_reward.score(article_text, target, prompt=prompt, hrv=article_hrv),
         trace=trace,
     )

@@ -7,7 +7,9 @@
 The task (docs/hr_rl.md has the full design): each step the agent proposes an 8-dimensional
 adjustment in [-1, 1]; the env sets the writer's knobs to ``target + action_scale * action``, the
 built-in writer writes a fresh paragraph and the ``HRVExtractor`` measures
-it. The observation is the measured HRV of that draft; the reward is its resonance with the target.
+it. The observation is the measured HRV of that draft; the reward is the writing reward
+(``quality.reward.WritingReward``: resonance with the target times fluency, coherence, topic and
+no repetition).
 The map from controls to measured HRV is biased and noisy: every draft is new text (noise), the
 writer lands each dimension off its control by a text-dependent amount, and its control knobs are
 miscalibrated the way an untuned generator's are: a knob set to ``c`` writes toward ``c + offset``
@@ -33,9 +35,10 @@ from resonance_os.generation.defaults import resolve_target
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter
 from resonance_os.generation.planner_layer import Outline
 from resonance_os.generation.topics import validate_prompt
+from resonance_os.quality.reward import REWARD_TERMS, WritingReward, WritingScore
 from resonance_os.rl.algorithms.ppo import PPO, PPOConfig
 from resonance_os.rl.policies import HRV_POLICY_KWARGS
-from resonance_os.similarity.metrics import SimilarityCalculator, SimilarityMethod, resolve_method
+from resonance_os.similarity.metrics import SimilarityMethod, resolve_method
 
 DEFAULT_MAX_EPISODE_STEPS = 1
 DEFAULT_ACTION_SCALE = 1.0
@@ -86,7 +89,7 @@ class _Episode:
     controls: np.ndarray | None = None
     text: str = ""
     measured: np.ndarray | None = None
-    resonance: float = 0.0
+    score: WritingScore | None = None
     steps: int = 0
 
 
@@ -107,8 +110,10 @@ class HRWritingEnv(gym.Env):
         action_scale: how far an action of 1.0 moves a control away from the target. 1.0.
         calibration_seed: draws the writer's knob miscalibration (see ``writer_miscalibration``);
             ``None`` uses the calibrated writer. 0.
-        reward_model_weight: weight ``w`` of the reward model: ``reward = (1-w) resonance + w score``. 0.5.
-        similarity_method: how resonance is measured; ``manhattan`` (1 - mean absolute gap) by default.
+        reward_model_weight: weight ``w`` of the reward model: ``reward = (1-w) writing reward + w score``.
+            0.5.
+        similarity_method: how the reward's style term (resonance) is measured; ``manhattan``
+            (1 - mean absolute gap) by default.
         draft_pool_size: first drafts (zero adjustment) kept per prompt and target; once a pool is
             full, ``reset`` draws from it instead of writing anew, which halves the cost of short
             episodes. 0 writes every first draft. 16.
@@ -117,7 +122,8 @@ class HRWritingEnv(gym.Env):
 
     Spaces: observation ``Box(0, 1, (8,))`` (the measured HRV; ``(16,)`` with ``targets``), action
     ``Box(-1, 1, (8,))``. ``info`` carries ``text``, ``measured_hrv``, ``target_hrv``, ``controls``,
-    ``prompt`` and ``resonance``.
+    ``prompt`` and the reward's terms ``resonance``, ``fluency``, ``coherence``, ``topic``,
+    ``repetition`` and ``reward`` (the writing reward, before any reward-model blend).
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -185,10 +191,14 @@ class HRWritingEnv(gym.Env):
         obs_dim = 2 * HRV_DIM if self.observe_target else HRV_DIM
         self.observation_space = gym.spaces.Box(0.0, 1.0, (obs_dim,), dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
-        self._similarity = SimilarityCalculator(self.similarity_method)
+        self.writing_reward = WritingReward(
+            extractor=self.writer.extractor, similarity_method=self.similarity_method.value
+        )
         self._outlines: dict[str, Outline] = {}
         self.draft_pool_size = draft_pool_size
-        self._first_drafts: dict[tuple[str, tuple[float, ...]], list[tuple[str, np.ndarray, float]]] = {}
+        self._first_drafts: dict[
+            tuple[str, tuple[float, ...]], list[tuple[str, np.ndarray, WritingScore]]
+        ] = {}
         self._initial_seed = seed
         self._episode: _Episode | None = None
 
@@ -230,12 +240,12 @@ class HRWritingEnv(gym.Env):
         self._episode = episode = _Episode(prompt, target, self._outline(prompt))
         pool = self._first_drafts.setdefault((prompt, tuple(target)), [])
         if pool and len(pool) == self.draft_pool_size:
-            episode.text, episode.measured, episode.resonance = self._choice(pool)
+            episode.text, episode.measured, episode.score = self._choice(pool)
             episode.controls = episode.target.copy()
         else:
             self._write(np.zeros(HRV_DIM))
             if len(pool) < self.draft_pool_size:
-                pool.append((episode.text, episode.measured, episode.resonance))
+                pool.append((episode.text, episode.measured, episode.score))
         return self._observation(), self._info()
 
     def step(self, action):
@@ -256,7 +266,9 @@ class HRWritingEnv(gym.Env):
             return None
         episode = self._episode
         rows = [
-            f"prompt: {episode.prompt}  step {episode.steps}  resonance {episode.resonance:.3f}",
+            f"prompt: {episode.prompt}  step {episode.steps}  reward {episode.score.reward:.3f}"
+            f"  (resonance {episode.score.resonance:.3f}, fluency {episode.score.fluency:.3f},"
+            f" coherence {episode.score.coherence:.3f}, topic {episode.score.topic:.3f})",
             episode.text,
             "",
         ]
@@ -289,14 +301,16 @@ class HRWritingEnv(gym.Env):
         )
         episode.text = " ".join(sentences)
         episode.measured = np.asarray(self.writer.extractor.extract(episode.text))
-        episode.resonance = float(self._similarity.calculate_similarity(episode.measured, episode.target))
+        episode.score = self.writing_reward.score(
+            episode.text, episode.target, prompt=episode.prompt, hrv=episode.measured
+        )
         if self.reward_model is None:
-            return episode.resonance
+            return episode.score.reward
         score = float(self.reward_model.predict(episode.text, episode.target.tolist()))
         if not np.isfinite(score):
             raise ValidationError(f"reward_model.predict returned {score}; it must return a number in [0, 1]")
         w = self.reward_model_weight
-        return (1.0 - w) * episode.resonance + w * float(np.clip(score, 0.0, 1.0))
+        return (1.0 - w) * episode.score.reward + w * float(np.clip(score, 0.0, 1.0))
 
     def _observation(self) -> np.ndarray:
         episode = self._episode
@@ -311,7 +325,7 @@ class HRWritingEnv(gym.Env):
             "measured_hrv": episode.measured.tolist(),
             "target_hrv": episode.target.tolist(),
             "controls": episode.controls.tolist(),
-            "resonance": episode.resonance,
+            **{term: getattr(episode.score, term) for term in REWARD_TERMS},
         }
 
 
@@ -357,13 +371,14 @@ def train_hr_ppo(
 def evaluate_writing_policy(
     env: HRWritingEnv, policy: PPO | str, episodes: int = 20, seed: int = 0
 ) -> dict[str, float]:
-    """Mean and std of the per-step resonance over ``episodes`` seeded episodes.
+    """Mean and std of the per-step reward over ``episodes`` seeded episodes, and the mean per-step
+    ``resonance`` (the reward's style term alone).
 
     ``policy`` is a trained model (deterministic actions), ``"random"`` (uniform actions) or
     ``"zero"`` (no adjustment: the knobs stay at the target, so the miscalibrated writer misses it).
     """
     rng = np.random.default_rng(seed)
-    per_episode = []
+    per_episode, resonance = [], []
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
         rewards, done = [], False
@@ -374,8 +389,13 @@ def evaluate_writing_policy(
                 action = np.zeros(HRV_DIM)
             else:
                 action, _ = policy.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, _ = env.step(action)
+            obs, reward, terminated, truncated, info = env.step(action)
             rewards.append(reward)
+            resonance.append(info["resonance"])
             done = terminated or truncated
         per_episode.append(float(np.mean(rewards)))
-    return {"mean": float(np.mean(per_episode)), "std": float(np.std(per_episode))}
+    return {
+        "mean": float(np.mean(per_episode)),
+        "std": float(np.std(per_episode)),
+        "resonance": float(np.mean(resonance)),
+    }

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
@@ -26,6 +27,9 @@ from resonance_os.generation.planner_layer import PlannerLayer, validate_num_par
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
 from resonance_os.generation.topics import validate_prompt
+from resonance_os.quality.reward import WritingReward, WritingScore
+
+QUALITY_TERMS = ("fluency", "coherence", "topic", "repetition")
 
 LLM_REVISION_ROUNDS = 2
 """Re-prompts per paragraph for chat-model backends."""
@@ -41,7 +45,8 @@ class Article:
     ``measured_hrv`` is ``{"article": [8 floats], "paragraphs": [[8 floats], ...]}``, measured by the
     ``HRVExtractor``; ``paragraph_targets`` are the planner's per-paragraph targets; ``resonance`` is
     the similarity in [0, 1] of the article's measured HRV to ``target_hrv`` (``SimilarityCalculator``,
-    cosine); ``trace`` lists what each layer decided, one dict per step.
+    cosine); ``score`` is the article's writing reward with its terms (``quality.reward``:
+    ``score.reward``, ``score.fluency``, ...); ``trace`` lists what each layer decided, one dict per step.
     """
 
     prompt: str
@@ -53,6 +58,7 @@ class Article:
     target_source: str
     backend: str
     seed: int | None
+    score: WritingScore
     trace: list[dict[str, Any]] = field(default_factory=list)
 
     @property
@@ -84,6 +90,8 @@ class Article:
             "paragraph_hrvs": [dict(zip(HRV_DIMENSIONS, m)) for m in self.measured_hrv["paragraphs"]],
             "mean_absolute_error": self.mean_absolute_error,
             "resonance": self.resonance,
+            "quality": {term: getattr(self.score, term) for term in QUALITY_TERMS},
+            "reward": self.score.reward,
             "trace": self.trace,
         }
 
@@ -125,6 +133,11 @@ class HumanResonantWriter:
         self.similarity = SimilarityCalculator()
         if isinstance(self.backend, BuiltinComposer):
             self.sentence_layer = SentenceLayer(self.backend)
+
+    @cached_property
+    def reward(self) -> WritingReward:
+        """The writing reward that picks among drafts and scores each article (built on first use)."""
+        return WritingReward(extractor=self.extractor)
 
     @property
     def backend_name(self) -> str:
@@ -197,7 +210,7 @@ class HumanResonantWriter:
                 paragraph_seed = None if seed is None else rng.getrandbits(31)
                 text, hrv, log = write_paragraph(
                     self.backend,
-                    self.extractor,
+                    self.reward,
                     prompt,
                     outline,
                     paragraph_target,
@@ -211,12 +224,14 @@ class HumanResonantWriter:
                         "layer": "llm",
                         "paragraph": outline.index,
                         "draft_errors": [round(e, 4) for e in log.errors],
+                        "draft_rewards": [round(r, 4) for r in log.rewards],
                         "chosen_draft": log.chosen,
                     }
                 )
                 paragraphs.append(text)
                 measured.append(hrv)
-        article_hrv = self.extractor.extract("\n\n".join(paragraphs))
+        article_text = "\n\n".join(paragraphs)
+        article_hrv = self.extractor.extract(article_text)
         return Article(
             prompt=prompt,
             paragraphs=paragraphs,
@@ -227,5 +242,6 @@ class HumanResonantWriter:
             target_source=source,
             backend=self.backend_name,
             seed=seed,
+            score=self.reward.score(article_text, target, prompt=prompt, hrv=article_hrv),
             trace=trace,
         )

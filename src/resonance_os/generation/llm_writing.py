@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from resonance_os.core.hrv_constants import HRV_DESCRIPTIONS, HRV_DIMENSIONS
 from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
+
+if TYPE_CHECKING:
+    from resonance_os.quality.reward import WritingReward
 
 SYSTEM_PROMPT = (
     "You are a careful writer. You write one paragraph of plain English prose at a time: no title, no "
@@ -99,15 +103,16 @@ def revision_messages(
 
 @dataclass
 class DraftLog:
-    """What happened to one paragraph: the error of each draft and the chosen one."""
+    """What happened to one paragraph: each draft's HRV error and writing reward, and the chosen one."""
 
     errors: list[float] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
     chosen: int = 0
 
 
 def write_paragraph(
     backend: ChatBackend,
-    extractor,
+    reward: WritingReward,
     prompt: str,
     outline: Outline,
     target: list[float],
@@ -116,24 +121,27 @@ def write_paragraph(
     rounds: int,
     seed: int | None,
 ) -> tuple[str, list[float], DraftLog]:
-    """(paragraph, its measured HRV, log): one draft plus up to ``rounds`` measured revisions."""
-    reply = _clean_reply(backend.complete(paragraph_messages(prompt, outline, previous), seed=seed))
-    if not reply:
-        raise BackendError(
-            f"the {backend.name} backend returned no usable text for paragraph {outline.index + 1}"
-        )
-    best_text, best_hrv = reply, extractor.extract(reply)
-    log = DraftLog(errors=[sum(abs(t - m) for t, m in zip(target, best_hrv)) / len(target)])
-    text, hrv = best_text, best_hrv
-    for round_index in range(rounds):
-        if max(abs(t - m) for t, m in zip(target, hrv)) <= tolerance:
-            break
-        messages = revision_messages(text, target, hrv, tolerance)
-        seed_round = None if seed is None else seed + round_index + 1
-        text = _clean_reply(backend.complete(messages, seed=seed_round)) or text
-        hrv = extractor.extract(text)
-        error = sum(abs(t - m) for t, m in zip(target, hrv)) / len(target)
-        log.errors.append(error)
-        if error < log.errors[log.chosen]:
-            best_text, best_hrv, log.chosen = text, hrv, len(log.errors) - 1
-    return best_text, best_hrv, log
+    """(paragraph, its measured HRV, log): one draft plus up to ``rounds`` measured revisions; the
+    draft with the highest writing reward (``reward``, checked against ``previous`` for copying) wins."""
+    log = DraftLog()
+    best: tuple[str, list[float]] | None = None
+    text, hrv = "", list(target)
+    messages = paragraph_messages(prompt, outline, previous)
+    for round_index in range(rounds + 1):
+        if round_index:
+            if max(abs(t - m) for t, m in zip(target, hrv)) <= tolerance:
+                break
+            messages = revision_messages(text, target, hrv, tolerance)
+        draft_seed = None if seed is None else seed + round_index
+        text = _clean_reply(backend.complete(messages, seed=draft_seed)) or text
+        if not text:
+            raise BackendError(
+                f"the {backend.name} backend returned no usable text for paragraph {outline.index + 1}"
+            )
+        scored = reward.score(text, target, prompt=prompt, context=previous)
+        hrv = scored.hrv
+        log.errors.append(sum(abs(t - m) for t, m in zip(target, hrv)) / len(target))
+        log.rewards.append(scored.reward)
+        if best is None or scored.reward > log.rewards[log.chosen]:
+            best, log.chosen = (text, hrv), len(log.rewards) - 1
+    return best[0], best[1], log

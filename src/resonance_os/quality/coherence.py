@@ -42,11 +42,11 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.resources import files
 from pathlib import Path
 
-from resonance_os.profiling.sentences import split_sentences
+from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality import damage, reference_lm
 from resonance_os.quality.text_units import is_content, stem
 
@@ -95,6 +95,8 @@ _RANKS = {
 }
 
 Features = list[tuple[str, float]]
+_PAIR_FEATURES = ("ov", "top", "an", "na", "pp", "qa", "qq", "nq", "rk", "gd", "gi", "ge", "gp", "grk")
+"""The fixed-name features of :func:`adjacent_features` and :func:`precedence_features`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,6 +253,37 @@ class CoherenceModel:
         get = self.weights.get
         return sum(get(prefix + name, 0.0) * value for name, value in features)
 
+    @cached_property
+    def _pair_weights(self) -> dict[str, float]:
+        return {name: self.weights.get(name, 0.0) for name in _PAIR_FEATURES}
+
+    def _pair_dots(self, a: Unit, b: Unit) -> tuple[float, float]:
+        """``(w . a(a, b), w . g(a, b))``: :func:`adjacent_features` and :func:`precedence_features`
+        dotted with the weights in one pass (the hot loop; a test holds it to the feature lists)."""
+        w = self._pair_weights
+        shared = len(a.stems & b.stems)
+        opened = math.log1p(len(b.early & a.stems))
+        adjacent = (
+            w["ov"] * math.log1p(shared)
+            + w["top"] * opened
+            + w["an"] * len(a.indefinite & b.definite)
+            + w["na"] * len(a.definite & b.indefinite)
+            + w["pp"] * len(a.persons & b.persons)
+            + self.weights.get("xc" + ("1" if shared else "0") + _opening(b), 0.0)
+            + w["qa" if a.question and not b.question else "qq" if a.question else "nq"]
+        )
+        precedence = (
+            w["gd"] * len(b.definite & a.stems)
+            + w["gi"] * len(b.indefinite & a.stems)
+            + w["ge"] * opened
+            + w["gp"] * len(b.persons & a.persons)
+        )
+        if a.rank and b.rank:
+            sign = 1.0 if b.rank > a.rank else -1.0
+            adjacent += w["rk"] * sign
+            precedence += w["grk"] * sign
+        return adjacent, precedence
+
     def order_gain(self, units: list[Unit]) -> float:
         """``S(pi) - E[S]`` for ``units`` in the given order (0.0 for fewer than two)."""
         n = len(units)
@@ -260,14 +293,13 @@ class CoherenceModel:
         roles = [
             [dot(features, role) for role in ROLES] for features in (role_features(u, units) for u in units)
         ]
-        adjacent = [[dot(adjacent_features(a, b)) if a is not b else 0.0 for b in units] for a in units]
-        precedence = [[dot(precedence_features(a, b)) if a is not b else 0.0 for b in units] for a in units]
+        pairs = [[self._pair_dots(a, b) if a is not b else (0.0, 0.0) for b in units] for a in units]
         position = [0] + [1] * (n - 2) + [2]
         score = sum(roles[k][p] for k, p in enumerate(position))
-        score += sum(adjacent[k][k + 1] for k in range(n - 1))
-        score += sum(precedence[k][m] for k in range(n) for m in range(k + 1, n))
+        score += sum(pairs[k][k + 1][0] for k in range(n - 1))
+        score += sum(pairs[k][m][1] for k in range(n) for m in range(k + 1, n))
         mean = sum(sum(row[p] for row in roles) for p in position) / n
-        mean += sum(map(sum, adjacent)) / n + sum(map(sum, precedence)) / 2
+        mean += sum(a for row in pairs for a, _ in row) / n + sum(g for row in pairs for _, g in row) / 2
         return score - mean
 
     def order_score(self, sentences: list[str]) -> float:
@@ -287,9 +319,12 @@ class CoherenceModel:
         order = _sigmoid(self.alpha * self.order_gain(units) / (len(units) - 1) + self.beta)
         return order * self.connected(units)
 
-    def score(self, text: str) -> float:
-        """Coherence of ``text`` in [0, 1]; 0.0 for a text without words, 0.5 for one sentence."""
-        return self.score_units(text_units(text))
+    def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
+        """Coherence of ``text`` in [0, 1]; 0.0 for a text without words, 0.5 for one sentence.
+        ``sentences``: ``split_sentences(text)`` when the caller already has it."""
+        if sentences is None:
+            return self.score_units(text_units(text))
+        return self.score_units([unit(s.lowers, s.questions > 0) for s in sentences])
 
 
 @cache
@@ -416,6 +451,7 @@ class LMCoherence:
             out.append(_sigmoid(LM_SLOPE * gain + LM_BIAS + fast_logit) * fast.connected(units))
         return out
 
-    def score(self, text: str) -> float:
-        """Coherence in [0, 1] of one text (see :meth:`score_many`)."""
+    def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
+        """Coherence in [0, 1] of one text (see :meth:`score_many`; ``sentences`` is accepted for the
+        fast model's signature and not needed: the LM reads the sentences as written)."""
         return self.score_many([text])[0]

@@ -274,24 +274,14 @@ class LMFluency:
 
     def _sentence_loglik(self, sentences: list[str]) -> list[tuple[float, int]]:
         """(sum of token log-likelihoods, token count) for each sentence, batched by length."""
-        import torch
+        from resonance_os.quality.reference_lm import token_logprobs
 
         encoded = [
             [self._start, *self.tokenizer(s, add_special_tokens=False)["input_ids"]] for s in sentences
         ]
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        out: list[tuple[float, int]] = [(0.0, 0)] * len(encoded)
-        for i in range(0, len(order), self.batch_size):
-            batch = [encoded[j] for j in order[i : i + self.batch_size]]
-            width = len(batch[-1])
-            ids = torch.tensor([e + [self._start] * (width - len(e)) for e in batch])
-            mask = torch.tensor([[1] * len(e) + [0] * (width - len(e)) for e in batch])
-            with torch.inference_mode():
-                logits = self.model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-            token_ll = torch.log_softmax(logits, -1).gather(-1, ids[:, 1:, None])[..., 0] * mask[:, 1:]
-            for j, total, e in zip(order[i : i + self.batch_size], token_ll.sum(1).tolist(), batch):
-                out[j] = (total, len(e) - 1)
-        return out
+        return [
+            (float(logp.sum()), len(logp)) for logp in token_logprobs(self.model, encoded, self.batch_size)
+        ]
 
     def loglik_many(self, texts: list[str]) -> list[float | None]:
         """Mean log-likelihood per token of each text (``None`` for text without words)."""

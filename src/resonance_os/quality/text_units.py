@@ -31,6 +31,7 @@ def stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > 3 else word
 
 
+@cache
 def is_content(word: str) -> bool:
     """An alphabetic word of 3+ letters that is not a stop word."""
     return len(word) >= 3 and word.isalpha() and word not in ENGLISH_STOP_WORDS

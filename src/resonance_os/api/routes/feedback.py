@@ -42,6 +42,7 @@ def post_feedback(
         rating=body.rating,
         preferred=body.preferred,
         target_hrv=target,
+        prompt=body.prompt,
     )
     return {"id": row.id, "kind": row.kind, "item_ids": [i.id for i in (item, other) if i is not None]}
 

@@ -38,7 +38,7 @@ async def hr_generate(
     if body.tenant != ctx.tenant:
         raise ProfileNotFoundError(f"no profile {body.profile_name!r} for tenant {body.tenant!r}")
     result = await _generate_in_turn(request, svc, ctx, body.prompt, profile=body.profile_name)
-    return HrGenerateResponse(article=result["article"], hrv_feedback=result["hrv"])
+    return HrGenerateResponse(article=result["article"], hrv_feedback=result["hrv"], reward=result["reward"])
 
 
 @router.post("/v1/generate", response_model=GenerateResponse)

