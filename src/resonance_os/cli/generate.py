@@ -10,10 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
-from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiles.storage import STORE_ENV
 
 console = Console(highlight=False)
 
@@ -39,14 +38,8 @@ def article_table(article) -> Table:
 
 def generate(
     prompt: str = typer.Argument(..., help="What to write about (at most 4,000 characters)."),
-    profile: str = typer.Option(
-        None,
-        "--profile",
-        help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical).",
-    ),
-    hrv: str = typer.Option(
-        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
-    ),
+    profile: str = ProfileOpt,
+    hrv: str = HrvOpt,
     paragraphs: int = typer.Option(3, "--paragraphs", min=1, max=20, help="Number of paragraphs (1-20)."),
     backend: str = typer.Option(
         "builtin",
@@ -60,13 +53,7 @@ def generate(
         "--policy",
         help="A training run folder (resonance train --out) whose PPO policy revises each paragraph (builtin backend).",
     ),
-    store: str = typer.Option(
-        None,
-        "--store",
-        envvar=STORE_ENV,
-        help="Profile store (folder or SQLAlchemy URL).",
-        show_default=False,
-    ),
+    store: str = StoreOpt,
 ) -> None:
     """Write an article toward a target HRV and print it with a target-vs-measured table."""
 

@@ -1,9 +1,28 @@
-"""Parsing of the ``--hrv 0.4,0.6,...`` option shared by the commands that take a target HRV."""
+"""The target options shared by the commands that take a target HRV (``--profile``, ``--hrv``,
+``--store``) and the parsing of ``--hrv 0.4,0.6,...``."""
 
 from __future__ import annotations
 
+import typer
+
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.profiles.storage import STORE_ENV
+
+ProfileOpt = typer.Option(
+    None,
+    "--profile",
+    help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical;"
+    " default: builtin/professional).",
+)
+HrvOpt = typer.Option(None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order.")
+StoreOpt = typer.Option(
+    None,
+    "--store",
+    envvar=STORE_ENV,
+    help="Profile store: a folder (SQLite inside) or a SQLAlchemy URL. Default ~/.resonance_os.",
+    show_default=False,
+)
 
 
 def parse_hrv_option(text: str) -> list[float]:

@@ -11,12 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
-from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.cli.hrv_option import StoreOpt, parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
-from resonance_os.profiles.storage import STORE_ENV
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE_NAME
 
 app = typer.Typer(
@@ -25,10 +24,8 @@ app = typer.Typer(
 )
 console = Console(highlight=False)
 
-STORE_HELP = "Profile store: a folder (SQLite inside) or a SQLAlchemy URL. Default ~/.resonance_os."
 TenantArg = typer.Argument(..., help="Tenant name: letters, digits, '-', '_', '.'.")
 NameArg = typer.Argument(..., help="Profile name: letters, digits, '-', '_', '.'.")
-StoreOpt = typer.Option(None, "--store", envvar=STORE_ENV, help=STORE_HELP, show_default=False)
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of a table.")
 BAR_WIDTH = 20
 SHORT_NAMES = dict(zip(HRV_DIMENSIONS, ["var", "val", "int", "assert", "curio", "metaph", "story", "active"]))

@@ -10,10 +10,9 @@ from rich.table import Table
 
 from resonance_os.cli.analyze import read_source
 from resonance_os.cli.errors import run_reporting_user_errors
-from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiles.storage import STORE_ENV
 
 console = Console(highlight=False)
 TERM_HELP = {
@@ -28,14 +27,8 @@ TERM_HELP = {
 
 def score(
     source: str = typer.Argument(..., help="Text file to score (UTF-8), or - to read standard input."),
-    profile: str = typer.Option(
-        None,
-        "--profile",
-        help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical).",
-    ),
-    hrv: str = typer.Option(
-        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
-    ),
+    profile: str = ProfileOpt,
+    hrv: str = HrvOpt,
     prompt: str = typer.Option(
         None, "--prompt", help="What the text should be about (enables the topic term)."
     ),
@@ -50,16 +43,10 @@ def score(
         "--json",
         help="Print JSON with keys hrv, resonance, fluency, coherence, topic, repetition, reward, meta_text.",
     ),
-    store: str = typer.Option(
-        None,
-        "--store",
-        envvar=STORE_ENV,
-        help="Profile store (folder or SQLAlchemy URL).",
-        show_default=False,
-    ),
+    store: str = StoreOpt,
 ) -> None:
     """Score a text with the writing reward: style match to a profile times fluency, coherence, topic and
-    (no) repetition (docs/writer.md). Without --profile or --hrv the default profile is the target."""
+    (no) repetition (docs/reward.md). Without --profile or --hrv the default profile is the target."""
 
     def run():
         from resonance_os.generation.defaults import resolve_target

@@ -11,9 +11,8 @@ from rich.table import Table
 
 from resonance_os.cli.errors import fail, run_reporting_user_errors
 from resonance_os.cli.generate import article_table
-from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiles.storage import STORE_ENV
 
 console = Console(highlight=False)
 
@@ -106,25 +105,15 @@ def _report(result: dict[str, Any], out: Path) -> None:
 
 
 def train(
-    profile: str = typer.Option(
-        None, "--profile", help="Target profile 'tenant/name' (default: the built-in professional profile)."
-    ),
-    hrv: str = typer.Option(
-        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
-    ),
+    profile: str = ProfileOpt,
+    hrv: str = HrvOpt,
     timesteps: int = typer.Option(5000, "--timesteps", min=1, help="Environment steps to train for."),
     out: Path = typer.Option(
         Path("runs/hr-ppo"), "--out", help="Run folder for the model, env settings and metrics."
     ),
     seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same training run."),
     max_episode_steps: int = typer.Option(1, "--max-episode-steps", min=1, help="Revisions per episode."),
-    store: str = typer.Option(
-        None,
-        "--store",
-        envvar=STORE_ENV,
-        help="Profile store (folder or SQLAlchemy URL).",
-        show_default=False,
-    ),
+    store: str = StoreOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
     """Train PPO (the spec's configuration) in HRWritingEnv toward a profile and save the run."""
