@@ -34,6 +34,7 @@ MENTION_WEIGHT = 0.5
 RELATED_ZERO = 0.1
 RELATED_FULL = 0.45
 VECTORS_FILE = "topic_vectors.npz"
+PROMPT_CACHE_SIZE = 4096
 
 
 class TopicModel:
@@ -42,6 +43,7 @@ class TopicModel:
     def __init__(self, words: list[str], vectors: np.ndarray) -> None:
         self._index = {w: i for i, w in enumerate(words)}
         self._vectors = vectors.astype(np.float32)
+        self._prompts: dict[str, tuple[frozenset[str], np.ndarray | None]] = {}
 
     def mean_vector(self, stems: list[str] | frozenset[str]) -> np.ndarray | None:
         """The unit-length mean word vector of ``stems`` (those with a vector); ``None`` if none has one."""
@@ -58,15 +60,26 @@ class TopicModel:
         """``(mention, related)`` before the blend; ``related`` is ``None`` when the prompt or the
         text around it has no stem with a vector. ``sentences``: ``split_sentences(text)`` when the
         caller already has it."""
-        prompt_stems = set(content_stems([w for words in sentence_words(prompt) for w in words]))
+        prompt_stems, p = self._prompt(prompt)
         split = split_sentences(text) if sentences is None else sentences
         stems = [content_stems(s.lowers) for s in split]
         if not prompt_stems or not stems:
             return 0.0, None
         share = sum(bool(prompt_stems.intersection(s)) for s in stems) / len(stems)
         around = [s for sentence in stems for s in sentence if s not in prompt_stems]
-        p, t = self.mean_vector(sorted(prompt_stems)), self.mean_vector(around)
+        t = self.mean_vector(around)
         return min(1.0, share / MENTION_FULL), (None if p is None or t is None else float(p @ t))
+
+    def _prompt(self, prompt: str) -> tuple[frozenset[str], np.ndarray | None]:
+        """The prompt's content stems and their mean vector, kept per prompt (an RL run asks about a
+        handful of prompts thousands of times)."""
+        known = self._prompts.get(prompt)
+        if known is None:
+            if len(self._prompts) >= PROMPT_CACHE_SIZE:
+                self._prompts.clear()
+            stems = frozenset(content_stems([w for words in sentence_words(prompt) for w in words]))
+            known = self._prompts[prompt] = (stems, self.mean_vector(sorted(stems)))
+        return known
 
     def score(self, text: str, prompt: str, sentences: list[Sentence] | None = None) -> float:
         """Topic score in [0, 1]; 0 for a text without words or a prompt without content words."""
