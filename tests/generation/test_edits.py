@@ -1,6 +1,4 @@
-"""Each refiner edit is a pure text transform that moves its HRV dimension the measured way."""
-
-import random
+"""Edit operators on real English sentences: exact outputs where they apply, None where unsafe."""
 
 import pytest
 
@@ -9,83 +7,110 @@ from resonance_os.generation import edits as E
 from resonance_os.profiling.hrv_extractor import HRVExtractor
 
 extractor = HRVExtractor()
-BASE = "Remote work shapes the daily routine for people who work from home."
 
 
 def measure(text: str, dimension: str) -> float:
     return extractor.extract(text)[HRV_DIMENSIONS.index(dimension)]
 
 
-def test_active_passive_round_trip():
-    passive = E.to_passive("The team reshapes the weekly plan in small and steady steps.")
-    assert passive == "The weekly plan is reshaped by the team in small and steady steps."
-    assert E.to_active(passive) == "The team reshapes the weekly plan in small and steady steps."
-    past = E.to_passive("That winter, Maya redrew the old assumptions.")
-    assert past == "That winter, the old assumptions were redrawn by Maya."
-    assert E.to_active("Perhaps the budget for next year may be guided by most readers.") == (
-        "Perhaps most readers may guide the budget for next year."
-    )
-    assert E.to_active("Remote work shapes the plan.") is None
-
-
 @pytest.mark.parametrize(
-    ("edit", "text", "dimension", "sign"),
+    ("edit", "sentence", "expected"),
     [
-        (lambda s: E.to_passive(s), "The team reshapes the weekly plan.", "active_voice_ratio", -1),
-        (lambda s: E.to_question(s), BASE, "curiosity_index", +1),
-        (lambda s: E.add_tail(s, "as steady as a metronome"), BASE, "metaphor_density", +1),
-        (lambda s: E.add_opener(s, "Perhaps"), BASE, "assertiveness_index", -1),
-        (lambda s: E.add_opener(s, "In fact,"), BASE, "assertiveness_index", +1),
-        (lambda s: E.to_past(s), BASE, "storytelling_index", +1),
-        (lambda s: E.add_opener(s, "One morning,"), BASE, "storytelling_index", +1),
-        (lambda s: E.swap_verb(s, "neutral", "positive", random.Random(0)), BASE, "emotional_valence", +1),
-        (lambda s: E.swap_verb(s, "neutral", "negative", random.Random(0)), BASE, "emotional_valence", -1),
+        (E.to_active, "The module is imported by the interpreter.", "The interpreter imports the module."),
+        (E.to_passive, "The interpreter imports the module.", "The module is imported by the interpreter."),
+        (E.to_question, "The result is an integer.", "Is the result an integer?"),
+        (E.to_statement, "Is the result an integer?", "The result is an integer."),
         (
-            lambda s: E.set_exclamation(s, True),
-            "The result is wonderful for the team.",
-            "emotional_intensity",
-            +1,
+            E.add_intensifier,
+            "This step is important for the test.",
+            "This step is very important for the test.",
+        ),
+        (E.remove_intensifier, "It is a very important step.", "It is an important step."),
+        (
+            lambda s: E.add_opener(s, "In fact,"),
+            "The call returns a new list.",
+            "In fact, the call returns a new list.",
         ),
         (
-            lambda s: E.swap_adjective(s, "positive_mild", "positive_strong", random.Random(0)),
-            "The result is good for the team.",
-            "emotional_intensity",
-            +1,
+            lambda s: E.remove_opener(s, E.HEDGE_OPENERS),
+            "Generally, the call returns a new list.",
+            "The call returns a new list.",
+        ),
+        (
+            lambda s: E.add_simile(s, "a recipe followed step by step"),
+            "The function runs each statement in order.",
+            "The function runs each statement in order, like a recipe followed step by step.",
+        ),
+        (
+            E.remove_simile,
+            "The function runs each statement in order, like a recipe followed step by step.",
+            "The function runs each statement in order.",
+        ),
+        (
+            E.split,
+            "The list is sorted in place; it returns nothing useful.",
+            ["The list is sorted in place.", "It returns nothing useful."],
+        ),
+        (
+            lambda s: E.swap_word(s, E.VALENCE_SWAPS, True),
+            "That answer is wrong.",
+            "That answer is incorrect.",
         ),
     ],
 )
-def test_edit_moves_its_dimension(edit, text, dimension, sign):
-    edited = edit(text)
-    assert edited and edited != text
-    assert sign * (measure(edited, dimension) - measure(text, dimension)) > 0.05, edited
+def test_exact_outputs_on_real_sentences(edit, sentence, expected):
+    assert edit(sentence) == expected
 
 
-def test_inverse_edits_undo():
-    question = E.to_question(BASE)
-    assert question == "Does remote work shape the daily routine for people who work from home?"
-    assert E.to_statement(question) == BASE
-    past = E.to_past(BASE)
-    assert past == "Remote work shaped the daily routine for people who work from home."
-    assert E.to_present(past) == BASE
-    assert E.remove_hedge("Perhaps remote work shapes the plan.") == "Remote work shapes the plan."
-    assert E.remove_tail(BASE[:-1] + ", as steady as a metronome.", ("as steady as a metronome",)) == BASE
+def test_merge_joins_two_statements_with_a_semicolon():
+    assert E.merge("The list is sorted.", "It returns nothing.") == "The list is sorted; it returns nothing."
+    assert E.merge('"Stop," she said.', "It returns nothing.") is None
 
 
-def test_split_and_merge_change_cadence():
-    merged = E.merge("Remote work shapes the plan.", "The team follows.")
-    assert merged == "Remote work shapes the plan, and the team follows."
-    assert E.split(merged) == ["Remote work shapes the plan.", "The team follows."]
-    assert E.merge('"We kept going," Maya said.', "The team follows.") is None
+@pytest.mark.parametrize(
+    ("edit", "sentence"),
+    [
+        (E.to_passive, "The function returns the value of the key."),  # object runs on with "of"
+        (E.to_active, "The value was computed by a function that runs twice."),  # agent with a clause
+        (E.to_passive, "He said that it works."),  # no direct object
+        (E.to_question, "What is the point."),  # not a noun-phrase subject
+        (E.to_statement, "Why is it slow?"),  # wh-question
+        (E.split, "It works, and it is fast enough."),  # right part too short
+        (lambda s: E.add_opener(s, "In fact,"), "Python raises an error."),  # a name would be lower-cased
+        (lambda s: E.add_opener(s, "In fact,"), "Indeed, the call returns."),  # already has an opener
+        (lambda s: E.add_opener(s, "In fact,"), '"We kept going," Maya said.'),  # dialogue
+        (E.add_intensifier, "The call uses a common type."),  # technical adjective
+        (E.remove_intensifier, "It is the very first item."),
+    ],
+)
+def test_declines_where_unsafe(edit, sentence):
+    assert edit(sentence) is None
 
 
-def test_edits_leave_other_text_alone():
-    text = "Ukulele ensembles tune by ear."
-    for edit in (
-        E.to_active,
-        E.to_passive,
-        E.remove_hedge,
-        E.remove_booster,
-        E.remove_time_marker,
-        E.to_statement,
-    ):
-        assert edit(text) is None
+@pytest.mark.parametrize(
+    ("edit", "sentence", "dimension", "sign"),
+    [
+        (E.to_passive, "The interpreter imports the module.", "active_voice_ratio", -1),
+        (E.to_question, "The result is an integer.", "curiosity_index", +1),
+        (
+            lambda s: E.add_simile(s, "a recipe"),
+            "The function runs each statement in order.",
+            "metaphor_density",
+            +1,
+        ),
+        (lambda s: E.add_opener(s, "Generally,"), "The call returns a new list.", "assertiveness_index", -1),
+        (lambda s: E.add_opener(s, "In fact,"), "The call returns a new list.", "assertiveness_index", +1),
+        (lambda s: E.add_opener(s, "Eventually,"), "The call returns a new list.", "storytelling_index", +1),
+        (
+            lambda s: E.add_opener(s, "Unfortunately,"),
+            "The call returns a new list.",
+            "emotional_valence",
+            -1,
+        ),
+        (E.add_intensifier, "This step is important for the test.", "emotional_intensity", +1),
+    ],
+)
+def test_edit_moves_its_dimension(edit, sentence, dimension, sign):
+    edited = edit(sentence)
+    assert edited and edited != sentence
+    assert sign * (measure(edited, dimension) - measure(sentence, dimension)) > 0.01, edited

@@ -2,52 +2,50 @@ import pytest
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.generation.planner_layer import PlannerLayer
 from resonance_os.generation.refiner_layer import RefinerLayer
-from resonance_os.generation.sentence_layer import SentenceLayer
-from resonance_os.profiling.hrv_extractor import HRVExtractor
+from resonance_os.quality.corpus import document_paragraphs, pydoc_paragraphs
+from resonance_os.quality.reward import WritingReward
 
 PARAGRAPH = (
-    "Remote work shapes the daily routine. The team reshapes the weekly plan in small and steady steps. "
-    "Most readers guide the morning meeting across every part of the organization. "
-    "The engineers track the monthly report."
+    "The interpreter imports the module. The result is an integer. "
+    "The call returns a new list of the items in their original order."
 )
 
 
 @pytest.fixture(scope="module")
 def refiner():
-    return RefinerLayer(HRVExtractor())
+    return RefinerLayer(reward=WritingReward())
 
 
 def test_one_round_follows_the_gap_directions(refiner):
     extractor = refiner.extractor
     before = extractor.extract(PARAGRAPH)
     gaps = [0.0] * 8
-    gaps[HRV_DIMENSIONS.index("curiosity_index")] = 0.4
-    gaps[HRV_DIMENSIONS.index("active_voice_ratio")] = -0.3
-    gaps[HRV_DIMENSIONS.index("metaphor_density")] = 0.3
+    for name, gap in (("curiosity_index", 0.4), ("active_voice_ratio", -0.3), ("storytelling_index", 0.2)):
+        gaps[HRV_DIMENSIONS.index(name)] = gap
     after = extractor.extract(refiner.refine(PARAGRAPH, gaps, seed=0))
-    for name, sign in (("curiosity_index", 1), ("active_voice_ratio", -1), ("metaphor_density", 1)):
+    for name, sign in (("curiosity_index", 1), ("active_voice_ratio", -1), ("storytelling_index", 1)):
         i = HRV_DIMENSIONS.index(name)
         assert sign * (after[i] - before[i]) > 0.05, name
-    untouched = HRV_DIMENSIONS.index("sentence_variance")
-    assert after[untouched] == pytest.approx(before[untouched], abs=0.05)
 
 
-def test_closed_loop_cuts_the_error_on_planned_paragraphs(refiner):
-    outline = PlannerLayer().plan_paragraphs("remote work", 1)[0][0]
-    layer = SentenceLayer()
+def test_closed_loop_on_heldout_prose_never_costs_quality(refiner):
+    """Held-out pydoc paragraphs, each toward its neighbour's HRV moved at most 0.15 per dimension
+    (the benchmark's reachable targets): the error never rises, quality falls by at most the
+    tolerance, and the mean gap falls."""
+    paragraphs = document_paragraphs(pydoc_paragraphs("heldout"))[:20]
+    hrvs = [refiner.extractor.extract(p) for p in paragraphs]
     before, after = [], []
-    for seed, target in enumerate(
-        [[0.6, 0.3, 0.55, 0.3, 0.4, 0.2, 0.7, 0.75], [0.3, 0.7, 0.4, 0.8, 0.05, 0.0, 0.2, 1.0]] * 4
-    ):
-        text = " ".join(layer.generate_sentences(outline, target, seed=seed))
-        result = refiner.refine_to_target(text, target, seed=seed)
+    for i, text in enumerate(paragraphs):
+        own, partner = hrvs[i], hrvs[(i + 1) % len(hrvs)]
+        target = [o + max(-0.15, min(0.15, p - o)) for o, p in zip(own, partner)]
+        result = refiner.refine_to_target(text, target, seed=i)
         assert result.error <= result.initial_error
+        assert result.quality >= result.initial_quality - refiner.quality_tolerance - 1e-9
         assert result.steps <= refiner.max_steps
         before.append(result.initial_error)
         after.append(result.error)
-    assert sum(after) < 0.75 * sum(before)
+    assert sum(after) < 0.95 * sum(before)
 
 
 def test_bad_feedback(refiner):
@@ -55,3 +53,5 @@ def test_bad_feedback(refiner):
         refiner.refine(PARAGRAPH, 0.4)
     with pytest.raises(ValidationError, match="8 gaps"):
         refiner.refine(PARAGRAPH, [0.1, 0.2])
+    with pytest.raises(ValidationError, match="quality_tolerance"):
+        RefinerLayer(quality_tolerance=2.0)

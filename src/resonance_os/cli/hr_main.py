@@ -14,6 +14,7 @@ from resonance_os.cli import control as control_cli
 from resonance_os.cli import generate as generate_cli
 from resonance_os.cli import plot as plot_cli
 from resonance_os.cli import profiles as profiles_cli
+from resonance_os.cli import refine as refine_cli
 from resonance_os.cli import score as score_cli
 from resonance_os.cli import serve as serve_cli
 from resonance_os.cli import train as train_cli
@@ -31,6 +32,7 @@ serve_cli.register(app)
 app.command("analyze")(analyze_cli.analyze)
 app.command("compare")(analyze_cli.compare)
 app.command("score")(score_cli.score)
+app.command("refine")(refine_cli.refine)
 app.add_typer(profiles_cli.app, name="profiles")
 app.add_typer(classic_cli.app, name="classic")
 app.command("generate")(generate_cli.generate)

@@ -1,0 +1,127 @@
+"""Refiner on real prose: how far the edit operators close the HRV gap, and what writing quality costs.
+
+Paragraphs: the held-out split of ``quality.corpus`` (every pydoc paragraph of at least 40 words and
+3 sentences, then fortunes up to ``--n``); the operators and their word tables were looked at only
+on split "train". Targets, per paragraph, with its partner the next paragraph of the same source:
+
+* reachable: the paragraph's own HRV moved toward its partner's by at most ``--reach`` (0.15) per
+  dimension: the direction of a real paragraph, at a distance a few sentence edits can cover;
+* real partner: the partner's HRV itself (most of that gap is content, not style: reported so the
+  reader sees what editing cannot do).
+
+Quality is ``WritingScore.quality`` (fluency^2 * coherence^0.35 * (1 - repetition); no prompt, so no
+topic term). Run: ``python benchmarks/bench_refiner.py [--n 242] [--reach 0.15] [--samples 12]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import random
+import statistics
+import time
+
+from resonance_os.generation.edits import split_sentences
+from resonance_os.generation.refiner_layer import RefinerLayer
+from resonance_os.quality.corpus import document_paragraphs, fortune_entries, pydoc_paragraphs
+from resonance_os.quality.reward import WritingReward
+
+TERMS = ("fluency", "coherence", "repetition", "quality")
+
+
+def heldout_paragraphs(n: int) -> list[tuple[str, str]]:
+    """(source, paragraph): all held-out pydoc paragraphs, then held-out fortunes up to ``n``."""
+    pydoc = document_paragraphs(pydoc_paragraphs("heldout"))
+    fortunes = document_paragraphs(fortune_entries("heldout"))
+    random.Random(0).shuffle(fortunes)
+    return [("pydoc", p) for p in pydoc] + [("fortune", f) for f in fortunes[: max(0, n - len(pydoc))]]
+
+
+def targets(items: list[tuple[str, str]], reward: WritingReward, reach: float | None) -> list[list[float]]:
+    """Each paragraph's target: its partner's HRV (next paragraph of the same source), moved at most
+    ``reach`` per dimension from its own HRV (``None``: the partner's HRV as it is)."""
+    hrvs = [reward.extractor.extract(text) for _, text in items]
+    out = []
+    for i, (source, _) in enumerate(items):
+        same = [j for j, (s, _) in enumerate(items) if s == source]
+        partner = hrvs[same[(same.index(i) + 1) % len(same)]]
+        if reach is None:
+            out.append(list(partner))
+        else:
+            out.append([o + max(-reach, min(reach, p - o)) for o, p in zip(hrvs[i], partner)])
+    return out
+
+
+def run(items, goals, refiner: RefinerLayer) -> dict[str, object]:
+    reward = refiner.reward
+    rows, samples, seconds = [], [], 0.0
+    for k, ((_, text), target) in enumerate(zip(items, goals)):
+        start = time.perf_counter()
+        result = refiner.refine_to_target(text, target, seed=k)
+        seconds += time.perf_counter() - start
+        before, after = reward.score(text, target), reward.score(result.text, target)
+        rows.append((result, before, after))
+        old, new = split_sentences(text), split_sentences(result.text)
+        samples.extend(
+            line
+            for line in difflib.unified_diff(old, new, lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("---", "+++"))
+        )
+    mean = statistics.mean
+    return {
+        "gap_before": mean(r.initial_error for r, _, _ in rows),
+        "gap_after": mean(r.error for r, _, _ in rows),
+        "halved": mean(r.error <= 0.5 * r.initial_error for r, _, _ in rows),
+        "terms": {
+            t: (mean(getattr(b, t) for _, b, _ in rows), mean(getattr(a, t) for _, _, a in rows))
+            for t in TERMS
+        },
+        "edits": mean(len(r.edits) for r, _, _ in rows),
+        "ms": 1000 * seconds / len(rows),
+        "samples": samples,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=242, help="paragraphs (default 242)")
+    parser.add_argument("--reach", type=float, default=0.15, help="per-dimension reach of a target")
+    parser.add_argument("--samples", type=int, default=12, help="changed sentence pairs to print")
+    args = parser.parse_args()
+    reward = WritingReward()
+    refiner = RefinerLayer(reward=reward)
+    items = heldout_paragraphs(args.n)
+    results = {
+        f"reachable (<= {args.reach})": run(items, targets(items, reward, args.reach), refiner),
+        "real partner": run(items, targets(items, reward, None), refiner),
+    }
+    print(f"{len(items)} held-out paragraphs ({sum(s == 'pydoc' for s, _ in items)} pydoc, rest fortunes)\n")
+    names = list(results)
+    print(f"{'':32}" + "".join(f"{n:>22}" for n in names))
+
+    def line(label: str, cells: list[str]) -> None:
+        print(f"{label:32}" + "".join(f"{c:>22}" for c in cells))
+
+    line(
+        "mean |gap| before -> after",
+        [f"{r['gap_before']:.3f} -> {r['gap_after']:.3f}" for r in results.values()],
+    )
+    line("ratio after / before", [f"{r['gap_after'] / r['gap_before']:.2f}" for r in results.values()])
+    line("share with gap halved", [f"{r['halved']:.0%}" for r in results.values()])
+    for term in TERMS:
+        line(
+            f"{term} before -> after (change)",
+            [
+                f"{r['terms'][term][0]:.3f}->{r['terms'][term][1]:.3f} ({r['terms'][term][1] - r['terms'][term][0]:+.3f})"
+                for r in results.values()
+            ],
+        )
+    line("edits accepted per paragraph", [f"{r['edits']:.2f}" for r in results.values()])
+    line("ms per paragraph", [f"{r['ms']:.1f}" for r in results.values()])
+    print("\nsample changed sentences (reachable targets; - before, + after):")
+    for sample in results[names[0]]["samples"][: args.samples * 2]:
+        print("  " + sample)
+
+
+if __name__ == "__main__":
+    main()

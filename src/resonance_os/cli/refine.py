@@ -1,0 +1,127 @@
+"""``resonance refine FILE --profile tenant/name``: edit a user's text toward a profile, show the diff."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from resonance_os.cli.analyze import read_source
+from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.profiles.storage import STORE_ENV
+
+console = Console(highlight=False)
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def sentence_diff(before: str, after: str) -> list[str]:
+    """Unified diff (difflib) of the sentences of ``before`` and ``after``, one sentence a line."""
+    from resonance_os.generation.edits import split_sentences
+
+    return list(
+        difflib.unified_diff(
+            split_sentences(before), split_sentences(after), "before", "after", lineterm="", n=0
+        )
+    )
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file in the same folder and a rename."""
+    folder = Path(path).resolve().parent
+    if not folder.is_dir():
+        raise ValidationError(f"--out {path!r}: folder {str(folder)!r} does not exist; create it first")
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".refine-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def refine(
+    source: str = typer.Argument(..., help="Text file to edit (UTF-8), or - to read standard input."),
+    profile: str = typer.Option(
+        None,
+        "--profile",
+        help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical).",
+    ),
+    hrv: str = typer.Option(
+        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
+    ),
+    out: str = typer.Option(None, "--out", help="Write the edited text to this file (atomically)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the edit order (same seed, same edits)."),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print JSON with keys text, edits, hrv_before, hrv_after, reward_before, reward_after.",
+    ),
+    store: str = typer.Option(
+        None,
+        "--store",
+        envvar=STORE_ENV,
+        help="Profile store (folder or SQLAlchemy URL).",
+        show_default=False,
+    ),
+) -> None:
+    """Edit a text toward a profile with the refiner's operators (hedges, boosters, questions, similes,
+    voice, sentence splits and merges, word swaps), keeping only edits that close the style gap without
+    costing writing quality (docs/writer.md, "Editing your own text"). Paragraphs are separated by blank
+    lines; without --profile or --hrv the default profile is the target."""
+
+    def run():
+        from resonance_os.generation.defaults import resolve_target
+        from resonance_os.generation.refiner_layer import RefinerLayer
+        from resonance_os.quality.reward import WritingReward
+
+        if profile is not None and hrv is not None:
+            raise ValidationError("give --profile or --hrv, not both")
+        target, label = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
+        text = read_source(source)
+        paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+        if not paragraphs:
+            raise ValidationError(f"{source!r} has no text to edit; give a file with at least one sentence")
+        reward = WritingReward()
+        refiner = RefinerLayer(reward=reward)
+        results = [refiner.refine_to_target(p, target, seed=seed + i) for i, p in enumerate(paragraphs)]
+        edited = "\n\n".join(r.text for r in results)
+        if out is not None:
+            write_atomically(out, edited + "\n")
+        before, after = reward.score("\n\n".join(paragraphs), target), reward.score(edited, target)
+        return paragraphs, results, edited, before, after, target, label
+
+    paragraphs, results, edited, before, after, target, label = run_reporting_user_errors(run)
+    if as_json:
+        payload = {
+            "text": edited,
+            "edits": [edit for r in results for edit in r.edits],
+            "hrv_before": dict(zip(HRV_DIMENSIONS, before.hrv)),
+            "hrv_after": dict(zip(HRV_DIMENSIONS, after.hrv)),
+            "reward_before": before.reward,
+            "reward_after": after.reward,
+        }
+        typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
+        return
+    diff = [line for p, r in zip(paragraphs, results) for line in sentence_diff(p, r.text)]
+    for line in diff or ["(no edit closed the gap without costing quality; the text is unchanged)"]:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan"
+        console.print(f"[{style}]{line}[/{style}]" if line[:1] in "+-@" else line, markup=True)
+    table = Table("dimension", "target", "before", "after", title=f"target: {label}")
+    for name, t, b, a in zip(HRV_DIMENSIONS, target, before.hrv, after.hrv):
+        table.add_row(name, f"{t:.3f}", f"{b:.3f}", f"{a:.3f}")
+    table.caption = (
+        f"reward {before.reward:.3f} -> {after.reward:.3f} (quality {before.quality:.3f} -> {after.quality:.3f};"
+        f" {sum(len(r.edits) for r in results)} edits)"
+    )
+    console.print(table)
