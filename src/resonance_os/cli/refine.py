@@ -15,10 +15,9 @@ from rich.table import Table
 
 from resonance_os.cli.analyze import read_source
 from resonance_os.cli.errors import run_reporting_user_errors
-from resonance_os.cli.hrv_option import parse_hrv_option
+from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiles.storage import STORE_ENV
 
 console = Console(highlight=False)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
@@ -52,14 +51,8 @@ def write_atomically(path: str, text: str) -> None:
 
 def refine(
     source: str = typer.Argument(..., help="Text file to edit (UTF-8), or - to read standard input."),
-    profile: str = typer.Option(
-        None,
-        "--profile",
-        help="Target profile 'tenant/name' (built-ins: builtin/professional, builtin/creative, builtin/technical).",
-    ),
-    hrv: str = typer.Option(
-        None, "--hrv", help="Target HRV: 8 comma-separated numbers in [0, 1], in HRV order."
-    ),
+    profile: str = ProfileOpt,
+    hrv: str = HrvOpt,
     out: str = typer.Option(None, "--out", help="Write the edited text to this file (atomically)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the edit order (same seed, same edits)."),
     as_json: bool = typer.Option(
@@ -67,13 +60,7 @@ def refine(
         "--json",
         help="Print JSON with keys text, edits, hrv_before, hrv_after, reward_before, reward_after.",
     ),
-    store: str = typer.Option(
-        None,
-        "--store",
-        envvar=STORE_ENV,
-        help="Profile store (folder or SQLAlchemy URL).",
-        show_default=False,
-    ),
+    store: str = StoreOpt,
 ) -> None:
     """Edit a text toward a profile with the refiner's operators (hedges, boosters, questions, similes,
     voice, sentence splits and merges, word swaps), keeping only edits that close the style gap without
