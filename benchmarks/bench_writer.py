@@ -9,7 +9,17 @@ HRVs measured by the ``HRVExtractor`` on real human paragraphs (~85 words: the s
 writing. Prints per-dimension and overall mean absolute error side by side with the ratio, then
 paragraphs/second (CPU time of this one process and wall clock).
 
+``--backend local`` benchmarks the language-model drafts instead: 3-paragraph articles for 20
+prompts x the 3 built-in profiles (``--articles`` takes the first N of those 60 pairs, profiles
+rotating), written by the local SmolLM2 backend and, for the same pairs, the template draft mode.
+Per article: the largest share of one paragraph's word 4-grams found in another paragraph (goal
+<= 20%), meta-text phrases (goal none), mean |gap| to the target before any edits (the issue's 0.08
+is for after the refiner's edits), the writing reward and its terms, and wall seconds (goal <= 90 s
+on the 2-core machine; the 1-minute load average is printed beside it). The previous build's local
+backend figures (issue 12) stand beside them.
+
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_writer.py [--pairs 240]
+    .venv/bin/python benchmarks/bench_writer.py --backend local [--articles 60]
 """
 
 from __future__ import annotations
@@ -31,6 +41,8 @@ from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.profiling.hrv_extractor import HRVExtractor  # noqa: E402
+from resonance_os.quality.repetition import meta_text  # noqa: E402
+from resonance_os.quality.text_units import sentence_words  # noqa: E402
 
 PROMPTS = [
     "remote work and team culture",
@@ -45,7 +57,22 @@ PROMPTS = [
     "how museums use virtual reality",
     "coffee, café culture and “third places”",
     "teaching kids to code",
+    "night trains across Europe",
+    "repairing things instead of replacing them",
+    "the first year of running a small farm",
+    "why local newspapers still matter",
+    "walking meetings",
+    "volunteering at a food bank",
+    "restoring an old sailing boat",
+    "the habit of writing every morning",
 ]
+PREVIOUS_LOCAL = {
+    "max 4-gram share between paragraphs": "100% (paragraph 1 repeated as 2 and 3)",
+    "articles with meta-text": 'yes ("Here\'s a more polished version ...")',
+    "mean |gap| to target": "0.119",
+    "wall s per article": "96-1,209",
+}
+"""The previous build's local backend, as measured for issue 12 (not re-run: that code is gone)."""
 
 
 def targets(n_pairs: int) -> list[tuple[str, list[float]]]:
@@ -82,14 +109,108 @@ def run(writer: HumanResonantWriter, pairs, label: str, aim: bool = True) -> tup
     return np.array(errors), len(pairs) / cpu, len(pairs) / wall
 
 
+def max_shared_4grams(paragraphs: list[str]) -> float:
+    """The largest share of one paragraph's word 4-grams that occur in another paragraph."""
+    grams = [
+        [tuple(w[i : i + 4]) for i in range(len(w) - 3)]
+        for w in ([x for s in sentence_words(p) for x in s] for p in paragraphs)
+    ]
+    shares = [
+        sum(g in set().union(*(set(o) for j, o in enumerate(grams) if j != i)) for g in own) / len(own)
+        for i, own in enumerate(grams)
+        if own and len(grams) > 1
+    ]
+    return max(shares, default=0.0)
+
+
+def article_rows(writer: HumanResonantWriter, pairs: list[tuple[str, str, list[float]]]) -> list[dict]:
+    """One dict of figures per (prompt, profile, target) article."""
+    rows = []
+    for i, (prompt, profile, target) in enumerate(pairs):
+        start = time.perf_counter()
+        article = writer.generate(prompt, target_hrv=target, num_paragraphs=3, seed=i)
+        wall = time.perf_counter() - start
+        score = article.score
+        rows.append(
+            {
+                "share": max_shared_4grams(article.paragraphs),
+                "meta": len(meta_text(article.text)),
+                "gap": article.mean_absolute_error,
+                "reward": score.reward,
+                "fluency": score.fluency,
+                "coherence": score.coherence,
+                "topic": score.topic,
+                "repetition": score.repetition,
+                "wall": wall,
+                "load": os.getloadavg()[0],
+            }
+        )
+        print(
+            f"  {writer.backend_name}: {prompt!r} x {profile}: {wall:.1f} s, gap {article.mean_absolute_error:.3f},"
+            f" reward {score.reward:.3f}, share {rows[-1]['share']:.2f}, meta {rows[-1]['meta']}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return rows
+
+
+def bench_articles(n_articles: int) -> None:
+    """The ``--backend local`` table: local-model articles beside template draft mode and the old build."""
+    profiles = list(BUILTIN_TEMPLATES.values())
+    pairs = [
+        (PROMPTS[i // 3], profiles[i % 3].name, profiles[i % 3].vector.to_list())
+        for i in range(len(PROMPTS) * 3)
+    ][:n_articles]
+    extractor = HRVExtractor()
+    results = {
+        name: article_rows(HumanResonantWriter(backend=name, extractor=extractor), pairs)
+        for name in ("builtin", "local")
+    }
+
+    def mean(name: str, key: str) -> float:
+        return float(np.mean([r[key] for r in results[name]]))
+
+    print(
+        f"\n{len(pairs)} articles (3 paragraphs; prompts x built-in profiles {', '.join(p for _, p, _ in pairs[:3])}), seed = index\n"
+    )
+    print("| figure | template draft mode | local SmolLM2 (this build) | local (previous build, issue 12) |")
+    print("|---|---|---|---|")
+    rows = [
+        ("max 4-gram share between paragraphs (goal <= 20%)", "share", "{:.0%}", max),
+        ("articles with meta-text (goal 0)", "meta", "{:.0f}", lambda v: sum(x > 0 for x in v)),
+        ("mean |gap| to target, before edits", "gap", "{:.3f}", np.mean),
+        ("wall s per article (goal <= 90)", "wall", "{:.1f}", np.mean),
+    ]
+    for label, key, fmt, agg in rows:
+        cells = [fmt.format(agg([r[key] for r in results[name]])) for name in ("builtin", "local")]
+        print(
+            f"| {label} | {cells[0]} | {cells[1]} | {PREVIOUS_LOCAL[label.split(' (goal')[0].split(', before')[0]]} |"
+        )
+    for key in ("reward", "fluency", "coherence", "topic", "repetition"):
+        print(f"| {key} (mean) | {mean('builtin', key):.3f} | {mean('local', key):.3f} | - |")
+    print(
+        f"| max wall s per article | {max(r['wall'] for r in results['builtin']):.1f} | {max(r['wall'] for r in results['local']):.1f} | 1,209 |"
+    )
+    print(
+        f"\n1-minute load average during the local runs: {mean('local', 'load'):.2f} on {os.cpu_count()} cores"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=240, help="number of (target, prompt) pairs (>= 200)")
+    parser.add_argument(
+        "--backend", choices=("builtin", "local"), default="builtin", help="what to benchmark"
+    )
+    parser.add_argument("--articles", type=int, default=60, help="--backend local: articles (<= 60)")
     args = parser.parse_args()
+    if args.backend == "local":
+        bench_articles(args.articles)
+        return
     pairs = targets(args.pairs)
     extractor = HRVExtractor()
-    raw_writer = HumanResonantWriter(refine=False, extractor=extractor)
-    refined_writer = HumanResonantWriter(extractor=extractor)
+    raw_writer = HumanResonantWriter(backend="builtin", refine=False, extractor=extractor)
+    refined_writer = HumanResonantWriter(backend="builtin", extractor=extractor)
     raw_writer.generate("warm-up", num_paragraphs=1, seed=0)
     refined_writer.generate("warm-up", num_paragraphs=1, seed=0)
     ignored, _, _ = run(raw_writer, pairs, "target ignored", aim=False)

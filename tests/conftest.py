@@ -1,9 +1,13 @@
-"""Shared test set-up: one thread per process so the suite is fast and deterministic on 2 cores."""
+"""Shared test set-up: one thread per process and no real language model, so the suite is fast and
+deterministic on 2 cores."""
 
 import os
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# The fast suite never loads the real language model: callers that do not name a backend get the
+# template composer (tests of the default selection clear this).
+os.environ.setdefault("RESONANCE_BACKEND", "builtin")
 
 try:
     import torch

@@ -8,22 +8,38 @@ runner = CliRunner()
 
 
 def test_generate_prints_article_and_target_vs_measured_table():
-    result = runner.invoke(app, ["generate", "remote work", "--paragraphs", "2", "--seed", "3"])
+    result = runner.invoke(
+        app, ["generate", "remote work", "--paragraphs", "2", "--seed", "3", "--backend", "builtin"]
+    )
     assert result.exit_code == 0, result.output
     assert "remote work" in result.stdout.lower()
     for header in ("dimension", "target", "measured", "storytelling_index", "writing reward", "fluency"):
         assert header in result.stdout
+    assert "template draft mode" in result.stdout  # the template composer says what it is
 
 
 def test_generate_json_with_hrv_and_profile():
     hrv = "0.5,0.6,0.5,0.6,0.2,0.1,0.5,0.9"
     result = runner.invoke(
-        app, ["generate", "tea", "--hrv", hrv, "--paragraphs", "1", "--seed", "1", "--json"]
+        app,
+        [
+            "generate",
+            "tea",
+            "--hrv",
+            hrv,
+            "--paragraphs",
+            "1",
+            "--seed",
+            "1",
+            "--json",
+            "--backend",
+            "builtin",
+        ],
     )
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert list(data["target_hrv"].values()) == [0.5, 0.6, 0.5, 0.6, 0.2, 0.1, 0.5, 0.9]
-    assert len(data["paragraphs"]) == 1 and data["backend"] == "builtin"
+    assert len(data["paragraphs"]) == 1 and data["backend"] == "builtin (template draft mode)"
     assert set(data["quality"]) == {"fluency", "coherence", "topic", "repetition"}
     assert 0.0 < data["reward"] <= 1.0
     creative = runner.invoke(app, ["generate", "tea", "--profile", "builtin/creative", "--json"])

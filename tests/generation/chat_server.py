@@ -1,9 +1,11 @@
 """A real HTTP server on 127.0.0.1 speaking the OpenAI chat-completions API, for backend tests.
 
-Replies are deterministic: a first draft is a plain expository paragraph about the requested
-focus; a revision request (the writer's "Revise this paragraph" prompt) gets the same paragraph
-with a question and a simile added when the notes ask for them. ``fail_first`` makes the first N
-requests answer HTTP 500 (to exercise retries); ``delay`` sleeps before answering (timeouts).
+Replies are deterministic: a plain expository paragraph about the requested focus (one text for an
+opening, another for a closing paragraph), with a question and a simile added when the instructions
+ask for them ("ask a question", "simile"). A request with ``n`` gets ``n`` choices unless
+``honour_n`` is False (like llama.cpp, one choice); choice 1 leaks a meta-text line. ``fail_first``
+makes the first N requests answer HTTP 500 (to exercise retries); ``delay`` sleeps before answering
+(timeouts).
 """
 
 from __future__ import annotations
@@ -19,13 +21,19 @@ DRAFT = (
     "quiet. Managers publish the schedule early. People keep notes in one shared place, and the notes "
     "are read by everyone."
 )
+CLOSING = (
+    "In the end, {focus} rewards patience more than rules. A small habit, kept for a season, outlasts a "
+    "grand plan that nobody follows. Start with one change this month and watch what grows from it."
+)
+META = "Here is the paragraph you asked for:"
 
 
 class ChatServer:
-    def __init__(self, fail_first: int = 0, delay: float = 0.0) -> None:
+    def __init__(self, fail_first: int = 0, delay: float = 0.0, honour_n: bool = True) -> None:
         self.requests: list[dict] = []
         self.fail_first = fail_first
         self.delay = delay
+        self.honour_n = honour_n
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -46,6 +54,8 @@ class ChatServer:
                     self._send(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
                     return
                 content = server.reply(body["messages"])
+                n = body.get("n", 1) if server.honour_n else 1
+                replies = [f"{META}\n{content}" if i == 1 else content for i in range(n)]
                 self._send(
                     200,
                     {
@@ -55,10 +65,11 @@ class ChatServer:
                         "model": body["model"],
                         "choices": [
                             {
-                                "index": 0,
-                                "message": {"role": "assistant", "content": content},
+                                "index": i,
+                                "message": {"role": "assistant", "content": reply},
                                 "finish_reason": "stop",
                             }
+                            for i, reply in enumerate(replies)
                         ],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
                     },
@@ -85,15 +96,16 @@ class ChatServer:
     @staticmethod
     def reply(messages: list[dict]) -> str:
         user = messages[-1]["content"]
-        if user.startswith("Revise this paragraph"):
-            paragraph = user.split("\n\n")[1]
-            if "curiosity_index" in user:
-                paragraph += " Why does the quiet afternoon matter so much?"
-            if "metaphor_density" in user:
-                paragraph += " The calendar works like a metronome for the whole team."
-            return paragraph
-        focus = re.search(r"Mention '([^']*)'", user)
-        return DRAFT.format(focus=(focus.group(1) if focus else "The topic").capitalize())
+        focus = re.search(r"(?:Introduce|example about|thought on) ([^.]*)\.", user)
+        focus_text = focus.group(1) if focus else "the topic"
+        if "closing paragraph" in user:
+            return CLOSING.format(focus=focus_text)
+        paragraph = DRAFT.format(focus=focus_text.capitalize())
+        if "ask a question" in user:
+            paragraph += " Why does the quiet afternoon matter so much?"
+        if "simile" in user:
+            paragraph += " The calendar works like a metronome for the whole team."
+        return paragraph
 
     def __enter__(self) -> ChatServer:
         self.thread.start()

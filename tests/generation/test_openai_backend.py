@@ -8,9 +8,11 @@ pytest.importorskip("openai")
 
 from chat_server import ChatServer  # noqa: E402
 
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
 from resonance_os.generation.backends.base import BackendError  # noqa: E402
 from resonance_os.generation.backends.openai_backend import OpenAIBackend  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.generation.llm_writing import GAP_ADVICE  # noqa: E402
 
 CREATIVE = [0.6, 0.65, 0.6, 0.55, 0.35, 0.3, 0.7, 0.93]
 
@@ -21,41 +23,41 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_writer_drafts_then_reprompts_with_measured_gaps():
+def test_writer_samples_candidates_at_once_then_reprompts_with_plain_advice():
     with ChatServer() as server:
         backend = OpenAIBackend(base_url=server.base_url, model="tiny-chat", api_key="k", max_retries=0)
-        article = HumanResonantWriter(backend=backend).generate(
+        article = HumanResonantWriter(backend=backend, candidates=3, rounds=1).generate(
             "remote work", target_hrv=CREATIVE, num_paragraphs=2, seed=1
         )
     assert article.backend == "openai"
-    assert len(article.paragraphs) == 2
-    assert all("Remote work" in p for p in article.paragraphs)
+    assert len(article.paragraphs) == 2 and article.paragraphs[0].startswith("Remote work")
+    assert all("Here is" not in p for p in article.paragraphs)  # the meta-text line was filtered
     bodies = [r["body"] for r in server.requests]
-    assert all(b["model"] == "tiny-chat" for b in bodies)
+    assert all(b["model"] == "tiny-chat" and b["n"] == 3 for b in bodies)
     assert server.requests[0]["auth"] == "Bearer k"
-    first = bodies[0]["messages"][-1]["content"]
-    assert "ask several questions" in first or "ask one question" in first  # targets became instructions
-    revisions = [
-        b["messages"][-1]["content"] for b in bodies if b["messages"][-1]["content"].startswith("Revise")
-    ]
-    assert revisions, "the loop re-prompts when the draft is off target"
-    assert "curiosity_index" in revisions[0] and "target 0." in revisions[0]
+    prompts = [b["messages"][-1]["content"] for b in bodies]
+    for text in prompts:
+        assert not any(name in text or name.replace("_", " ") in text for name in HRV_DIMENSIONS)
+        assert article.paragraphs[0] not in text  # no earlier paragraph is pasted
+    advice = {phrase for pair in GAP_ADVICE.values() for phrase in pair}
+    # re-prompted with plain advice
+    assert len(prompts) > 2 and any(phrase in prompts[1].lower() for phrase in advice)
     llm_steps = [t for t in article.trace if t["layer"] == "llm"]
-    # the draft with the highest writing reward is kept: for paragraph 1 a revision (question + simile
-    # added) that is closer to the curious, figurative target; paragraph 2 repeats paragraph 1 word for
-    # word in every draft, which the reward's repetition term zeroes
     assert all(s["draft_rewards"][s["chosen_draft"]] == max(s["draft_rewards"]) for s in llm_steps)
-    first, second = llm_steps
-    assert (
-        first["chosen_draft"] > 0 and first["draft_errors"][first["chosen_draft"]] < first["draft_errors"][0]
-    )
-    assert second["draft_rewards"] == [0.0] * len(second["draft_rewards"])
+
+
+def test_servers_that_ignore_n_get_one_request_per_candidate():
+    with ChatServer(honour_n=False) as server:
+        backend = OpenAIBackend(base_url=server.base_url, model="m", max_retries=0)
+        replies = backend.sample([{"role": "user", "content": "Introduce tea."}], 3, seed=5)
+    assert len(replies) == 3 and all(r.startswith("Tea changes") for r in replies)
+    assert [r["body"].get("seed") for r in server.requests] == [5, 6, 7]
 
 
 def test_retries_server_errors_with_backoff():
     with ChatServer(fail_first=1) as server:
         backend = OpenAIBackend(base_url=server.base_url, model="m", max_retries=2)
-        reply = backend.complete([{"role": "user", "content": "Mention 'tea'. hi"}])
+        reply = backend.complete([{"role": "user", "content": "Introduce tea. hi"}])
     assert reply.startswith("Tea changes")
     assert len(server.requests) == 2
 

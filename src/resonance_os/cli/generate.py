@@ -42,11 +42,12 @@ def generate(
     hrv: str = HrvOpt,
     paragraphs: int = typer.Option(3, "--paragraphs", min=1, max=20, help="Number of paragraphs (1-20)."),
     backend: str = typer.Option(
-        "builtin",
+        None,
         "--backend",
-        help="builtin (no model), openai (OpenAI-compatible server) or local (SmolLM2).",
+        help="local (SmolLM2; the default when installed), openai (OpenAI-compatible server) or builtin "
+        "(template draft mode, no model; the default otherwise).",
     ),
-    seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same article (builtin backend)."),
+    seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same article (builtin, local)."),
     as_json: bool = typer.Option(False, "--json", help="Print the article, HRVs and trace as JSON."),
     policy: Path = typer.Option(
         None,
@@ -66,7 +67,7 @@ def generate(
         if policy is not None:
             from resonance_os.evolution.hr_policy import write_with_policy
 
-            if backend != "builtin":
+            if backend not in (None, "builtin"):
                 raise ValidationError("--policy works with the builtin backend; drop --backend or --policy")
             return write_with_policy(
                 policy,
@@ -86,6 +87,18 @@ def generate(
     if as_json:
         typer.echo(json.dumps(article.to_dict(), indent=2, ensure_ascii=False))
         return
+    print_article(article)
+
+
+def print_article(article) -> None:
+    """The article's text, a draft-mode notice for the template composer, and its HRV table."""
+    from resonance_os.generation.human_resonant_writer import DRAFT_MODE
+
     console.print(article.text, markup=False)
+    if article.backend == DRAFT_MODE:
+        console.print(
+            "[yellow]template draft mode: the built-in composer, not a language model; install the "
+            "local model (make install) or pass --backend local|openai for real drafts[/yellow]"
+        )
     console.print()
     console.print(article_table(article))

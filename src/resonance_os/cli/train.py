@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import fail, run_reporting_user_errors
-from resonance_os.cli.generate import article_table
+from resonance_os.cli.generate import article_table, print_article
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
@@ -36,6 +36,7 @@ METRIC_ROWS = (
     "fps",
 )
 EVAL_EPISODES = 20
+DEMO_PROMPT = "remote work and team culture"
 
 
 def _train(
@@ -128,8 +129,10 @@ def demo(
     timesteps: int = typer.Option(5000, "--timesteps", min=1, help="Environment steps to train for."),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
 ) -> None:
-    """The `make run` job: measure the sample article, train PPO on the default profile, write with it."""
+    """The `make run` job: measure the sample article, draft an article with the default backend (the
+    local language model when installed), train PPO on the default profile, write with it."""
     from resonance_os.evolution.hr_policy import write_with_policy
+    from resonance_os.generation.human_resonant_writer import HumanResonantWriter
     from resonance_os.profiles.templates import DEFAULT_PROFILE
     from resonance_os.profiling import sample_article
     from resonance_os.profiling.hrv_extractor import HRVExtractor
@@ -146,13 +149,22 @@ def demo(
     table.caption = f"resonance with {DEFAULT_PROFILE.key}: {SimilarityCalculator().calculate_similarity(hrv, target):.3f} (cosine)"
     console.print(table)
 
+    writer = run_reporting_user_errors(HumanResonantWriter)
     console.print(
-        f"\n[bold]2. Training PPO in HRWritingEnv toward {DEFAULT_PROFILE.key} for {timesteps} timesteps[/bold]"
+        f"\n[bold]2. An article drafted by the default backend ({writer.backend_name}) toward "
+        f"{DEFAULT_PROFILE.key}[/bold]"
+    )
+    print_article(
+        run_reporting_user_errors(lambda: writer.generate(DEMO_PROMPT, target_hrv=target, seed=seed))
+    )
+
+    console.print(
+        f"\n[bold]3. Training PPO in HRWritingEnv toward {DEFAULT_PROFILE.key} for {timesteps} timesteps[/bold]"
     )
     result = run_reporting_user_errors(lambda: _train(None, None, timesteps, out, seed, None, 1, True))
     _report(result, out)
 
-    console.print("\n[bold]3. A sample article written with the trained policy[/bold]")
-    article = write_with_policy((result["model"], result["env"]), "remote work and team culture", seed=seed)
+    console.print("\n[bold]4. An article written with the trained policy (template draft mode)[/bold]")
+    article = write_with_policy((result["model"], result["env"]), DEMO_PROMPT, seed=seed)
     console.print(article.text, markup=False)
     console.print(article_table(article))

@@ -161,11 +161,11 @@ class HRWritingEnv(gym.Env):
             raise ValidationError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if reward_model is not None and not callable(getattr(reward_model, "predict", None)):
             raise ValidationError("reward_model must have a predict(text, target_hrv) -> float method")
-        self.writer = writer or HumanResonantWriter(refine=False)
+        self.writer = writer or HumanResonantWriter(backend="builtin", refine=False)
         if not hasattr(self.writer, "sentence_layer"):
             raise ValidationError(
                 f"HRWritingEnv needs a writer with the built-in backend, got backend {self.writer.backend_name!r}; "
-                "pass HumanResonantWriter() or writer=None"
+                "pass HumanResonantWriter(backend='builtin') or writer=None"
             )
         if targets is not None:
             if target_hrv is not None or profile is not None:

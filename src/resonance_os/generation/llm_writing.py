@@ -1,113 +1,142 @@
-"""Writing with a chat model: the planner's targets as style instructions, and re-prompting with gaps.
+"""Writing with a chat model: short instructions, several sampled candidates, the best by the reward.
 
-``write_paragraph`` asks for one paragraph in the style the target implies, measures it, and while a
-dimension is off by more than the tolerance re-prompts with the measured gaps spelt out ("curiosity:
-measured 0.05, target 0.35: ask a question"), keeping the closest draft.
+Prompts are written for a small model (SmolLM2-135M follows a few plain sentences, not a brief):
+the paragraph's place in the outline (its role and focus topic, never the earlier paragraphs'
+text, which a small model copies), the ``STYLE_NOTES`` style notes whose target is furthest from
+neutral, and a sentence count. No metric names reach the model. ``write_paragraph`` asks the backend
+for ``candidates`` replies at once (``backend.sample``: one batched ``generate`` for the local model,
+``n=`` for a server), cleans each (``clean_reply``: markdown, meta-text lines and sentences, sentences
+copied from the earlier paragraphs, repeated sentences, an unfinished last sentence), scores the
+survivors with the writing reward (prompt for the topic term, earlier paragraphs for the copy
+check) and keeps the best. While the best misses its target by more than the tolerance (mean
+|gap|), another batch is sampled with the largest gaps turned into plain advice ("ask a question").
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from resonance_os.core.hrv_constants import HRV_DESCRIPTIONS, HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
+from resonance_os.profiling.sentences import split_sentences
+from resonance_os.quality.repetition import meta_text
 
 if TYPE_CHECKING:
     from resonance_os.quality.reward import WritingReward
 
-SYSTEM_PROMPT = (
-    "You are a careful writer. You write one paragraph of plain English prose at a time: no title, no "
-    "list, no markdown, no preamble, no quotation of these instructions."
-)
-GAP_ADVICE: dict[str, tuple[str, str]] = {
-    "sentence_variance": ("make sentence lengths more even", "mix very short sentences with long ones"),
-    "emotional_valence": ("use more negative, critical wording", "use more positive, warmer wording"),
-    "emotional_intensity": (
-        "tone the wording down, calmer and plainer",
-        "use stronger, more vivid emotional words",
-    ),
-    "assertiveness_index": (
-        "hedge more (perhaps, may, seems) and drop emphatic words",
-        "state claims more firmly (clearly, in fact), drop hedges",
-    ),
-    "curiosity_index": (
-        "ask fewer questions and drop words like why or wonder",
-        "ask a question or wonder aloud about something unknown",
-    ),
-    "metaphor_density": ("remove similes and figurative comparisons", "add a simile (like a ..., as if ...)"),
-    "storytelling_index": (
-        "write in the present tense, without anecdotes, people or time markers",
-        "tell it as a small story: past tense, a person, time markers",
-    ),
-    "active_voice_ratio": (
-        "use the passive voice in a sentence or two",
-        "rewrite passive sentences in the active voice",
-    ),
+SYSTEM_PROMPT = "You are a writer. Reply with one paragraph of plain prose and nothing else."
+ROLE_TASKS: dict[str, str] = {
+    "opening": "Write the opening paragraph of a short article about {prompt}. Introduce {focus}.",
+    "development": "Write a middle paragraph of a short article about {prompt}. Give a concrete example about {focus}.",
+    "close": "Write the closing paragraph of a short article about {prompt}. End with a clear thought on {focus}.",
 }
+STYLE_NOTES = 3
+"""Style notes per prompt: a small model follows two or three, not eight."""
+COPY_SHARE = 0.5
+"""A sentence with at least this share of its word 4-grams in the earlier paragraphs is a copy."""
+MAX_SENTENCE_WORDS = 50
+"""Longer sentences are a small model's run-ons (clauses strung together without sense) and are dropped."""
+GAP_ADVICE: dict[str, tuple[str, str]] = {
+    "sentence_variance": ("keep sentence lengths even", "mix very short sentences with long ones"),
+    "emotional_valence": ("use more critical wording", "use warmer, more positive wording"),
+    "emotional_intensity": ("use calmer, plainer wording", "use stronger, more vivid words"),
+    "assertiveness_index": ("hedge with words like perhaps and may", "state claims firmly"),
+    "curiosity_index": ("ask no questions", "ask a question"),
+    "metaphor_density": ("stay literal, no comparisons", "add a simile with like or as if"),
+    "storytelling_index": ("write in the present tense, no story", "tell a short story in the past tense"),
+    "active_voice_ratio": ("use the passive voice once or twice", "use the active voice"),
+}
+"""Plain advice to lower (first) or raise (second) each dimension, in the words a writer would use."""
 
-
-_PREAMBLE = re.compile(
-    r"^[^:\n]{0,200}\b(?:paragraph|version|revision|text)\b[^:\n]{0,40}:\s*", re.IGNORECASE
+ASSISTANT_TALK = re.compile(
+    r"\b(?:here's|here is|here are|your requested|in this (?:paragraph|article))\b"
+    r"|\b(?:the|this|your|original) (?:opening |closing |following |next )?(?:paragraph|sentence|prompt|instruction)s?\b"
+    r"|\[[\w ]+\]|\bI(?:'ve| have) (?:re)?written\b|\bI(?:'ll| will) (?:explore|discuss|examine|share)\b",
+    re.IGNORECASE,
+)
+"""Assistant talk a small model mixes into its prose ("Here's an example of how you can incorporate
+your requested text", "This opening sentence sets the tone", "In the following paragraphs, I'll
+explore", "[city_name]"), beyond the reward's
+meta-text patterns; a sentence with it is dropped."""
+_BULLET = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+")
+_LABEL = re.compile(
+    r"^(?:paragraph|title|article|opening|closing|conclusion)\b[^:\n]{0,20}:\s*", re.IGNORECASE
 )
 
 
-def _clean_reply(reply: str) -> str:
-    """One paragraph of prose from a model reply.
+def _ngrams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
-    Drops markdown, headings, list bullets, surrounding quotes, a preamble such as "Here's the
-    revised paragraph:" and an unfinished last sentence (a reply cut off at the token limit).
+
+def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
+    """One paragraph of prose from a model reply, or ``""`` when nothing usable is left.
+
+    Drops headings, markdown, bullets, labels ("Paragraph 2:"), lines ending in a colon (a preamble),
+    every sentence with meta-text (``quality.repetition.meta_text``: "Here is the revised
+    paragraph", metric names) or ``ASSISTANT_TALK``,
+    sentences that copy the ``previous`` paragraphs (``COPY_SHARE`` of their 4-grams), repeat an
+    earlier sentence or run on past ``MAX_SENTENCE_WORDS`` words, surrounding quotes and an unfinished last sentence (cut at the token limit).
     """
-    lines = [line.strip() for line in reply.strip().splitlines() if line.strip()]
-    lines = [line for line in lines if not line.startswith("#")]
-    text = " ".join(re.sub(r"^[-*\u2022]\s+", "", line) for line in lines)
-    text = _PREAMBLE.sub("", re.sub(r"[*_`]", "", text).strip())
+    lines = [re.sub(r"[*_`]", "", line).strip() for line in reply.splitlines() if not line.startswith("#")]
+    lines = [_LABEL.sub("", _BULLET.sub("", line)) for line in lines if line and not line.endswith(":")]
+    text = " ".join(lines)
     if len(text) > 1 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
-    last_end = max(text.rfind("."), text.rfind("!"), text.rfind("?"))
-    if 0 < last_end < len(text) - 1 and not text[last_end + 1 :].strip().startswith('"'):
-        text = text[: last_end + 1]
-    return text
+    seen = set().union(*(_ngrams([w for s in split_sentences(p) for w in s.lowers]) for p in previous))
+    kept: list[str] = []
+    for sentence in split_sentences(text):
+        own = _ngrams(sentence.lowers)
+        piece = text[slice(*sentence.span())].strip()
+        if (
+            len(sentence.lowers) > MAX_SENTENCE_WORDS
+            or meta_text(piece)
+            or ASSISTANT_TALK.search(piece)
+            or (own and len(own & seen) >= COPY_SHARE * len(own))
+            or piece in kept
+        ):
+            continue
+        kept.append(piece)
+        seen |= own
+    if kept and kept[-1][-1] not in ".!?\"'\u201d)":
+        kept.pop()  # unfinished: the reply hit the token limit mid-sentence
+    return " ".join(kept)
 
 
-def paragraph_messages(prompt: str, outline: Outline, previous: list[str]) -> list[dict[str, str]]:
-    """Chat messages asking for one paragraph of the outline in its style."""
-    context = ""
-    if previous:
-        context = "The article so far:\n\n" + "\n\n".join(previous) + "\n\n"
-    user = (
-        f"{context}Write paragraph {outline.index + 1} (the {outline.role}) of a short article on: {prompt}\n"
-        f"Mention '{outline.focus}'. About {outline.sentences} sentences.\n"
-        "Style: " + "; ".join(outline.notes) + "."
-    )
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+def style_instructions(target: Sequence[float], notes: Sequence[str], count: int = STYLE_NOTES) -> list[str]:
+    """The ``count`` notes (``Outline.notes``, one per dimension) whose target is furthest from 0.5."""
+    order = sorted(range(len(HRV_DIMENSIONS)), key=lambda d: -abs(target[d] - 0.5))
+    return [notes[d] for d in sorted(order[:count])]
 
 
-def revision_messages(
-    paragraph: str, target: list[float], measured: list[float], tolerance: float
-) -> list[dict[str, str]]:
-    """Chat messages asking to revise ``paragraph``, listing each dimension that is off target."""
-    lines = []
-    for name, t, m in zip(HRV_DIMENSIONS, target, measured):
-        if abs(t - m) > tolerance:
-            advice = GAP_ADVICE[name][1 if t > m else 0]
-            lines.append(f"- {name} ({HRV_DESCRIPTIONS[name]}): measured {m:.2f}, target {t:.2f}: {advice}")
-    user = (
-        "Revise this paragraph. Keep its topic and length; change only what the notes ask.\n\n"
-        f"{paragraph}\n\nNotes:\n" + "\n".join(lines) + "\n\nReply with the revised paragraph only."
-    )
+def gap_advice(target: Sequence[float], measured: Sequence[float], count: int = STYLE_NOTES) -> list[str]:
+    """Plain advice for the ``count`` largest gaps between ``measured`` and ``target`` (no metric names)."""
+    gaps = [t - m for t, m in zip(target, measured)]
+    order = sorted(range(len(HRV_DIMENSIONS)), key=lambda d: -abs(gaps[d]))[:count]
+    return [GAP_ADVICE[HRV_DIMENSIONS[d]][gaps[d] > 0] for d in sorted(order)]
+
+
+def paragraph_messages(prompt: str, outline: Outline, instructions: Sequence[str]) -> list[dict[str, str]]:
+    """Chat messages asking for one paragraph: its task in the outline, the style ``instructions``
+    (plain phrases such as "ask a question") and its length. No earlier paragraph is included."""
+    task = ROLE_TASKS[outline.role].format(prompt=prompt.strip().rstrip("."), focus=outline.focus)
+    style = " ".join(f"{note[0].upper()}{note[1:]}." for note in instructions)
+    user = f"{task} {style} Write {outline.sentences} sentences."
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 @dataclass
 class DraftLog:
-    """What happened to one paragraph: each draft's HRV error and writing reward, and the chosen one."""
+    """What happened to one paragraph: each scored candidate's HRV error (mean |gap|) and writing
+    reward in sampling order, the chosen one's index, and how many replies the filters emptied."""
 
     errors: list[float] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
     chosen: int = 0
+    dropped: int = 0
 
 
 def write_paragraph(
@@ -120,28 +149,35 @@ def write_paragraph(
     tolerance: float,
     rounds: int,
     seed: int | None,
+    candidates: int = 4,
 ) -> tuple[str, list[float], DraftLog]:
-    """(paragraph, its measured HRV, log): one draft plus up to ``rounds`` measured revisions; the
-    draft with the highest writing reward (``reward``, checked against ``previous`` for copying) wins."""
+    """(paragraph, its measured HRV, log): ``candidates`` sampled replies, cleaned and scored by
+    ``reward`` (against ``previous`` for copying); up to ``rounds`` more batches, with gap advice,
+    while the best misses ``target`` by more than ``tolerance`` (mean |gap|). The highest reward wins.
+    Raises ``BackendError`` when no reply survives the filters."""
     log = DraftLog()
     best: tuple[str, list[float]] | None = None
-    text, hrv = "", list(target)
-    messages = paragraph_messages(prompt, outline, previous)
+    instructions = style_instructions(target, outline.notes)
     for round_index in range(rounds + 1):
-        if round_index:
-            if max(abs(t - m) for t, m in zip(target, hrv)) <= tolerance:
+        if best is not None:
+            if log.errors[log.chosen] <= tolerance:
                 break
-            messages = revision_messages(text, target, hrv, tolerance)
-        draft_seed = None if seed is None else seed + round_index
-        text = _clean_reply(backend.complete(messages, seed=draft_seed)) or text
-        if not text:
-            raise BackendError(
-                f"the {backend.name} backend returned no usable text for paragraph {outline.index + 1}"
-            )
-        scored = reward.score(text, target, prompt=prompt, context=previous)
-        hrv = scored.hrv
-        log.errors.append(sum(abs(t - m) for t, m in zip(target, hrv)) / len(target))
-        log.rewards.append(scored.reward)
-        if best is None or scored.reward > log.rewards[log.chosen]:
-            best, log.chosen = (text, hrv), len(log.rewards) - 1
+            instructions = gap_advice(target, best[1])
+        messages = paragraph_messages(prompt, outline, instructions)
+        replies = backend.sample(messages, candidates, None if seed is None else seed + round_index)
+        for reply in replies:
+            text = clean_reply(reply, previous)
+            if not text:
+                log.dropped += 1
+                continue
+            scored = reward.score(text, target, prompt=prompt, context=previous)
+            log.errors.append(sum(abs(t - m) for t, m in zip(target, scored.hrv)) / len(target))
+            log.rewards.append(scored.reward)
+            if best is None or scored.reward > log.rewards[log.chosen]:
+                best, log.chosen = (text, scored.hrv), len(log.rewards) - 1
+    if best is None:
+        raise BackendError(
+            f"the {backend.name} backend returned no usable text for paragraph {outline.index + 1} "
+            f"({log.dropped} replies were empty, meta-text or copies); try another seed"
+        )
     return best[0], best[1], log

