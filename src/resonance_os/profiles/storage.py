@@ -13,6 +13,7 @@ ends in a unique-constraint clash (two processes creating the same tenant at onc
 from __future__ import annotations
 
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -168,6 +169,21 @@ WRITE_OPTION = "resonance_write"
 """Execution option that makes a SQLite transaction start with ``BEGIN IMMEDIATE`` (see ``configure_sqlite``)."""
 
 
+def _set_wal(cursor) -> None:
+    """``PRAGMA journal_mode = WAL``, retried while another process holds the lock: switching a new
+    database to WAL needs an exclusive lock, and SQLite reports "database is locked" at once instead
+    of waiting out the busy timeout when two processes open the same new file together."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
 def configure_sqlite(engine: Engine, memory: bool = False) -> None:
     """WAL (file databases), a long busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` for connections
     run with ``execution_options(resonance_write=True)``, so a writer takes SQLite's write lock at
@@ -180,7 +196,7 @@ def configure_sqlite(engine: Engine, memory: bool = False) -> None:
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         if not memory:
-            cursor.execute("PRAGMA journal_mode = WAL")
+            _set_wal(cursor)
             cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
         cursor.close()
