@@ -4,8 +4,8 @@ Each edit moves one HRV dimension a known way (``docs/hrv.md``) and is written f
 (a model's draft, a user's text), not for one generator's phrase bank. They are conservative: an
 edit works only on sentence shapes it can parse with certainty and returns ``None`` otherwise:
 
-* openers (hedge "Generally,", booster "In fact,", evaluative "Fortunately,", time marker
-  "Eventually,") go only in front of a
+* openers (hedge "Generally,", booster "In fact,", time marker "Eventually,"; evaluative ones such
+  as "Fortunately," are only removed) go only in front of a
   sentence that starts with a function word, so lower-casing it cannot break a name;
 * voice changes need a short noun phrase on each side, a verb from the table below and no trailing
   clause: "The module is imported by the interpreter." <-> "The interpreter imports the module.";

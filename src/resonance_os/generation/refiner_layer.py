@@ -143,17 +143,14 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
         (1, +1): [
             _edit("warmer_word", lambda s, r: E.swap_word(s, E.VALENCE_SWAPS, True)),
             _edit("remove_negative_opener", lambda s, r: E.remove_opener(s, E.NEGATIVE_OPENERS)),
-            _add_opener("add_positive_opener", E.POSITIVE_OPENERS),
         ],
         (1, -1): [
             _edit("colder_word", lambda s, r: E.swap_word(s, E.VALENCE_SWAPS, False)),
             _edit("remove_positive_opener", lambda s, r: E.remove_opener(s, E.POSITIVE_OPENERS)),
-            _add_opener("add_negative_opener", E.NEGATIVE_OPENERS),
         ],
         (2, +1): [
             _edit("add_intensifier", lambda s, r: E.add_intensifier(s)),
             _edit("stronger_word", lambda s, r: E.swap_word(s, E.INTENSITY_SWAPS, True)),
-            _add_opener("add_evaluative_opener", E.POSITIVE_OPENERS + E.NEGATIVE_OPENERS),
         ],
         (2, -1): [
             _edit("remove_intensifier", lambda s, r: E.remove_intensifier(s)),
