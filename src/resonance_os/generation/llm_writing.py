@@ -24,6 +24,7 @@ from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
 from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality.repetition import meta_text
+from resonance_os.quality.text_units import word_ngrams
 
 if TYPE_CHECKING:
     from resonance_os.quality.reward import WritingReward
@@ -68,10 +69,6 @@ _LABEL = re.compile(
 )
 
 
-def _ngrams(words: Sequence[str], n: int = 4) -> set[tuple[str, ...]]:
-    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
-
-
 def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
     """One paragraph of prose from a model reply, or ``""`` when nothing usable is left.
 
@@ -86,10 +83,10 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
     text = " ".join(lines)
     if len(text) > 1 and text[0] == text[-1] == '"':
         text = text[1:-1].strip()
-    seen = set().union(*(_ngrams([w for s in split_sentences(p) for w in s.lowers]) for p in previous))
+    seen = set().union(*(word_ngrams([w for s in split_sentences(p) for w in s.lowers], 4) for p in previous))
     kept: list[str] = []
     for sentence in split_sentences(text):
-        own = _ngrams(sentence.lowers)
+        own = set(word_ngrams(sentence.lowers, 4))
         piece = text[slice(*sentence.span())].strip()
         if (
             len(sentence.lowers) > MAX_SENTENCE_WORDS

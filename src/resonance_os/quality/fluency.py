@@ -296,16 +296,16 @@ class LMFluency:
             out.append(sum(ll for ll, _ in parts) / tokens if tokens else None)
         return out
 
+    @staticmethod
+    def _calibrate(ll: float | None) -> float:
+        return 0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))
+
     def score_many(self, texts: list[str]) -> list[float]:
         """Calibrated fluency in [0, 1] of each text (0.0 for text without words), batched."""
-        return [
-            0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT)) for ll in self.loglik_many(texts)
-        ]
+        return [self._calibrate(ll) for ll in self.loglik_many(texts)]
 
     def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
         """Calibrated fluency in [0, 1] of one text (0.0 for text without words); ``sentences``:
         ``split_sentences(text)`` when the caller already has it."""
-        if sentences is None:
-            return self.score_many([text])[0]
-        (ll,) = self._loglik_spans([[text[slice(*s.span())] for s in sentences]])
-        return 0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))
+        spans = sentence_texts(text) if sentences is None else [text[slice(*s.span())] for s in sentences]
+        return self._calibrate(self._loglik_spans([spans])[0])

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.profiling.sentences import Sentence, split_sentences
-from resonance_os.quality.text_units import sentence_words
+from resonance_os.quality.text_units import sentence_words, word_ngrams
 
 REPEAT_FREE = 0.05
 REPEAT_FULL = 0.45
@@ -77,10 +77,6 @@ def _ramp(value: float, zero: float, full: float) -> float:
     return min(1.0, max(0.0, (value - zero) / (full - zero)))
 
 
-def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
-
-
 def _words(text: str) -> list[str]:
     return [w for words in sentence_words(text) for w in words]
 
@@ -103,11 +99,13 @@ def repetition_report(
     ``prompt`` and ``context`` (e.g. the article's earlier paragraphs, an outline). ``sentences``:
     ``split_sentences(text)`` when the caller already has it."""
     words = [w for s in (split_sentences(text) if sentences is None else sentences) for w in s.lowers]
-    trigrams = _ngrams(words, 3)
+    trigrams = word_ngrams(words, 3)
     within = _ramp(1.0 - len(set(trigrams)) / len(trigrams), REPEAT_FREE, REPEAT_FULL) if trigrams else 0.0
     paragraphs = [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
-    outside = [set(_ngrams(_words(piece), 4)) for piece in (prompt, *context) if piece.strip()]
-    grams = [_ngrams(words, 4)] if len(paragraphs) == 1 else [_ngrams(_words(p), 4) for p in paragraphs]
+    outside = [set(word_ngrams(_words(piece), 4)) for piece in (prompt, *context) if piece.strip()]
+    grams = (
+        [word_ngrams(words, 4)] if len(paragraphs) == 1 else [word_ngrams(_words(p), 4) for p in paragraphs]
+    )
     copied = 0.0
     for i, own in enumerate(grams):
         if not own:

@@ -106,7 +106,6 @@ class WritingReward:
         self.extractor = extractor
         if model not in MODELS:
             raise ValidationError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
-        self.model = model
         if model == "lm":
             from resonance_os.quality.coherence import LMCoherence
             from resonance_os.quality.fluency import LMFluency

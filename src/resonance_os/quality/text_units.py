@@ -9,6 +9,7 @@ regular inflections (plural -s/-es/-ies, -ing, -ed, -ly) so "gardens" matches "g
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
@@ -45,3 +46,8 @@ def content_stems(words: list[str]) -> list[str]:
 def sentence_words(text: str) -> list[list[str]]:
     """Lower-cased words of each sentence of ``text`` (the HRV extractor's splitter)."""
     return [s.lowers for s in split_sentences(text)]
+
+
+def word_ngrams(words: Sequence[str], n: int) -> list[tuple[str, ...]]:
+    """The ``n``-word windows of ``words``, in order (repeats kept)."""
+    return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
