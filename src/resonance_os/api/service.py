@@ -128,8 +128,7 @@ class ResonanceService:
         measured = scored.hrv
         model = feedback.latest_model(self.db, ctx.tenant_id, self.extractor)
         return {
-            **scored.to_dict(),
-            "hrv": as_dict(measured),
+            **scored.to_dict(),  # hrv by dimension, the reward's terms, meta_text
             "target_hrv": as_dict(target),
             "gaps": {d: t - m for d, t, m in zip(HRV_DIMENSIONS, target, measured)},
             "reward_model_score": None

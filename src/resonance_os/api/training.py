@@ -14,10 +14,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from resonance_os.api import feedback, policies
 from resonance_os.api.job_worker import JobReport, TrainingResult
 from resonance_os.core.errors import ResonanceError
+
+if TYPE_CHECKING:
+    from resonance_os.quality.reward import WritingScore
 
 TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
 POLICY_MODULE = "resonance_os.evolution.hr_policy"
@@ -111,8 +115,8 @@ class PolicyArticle:
     paragraphs: list[str]
     measured_hrv: dict[str, list[float]]
     resonance: float
-    score: object
-    """The article's ``quality.reward.WritingScore``."""
+    score: WritingScore
+    """The article's writing reward and its terms."""
 
 
 _runs: dict[str, tuple[object, object, threading.Lock]] = {}
