@@ -15,9 +15,11 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Item, Job
 from resonance_os.api.tenants import TenantContext
-from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ProfileNotFoundError
+from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.core.hrv_types import HRVProfile, validate_hrv
+from resonance_os.core.hrv_types import HRVProfile
+from resonance_os.profiles.targets import resolve_target
+from resonance_os.profiles.templates import DEFAULT_PROFILE_NAME
 
 
 def as_dict(values: list[float]) -> dict[str, float]:
@@ -95,20 +97,13 @@ class ResonanceService:
     def resolve_target(
         self, ctx: TenantContext, profile: str | None, target_hrv: list[float] | None
     ) -> tuple[list[float], str | None]:
-        """The target HRV and profile name: an explicit vector, the tenant's profile, or a built-in
-        template of that name (the tenant's own profile wins); neither given: the default profile."""
-        from resonance_os.profiles.multi_tenant_hr_profiles import BUILTIN_TEMPLATES, DEFAULT_PROFILE
-
+        """The target HRV and the profile name stored with items and jobs, resolved within the caller's
+        tenant by :func:`resonance_os.profiles.targets.resolve_target` (an explicit vector; else the
+        tenant's profile, then a built-in template of that name; neither given: the default profile)."""
+        vector, _ = resolve_target(target_hrv, profile, self.profiles, tenant=ctx.tenant)
         if target_hrv is not None:
-            return validate_hrv(target_hrv), None
-        if profile is None:
-            return DEFAULT_PROFILE.vector.to_list(), DEFAULT_PROFILE.name
-        try:
-            return self.profiles.load_profile(ctx.tenant, profile), profile
-        except ProfileNotFoundError:
-            if profile in BUILTIN_TEMPLATES:
-                return BUILTIN_TEMPLATES[profile].vector.to_list(), profile
-            raise
+            return vector, None
+        return vector, profile if profile is not None else DEFAULT_PROFILE_NAME
 
     def score(
         self,

@@ -49,7 +49,7 @@ def score(
     (no) repetition (docs/reward.md). Without --profile or --hrv the default profile is the target."""
 
     def run():
-        from resonance_os.generation.defaults import resolve_target
+        from resonance_os.profiles.targets import resolve_target
         from resonance_os.quality.reward import WritingReward
 
         if profile is not None and hrv is not None:
