@@ -35,10 +35,10 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
-# The API tests again, against a throw-away PostgreSQL 15 server on 127.0.0.1
-# (skipped with a printed reason where Debian's PostgreSQL binaries are absent).
+# The API tests and the schema-upgrade tests again, against a throw-away PostgreSQL 15 server on
+# 127.0.0.1 (skipped with a printed reason where Debian's PostgreSQL binaries are absent).
 test-postgres: $(STAMP)
-	bash scripts/with_postgres.sh $(BIN)/python -m pytest -q tests/api
+	bash scripts/with_postgres.sh $(BIN)/python -m pytest -q tests/api tests/profiles/test_schema.py
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples

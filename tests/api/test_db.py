@@ -1,4 +1,5 @@
-"""The service database: migrations build exactly the models' schema, idempotently, on SQLite and by URL."""
+"""The service database: migrations build exactly the models' schema (every table, profiles included),
+idempotently, on SQLite and by URL."""
 
 from __future__ import annotations
 
@@ -6,21 +7,20 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from resonance_os.api.db import SERVICE_TABLES, Base, Database, resolve_db_url
+from resonance_os.api.db import Database, resolve_db_url
+from resonance_os.profiles.schema import Base
 
-
-def _ours(obj, name, type_, reflected, compare_to) -> bool:
-    return name in SERVICE_TABLES if type_ == "table" else True
+HEAD = "0003"
 
 
 def test_migrations_match_models_and_are_idempotent(db):
-    assert db.migrate() == db.migrate() == "0002"
+    assert db.migrate() == db.migrate() == HEAD
     with db.engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"include_object": _ours, "compare_type": True})
+        context = MigrationContext.configure(connection, opts={"compare_type": True})
         assert compare_metadata(context, Base.metadata) == []
         tables = set(sa.inspect(connection).get_table_names())
-    assert SERVICE_TABLES <= tables
-    assert "alembic_version" in tables
+    assert set(Base.metadata.tables) | {"alembic_version"} == tables
+    assert {"tenants", "profiles", "profile_versions", "api_keys", "api_jobs"} <= tables
 
 
 def test_sqlite_default_is_a_wal_file_under_resonance_home(resonance_home, monkeypatch):
@@ -56,4 +56,4 @@ def test_concurrent_first_starts_migrate_once_without_errors(db_url, tmp_path):
     ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outputs
-    assert [out.strip() for out, _ in outputs] == ["0002"] * 3
+    assert [out.strip() for out, _ in outputs] == [HEAD] * 3

@@ -76,7 +76,7 @@ def test_jobs_are_invisible_across_tenants(client, two_tenants, app):
     a, b = two_tenants
     tenant_a = app.state.service.db
     with tenant_a.read() as session:
-        from resonance_os.api.db import Tenant
+        from resonance_os.profiles.schema import Tenant
 
         a_id = session.query(Tenant.id).filter(Tenant.name == a.name).scalar()
     job = jobs.submit(tenant_a, a_id, "ppo", "trainers:count", {"timesteps": 64})

@@ -11,8 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from resonance_os.api import jobs
-from resonance_os.api.db import Job, Tenant, utcnow
+from resonance_os.api.db import Job
 from resonance_os.api.hr_server import create_app
+from resonance_os.profiles.schema import Tenant, utcnow
 
 HERE = Path(__file__).parent
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]

@@ -1,9 +1,10 @@
-"""The service's database: SQLAlchemy 2 models, engine set-up and Alembic migrations.
+"""The service's database: its SQLAlchemy 2 models and engine set-up.
 
-Tables (prefixed ``api_``; the profile store keeps its own ``tenants``/``profiles`` tables in the same
-database). Every row but a tenant's belongs to one tenant and every query filters on ``tenant_id``:
+The service shares one database, one metadata and one ``tenants`` table with the profile store (see
+:mod:`resonance_os.profiles.schema`, whose Alembic migrations create every table). Its own tables are
+prefixed ``api_``; every row belongs to one tenant (``tenant_id`` -> ``tenants.id``) and every query
+filters on ``tenant_id``:
 
-- ``api_tenants``        a content team; ``name`` follows the profile-name rules (letters, digits, ``-_.``).
 - ``api_keys``           only an HMAC-SHA256 of each key (see :mod:`resonance_os.api.keys`) and a short
                          display prefix; a key is revoked by stamping ``revoked_at``.
 - ``api_items``          generated (or submitted) texts with measured HRV, target HRV and resonance.
@@ -14,8 +15,8 @@ database). Every row but a tenant's belongs to one tenant and every query filter
 - ``api_jobs``           background training jobs: state, progress, metrics, worker pid and heartbeat.
 
 The embedded default is a SQLite file in WAL mode under ``~/.resonance_os/``; any SQLAlchemy URL works,
-PostgreSQL as ``postgresql+psycopg://user:pass@host:port/db``. :func:`migrate` brings a database to the
-newest Alembic revision shipped in ``resonance_os/api/migrations``.
+PostgreSQL as ``postgresql+psycopg://user:pass@host:port/db``. :meth:`Database.migrate` brings a
+database to the newest revision.
 """
 
 from __future__ import annotations
@@ -24,24 +25,21 @@ import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, sessionmaker
+from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from resonance_os.core.errors import StorageError
-from resonance_os.profiles.storage import WRITE_OPTION, configure_sqlite
+from resonance_os.profiles.schema import Base, Tenant, utcnow
+from resonance_os.profiles.storage import WRITE_OPTION, configure_sqlite, migrate
 
 DEFAULT_HOME = Path("~/.resonance_os")
 DEFAULT_DB_FILE = "resonance.db"
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def new_id() -> str:
@@ -49,44 +47,16 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-class UTCDateTime(sa.TypeDecorator):
-    """A timezone-aware UTC timestamp on every backend (SQLite hands back naive datetimes)."""
-
-    impl = sa.DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value
-
-    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            value = value.replace(tzinfo=timezone.utc)
-        return value
-
-
-class Base(DeclarativeBase):
-    type_annotation_map = {
-        dict[str, Any]: sa.JSON,
-        list[float]: sa.JSON,
-        datetime: UTCDateTime,
-    }
-
-
-class Tenant(Base):
-    __tablename__ = "api_tenants"
-
-    id: Mapped[int] = mapped_column(primary_key=True)
-    name: Mapped[str] = mapped_column(sa.String(64), unique=True)
-    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+def tenant_id_column() -> Mapped[int]:
+    """The owning tenant (rows go with it)."""
+    return mapped_column(sa.ForeignKey(Tenant.id, ondelete="CASCADE"), index=True)
 
 
 class ApiKey(Base):
     __tablename__ = "api_keys"
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = tenant_id_column()
     key_hash: Mapped[str] = mapped_column(sa.String(64), unique=True)
     prefix: Mapped[str] = mapped_column(sa.String(16))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -97,7 +67,7 @@ class Item(Base):
     __tablename__ = "api_items"
 
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True, default=new_id)
-    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = tenant_id_column()
     source: Mapped[str] = mapped_column(sa.String(16))  # "generated" or "submitted"
     prompt: Mapped[str | None] = mapped_column(sa.Text)
     text: Mapped[str] = mapped_column(sa.Text)
@@ -113,7 +83,7 @@ class Feedback(Base):
     __tablename__ = "api_feedback"
 
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True, default=new_id)
-    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = tenant_id_column()
     kind: Mapped[str] = mapped_column(sa.String(16))  # "rating" or "preference"
     rating: Mapped[int | None]
     preferred: Mapped[str | None] = mapped_column(sa.String(1))  # "a" or "b" for a preference
@@ -135,7 +105,7 @@ class RewardModelVersion(Base):
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
-    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = tenant_id_column()
     version: Mapped[int]
     params: Mapped[dict[str, Any]]
     weights: Mapped[bytes] = mapped_column(sa.LargeBinary)
@@ -147,7 +117,7 @@ class Job(Base):
     __tablename__ = "api_jobs"
 
     id: Mapped[str] = mapped_column(sa.String(32), primary_key=True, default=new_id)
-    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey("api_tenants.id", ondelete="CASCADE"), index=True)
+    tenant_id: Mapped[int] = tenant_id_column()
     kind: Mapped[str] = mapped_column(sa.String(32))
     trainer: Mapped[str] = mapped_column(sa.String(200))  # "module:function", chosen by the server
     state: Mapped[str] = mapped_column(sa.String(16), index=True)
@@ -163,10 +133,6 @@ class Job(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column()
     finished_at: Mapped[datetime | None] = mapped_column()
-
-
-SERVICE_TABLES = frozenset(Base.metadata.tables)
-"""Tables owned by the service's migrations (profiles keep their own tables in the same database)."""
 
 
 def resolve_db_url(value: str | os.PathLike[str] | None = None) -> str:
@@ -243,35 +209,3 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
-
-
-def _alembic_config(connection: sa.Connection):
-    from alembic.config import Config
-
-    config = Config()
-    config.set_main_option("script_location", str(Path(__file__).with_name("migrations")))
-    config.attributes["connection"] = connection
-    return config
-
-
-def migrate(engine: Engine) -> str:
-    """Upgrade the database behind ``engine`` to the newest revision and return that revision id.
-
-    Concurrent callers (several server workers starting at once) are serialised: on PostgreSQL with an
-    advisory lock, on SQLite by the write lock ``BEGIN IMMEDIATE`` takes.
-    """
-    from alembic import command
-    from alembic.runtime.migration import MigrationContext
-
-    try:
-        with engine.connect() as plain:
-            connection = plain.execution_options(**{WRITE_OPTION: True})
-            with connection.begin():
-                if engine.dialect.name == "postgresql":
-                    connection.exec_driver_sql("SELECT pg_advisory_xact_lock(72511)")
-                command.upgrade(_alembic_config(connection), "head")
-                revision = MigrationContext.configure(connection).get_current_revision()
-    except sa.exc.OperationalError as exc:
-        url = engine.url.render_as_string(hide_password=True)
-        raise StorageError(f"cannot migrate the database {url}: {exc.orig}") from None
-    return revision or ""

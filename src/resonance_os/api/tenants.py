@@ -8,9 +8,10 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import ApiKey, Database, Tenant, utcnow
+from resonance_os.api.db import ApiKey, Database
 from resonance_os.api.keys import display_prefix, hash_key, looks_like_key, new_key
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ValidationError
+from resonance_os.profiles.schema import Tenant, utcnow
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 

@@ -20,15 +20,8 @@ from sqlalchemy.orm import Session
 
 from resonance_os.core.errors import AlreadyExistsError, ProfileNotFoundError, ValidationError
 from resonance_os.core.hrv_types import HRVProfile, validate_hrv
-from resonance_os.profiles.storage import (
-    NAME_MAX_LENGTH,
-    ProfileRow,
-    ProfileStore,
-    ProfileVersionRow,
-    TenantRow,
-    as_utc,
-    utcnow,
-)
+from resonance_os.profiles.schema import NAME_MAX_LENGTH, ProfileRow, ProfileVersionRow, Tenant, utcnow
+from resonance_os.profiles.storage import ProfileStore
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE
 
 __all__ = ["BUILTIN_TEMPLATES", "DEFAULT_PROFILE", "HRVProfileManager", "validate_name"]
@@ -73,8 +66,8 @@ def _to_profile(tenant: str, row: ProfileRow) -> HRVProfile:
         tenant=tenant,
         description=row.description,
         version=row.version,
-        created_at=as_utc(row.created_at),
-        updated_at=as_utc(row.updated_at),
+        created_at=row.created_at,
+        updated_at=row.updated_at,
     )
 
 
@@ -119,8 +112,8 @@ class HRVProfileManager:
     def _profile_row(session: Session, tenant: str, name: str, *, lock: bool = False) -> ProfileRow | None:
         query = (
             select(ProfileRow)
-            .join(TenantRow, ProfileRow.tenant_id == TenantRow.id)
-            .where(TenantRow.name == tenant, ProfileRow.name == name)
+            .join(Tenant, ProfileRow.tenant_id == Tenant.id)
+            .where(Tenant.name == tenant, ProfileRow.name == name)
         )
         if lock:  # row lock on server databases; SQLite renders nothing (BEGIN IMMEDIATE locks)
             query = query.with_for_update(of=ProfileRow)
@@ -131,8 +124,8 @@ class HRVProfileManager:
         return list(
             session.scalars(
                 select(ProfileRow.name)
-                .join(TenantRow, ProfileRow.tenant_id == TenantRow.id)
-                .where(TenantRow.name == tenant)
+                .join(Tenant, ProfileRow.tenant_id == Tenant.id)
+                .where(Tenant.name == tenant)
                 .order_by(ProfileRow.name)
             )
         )
@@ -179,9 +172,9 @@ class HRVProfileManager:
 
         def write(session: Session) -> HRVProfile:
             now = utcnow()
-            tenant_row = session.scalar(select(TenantRow).where(TenantRow.name == tenant))
+            tenant_row = session.scalar(select(Tenant).where(Tenant.name == tenant))
             if tenant_row is None:
-                tenant_row = TenantRow(name=tenant, created_at=now)
+                tenant_row = Tenant(name=tenant, created_at=now)
                 session.add(tenant_row)
                 session.flush()
             row = self._profile_row(session, tenant, name, lock=True)
@@ -240,8 +233,8 @@ class HRVProfileManager:
         def read(session: Session) -> list[HRVProfile]:
             rows = session.scalars(
                 select(ProfileRow)
-                .join(TenantRow, ProfileRow.tenant_id == TenantRow.id)
-                .where(TenantRow.name == tenant)
+                .join(Tenant, ProfileRow.tenant_id == Tenant.id)
+                .where(Tenant.name == tenant)
                 .order_by(ProfileRow.name)
             )
             return [_to_profile(tenant, row) for row in rows]
@@ -253,10 +246,10 @@ class HRVProfileManager:
 
         def read(session: Session) -> dict[str, int]:
             rows = session.execute(
-                select(TenantRow.name, func.count(ProfileRow.id))
-                .join(ProfileRow, ProfileRow.tenant_id == TenantRow.id)
-                .group_by(TenantRow.name)
-                .order_by(TenantRow.name)
+                select(Tenant.name, func.count(ProfileRow.id))
+                .join(ProfileRow, ProfileRow.tenant_id == Tenant.id)
+                .group_by(Tenant.name)
+                .order_by(Tenant.name)
             )
             return {name: int(count) for name, count in rows}
 
@@ -294,8 +287,8 @@ class HRVProfileManager:
                     tenant=tenant,
                     description=v.description,
                     version=v.version,
-                    created_at=as_utc(row.created_at),
-                    updated_at=as_utc(v.created_at),
+                    created_at=row.created_at,
+                    updated_at=v.created_at,
                 )
                 for v in versions
             ]

@@ -1,6 +1,7 @@
-"""Where profiles live: SQLAlchemy 2 models and a store that runs each operation in one transaction.
+"""Where profiles live: a store that runs each operation in one transaction, and the schema migrations.
 
-A store is opened from a folder (an embedded SQLite file ``profiles.db`` is kept inside it) or from
+The tables are declared in :mod:`resonance_os.profiles.schema`; opening a store runs :func:`migrate`,
+which creates them on a new database and upgrades one made by an earlier build. A store is opened from a folder (an embedded SQLite file ``profiles.db`` is kept inside it) or from
 a SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user:pass@host/db``).
 
 SQLite is opened in WAL mode (readers never block the writer) with a 30 s busy timeout, and every
@@ -16,22 +17,10 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
-from sqlalchemy import (
-    JSON,
-    DateTime,
-    Engine,
-    ForeignKey,
-    Integer,
-    String,
-    Text,
-    UniqueConstraint,
-    create_engine,
-    event,
-)
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import (
     ArgumentError,
@@ -40,7 +29,7 @@ from sqlalchemy.exc import (
     OperationalError,
     SQLAlchemyError,
 )
-from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship
+from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
 
 from resonance_os.core.errors import StorageError
@@ -51,80 +40,10 @@ DB_FILENAME = "profiles.db"
 STORE_ENV = "RESONANCE_STORE"
 """Environment variable naming the default store (a folder or a SQLAlchemy URL)."""
 
-NAME_MAX_LENGTH = 64
 BUSY_TIMEOUT_MS = 30_000
 WRITE_ATTEMPTS = 5
 
 T = TypeVar("T")
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
-
-
-class Base(DeclarativeBase):
-    pass
-
-
-class TenantRow(Base):
-    __tablename__ = "tenants"
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), unique=True, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
-
-    profiles: Mapped[list[ProfileRow]] = relationship(
-        back_populates="tenant", cascade="all, delete-orphan", passive_deletes=True
-    )
-
-
-class ProfileRow(Base):
-    """The current version of a profile."""
-
-    __tablename__ = "profiles"
-    __table_args__ = (UniqueConstraint("tenant_id", "name", name="uq_profile_tenant_name"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    tenant_id: Mapped[int] = mapped_column(
-        ForeignKey("tenants.id", ondelete="CASCADE"), nullable=False, index=True
-    )
-    name: Mapped[str] = mapped_column(String(NAME_MAX_LENGTH), nullable=False)
-    description: Mapped[str | None] = mapped_column(Text, nullable=True)
-    hrv: Mapped[list[float]] = mapped_column(JSON, nullable=False)
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
-    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
-
-    tenant: Mapped[TenantRow] = relationship(back_populates="profiles")
-    versions: Mapped[list[ProfileVersionRow]] = relationship(
-        back_populates="profile",
-        cascade="all, delete-orphan",
-        passive_deletes=True,
-        order_by="ProfileVersionRow.version",
-    )
-
-
-class ProfileVersionRow(Base):
-    """Every saved version of a profile, the current one included (append-only)."""
-
-    __tablename__ = "profile_versions"
-    __table_args__ = (UniqueConstraint("profile_id", "version", name="uq_profile_version"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    profile_id: Mapped[int] = mapped_column(
-        ForeignKey("profiles.id", ondelete="CASCADE"), nullable=False, index=True
-    )
-    version: Mapped[int] = mapped_column(Integer, nullable=False)
-    description: Mapped[str | None] = mapped_column(Text, nullable=True)
-    hrv: Mapped[list[float]] = mapped_column(JSON, nullable=False)
-    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
-
-    profile: Mapped[ProfileRow] = relationship(back_populates="versions")
-
-
-def as_utc(moment: datetime) -> datetime:
-    """SQLite hands back naive datetimes; every time we store is UTC."""
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
 
 
 def default_store() -> str:
@@ -239,11 +158,10 @@ class ProfileStore:
         self.engine = engine
         self._writer = engine.execution_options(**{WRITE_OPTION: True})
         try:
-            with self._writer.begin() as connection:
-                Base.metadata.create_all(connection)
-        except SQLAlchemyError as exc:
+            migrate(engine)
+        except StorageError:
             engine.dispose()
-            raise StorageError(f"cannot open the profile database {shown!r}: {_reason(exc)}") from None
+            raise
 
     def read(self, fn: Callable[[Session], T]) -> T:
         """Run ``fn(session)`` in a read transaction."""
@@ -274,6 +192,41 @@ class ProfileStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+"""The Alembic migrations that create and upgrade every table (see :mod:`resonance_os.profiles.schema`)."""
+
+PG_MIGRATION_LOCK = 72511
+"""PostgreSQL advisory-lock key that serialises concurrent :func:`migrate` calls."""
+
+
+def migrate(engine: Engine) -> str:
+    """Upgrade the database behind ``engine`` to the newest revision and return that revision id.
+
+    Creates every table on an empty database and upgrades one made by an earlier build (its rows kept).
+    Concurrent callers (several processes opening one new database) are serialised: on PostgreSQL with
+    an advisory lock, on SQLite by the write lock ``BEGIN IMMEDIATE`` takes.
+    """
+    from alembic import command
+    from alembic.config import Config
+    from alembic.runtime.migration import MigrationContext
+
+    try:
+        with engine.connect() as plain:
+            connection = plain.execution_options(**{WRITE_OPTION: True})
+            with connection.begin():
+                if engine.dialect.name == "postgresql":
+                    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({PG_MIGRATION_LOCK})")
+                config = Config()
+                config.set_main_option("script_location", str(MIGRATIONS))
+                config.attributes["connection"] = connection
+                command.upgrade(config, "head")
+                revision = MigrationContext.configure(connection).get_current_revision()
+    except SQLAlchemyError as exc:
+        url = engine.url.render_as_string(hide_password=True)
+        raise StorageError(f"cannot open the database {url!r}: {_reason(exc)}") from None
+    return revision or ""
 
 
 def _reason(exc: SQLAlchemyError) -> str:

@@ -1,4 +1,5 @@
-"""Initial service schema: tenants, api_keys, items, feedback, reward_models, jobs.
+"""Initial service schema: api_tenants, api_keys, items, feedback, reward_models, jobs (0003 merges
+api_tenants into the one tenants table).
 
 Revision ID: 0001
 Revises:
