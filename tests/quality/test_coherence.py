@@ -263,6 +263,7 @@ def test_the_fast_pair_loop_equals_the_feature_lists_it_was_trained_on():
 
     paragraphs = corpus.document_paragraphs(corpus.pydoc_paragraphs("heldout"))
     paragraphs.append("First, it rains. Then a dog barks? The dog sleeps. Finally, they leave.")
+    paragraphs.append('Eli and Bessie slept. Bessie nudged Eli! "Close the window?" she asked. he did, Eli')
     for text in paragraphs:
         units = text_units(text)
         assert model.order_gain(units) == pytest.approx(generic(units), abs=1e-9)

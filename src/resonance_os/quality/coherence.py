@@ -9,10 +9,13 @@ random permutations of its sentences. For sentences ``s_1 .. s_n`` in order ``pi
           + sum_{k<l} w . g(s_pi(k), s_pi(l))              precedence: A anywhere before B
 
 ``r`` holds a sentence's opening class (pronoun, demonstrative, contrast, addition, result,
-sequence), length, discourse markers ("also", "however", "the same", ...) and centrality, per role (a
-paragraph rarely opens with "it" or "however"); ``a`` holds lexical cohesion (shared content stems,
-B's opening stems in A, "a X" in A then "the X" in B, shared persons) and B's opening class given
-that cohesion; ``g`` holds given/new evidence ("the X" after an earlier X, "a X" after one). Every
+sequence), length, discourse markers ("also", "however", "the same", ...), centrality and its
+punctuation and capitals (question, exclamation, dialogue, a fragment such as "18) A friend ...", no
+closing punctuation), per role (a paragraph rarely opens with "it" or "however"); ``a`` holds lexical
+cohesion (shared content stems, B's opening stems in A, "a X" in A then "the X" in B, shared persons
+and names), B's opening class given that cohesion and given a name in A, dialogue turns and B's first
+word after a question; ``g`` holds given/new evidence ("the X" after an earlier X, "a X" after one,
+"he"/"she" after a name, a name not seen before). Every
 term is a sum over positions or pairs, so the mean of ``S`` over all ``n!`` orders of the same
 sentences is exact and cheap:
 
@@ -95,7 +98,11 @@ _RANKS = {
 }
 
 Features = list[tuple[str, float]]
-_PAIR_FEATURES = ("ov", "top", "an", "na", "pp", "qa", "qq", "nq", "rk", "gd", "gi", "ge", "gp", "grk")
+_SINGULAR = frozenset(("he", "she"))
+_PAIR_FEATURES = (
+    *("ov", "top", "an", "na", "pp", "qa", "qq", "nq", "rk", "nm"),
+    *("gd", "gi", "ge", "gp", "grk", "gn", "gnp", "gnn"),
+)
 """The fixed-name features of :func:`adjacent_features` and :func:`precedence_features`."""
 
 
@@ -113,10 +120,26 @@ class Unit:
     persons: frozenset[str]
     rank: int
     length: int
+    exclaims: bool = False
+    dialogue: bool = False
+    fragment: bool = False
+    open_end: bool = False
+    names: frozenset[str] = frozenset()
 
 
-def unit(words: Sequence[str], question: bool = False) -> Unit:
-    """A :class:`Unit` from a sentence's lower-cased ``words``."""
+def unit(
+    words: Sequence[str],
+    question: bool = False,
+    exclaims: bool = False,
+    dialogue: bool = False,
+    fragment: bool = False,
+    open_end: bool = False,
+    names: frozenset[str] = frozenset(),
+) -> Unit:
+    """A :class:`Unit` from a sentence's lower-cased ``words`` and what its punctuation and capitals
+    say: a question, an exclamation, a line of dialogue (opens with a quotation mark), a fragment
+    (its first word is not capitalised: "18) A friend ..."), an open end (no closing punctuation),
+    and ``names`` (lower-cased capitalised words after the first: proper names, mostly)."""
     stems, early, indefinite, definite = set(), set(), set(), set()
     markers, persons = [], set()
     mode: set[str] | None = None
@@ -149,35 +172,63 @@ def unit(words: Sequence[str], question: bool = False) -> Unit:
         frozenset(persons),
         rank,
         len(words),
+        exclaims,
+        dialogue,
+        fragment,
+        open_end,
+        names,
     )
 
 
 def text_units(text: str) -> list[Unit]:
     """The :class:`Unit` of each sentence of ``text`` (``profiling.sentences`` splitter)."""
-    return [unit(s.lowers, s.questions > 0) for s in split_sentences(text)]
+    return [sentence_unit(s) for s in split_sentences(text)]
 
 
-def _opening(u: Unit) -> str:
+def sentence_unit(s: Sentence) -> Unit:
+    """The :class:`Unit` of one sentence from ``profiling.sentences.split_sentences``."""
+    written = s.words
+    names = frozenset(
+        low for w, low in zip(written[1:], s.lowers[1:]) if w[:1].isupper() and len(low) > 1 and low.isalpha()
+    )
+    return unit(
+        s.lowers,
+        s.questions > 0,
+        s.exclamations > 0,
+        s.opens_with_quote,
+        not written[0][:1].isupper(),
+        not s.terminated,
+        names,
+    )
+
+
+def opening_class(u: Unit) -> str:
+    """The class of the word ``u`` opens with (``_OPENING_CLASS``; "o" for any other word)."""
     return _OPENING_CLASS.get(u.first, "o")
 
 
 def role_features(u: Unit, units: list[Unit]) -> Features:
     """Features of sentence ``u`` of paragraph ``units`` whatever its role; the model prefixes each
-    name with the role: its opening word's class, log length, discourse markers anywhere in it, and
-    its centrality (share of the other sentences it shares a content stem with)."""
+    name with the role: its opening word's class, log length, discourse markers anywhere in it, its
+    centrality (share of the other sentences it shares a content stem with), and whether it is a
+    question, an exclamation, a line of dialogue, a fragment or open-ended (see :func:`unit`)."""
     central = sum(1 for v in units if v is not u and not v.stems.isdisjoint(u.stems))
+    flags = (("q", u.question), ("!", u.exclaims), ('"', u.dialogue), ("fr", u.fragment), ("oe", u.open_end))
     return [
-        ("c:" + _opening(u), 1.0),
+        ("c:" + opening_class(u), 1.0),
         ("len", math.log(u.length)),
         ("cent", central / (len(units) - 1)),
         *(("m:" + m, 1.0) for m in u.markers),
+        *((name, 1.0) for name, on in flags if on),
     ]
 
 
 def adjacent_features(a: Unit, b: Unit) -> Features:
     """Features of sentence ``b`` right after sentence ``a``: shared content stems, B's opening stems
     found in A, "a X" then "the X" (and the reverse), shared persons (he, they, ...), B's opening
-    class given whether A and B share a stem, question then answer, ordinal openings in order."""
+    class given whether A and B share a stem, question then answer, ordinal openings in order, shared
+    names, B's opening class given whether A names someone, dialogue then dialogue (or not), and B's
+    first word after a question."""
     shared = len(a.stems & b.stems)
     features = [
         ("ov", math.log1p(shared)),
@@ -185,17 +236,25 @@ def adjacent_features(a: Unit, b: Unit) -> Features:
         ("an", float(len(a.indefinite & b.definite))),
         ("na", float(len(a.definite & b.indefinite))),
         ("pp", float(len(a.persons & b.persons))),
-        ("xc" + ("1" if shared else "0") + _opening(b), 1.0),
+        ("xc" + ("1" if shared else "0") + opening_class(b), 1.0),
         ("qa" if a.question and not b.question else "qq" if a.question else "nq", 1.0),
     ]
     if a.rank and b.rank:
         features.append(("rk", 1.0 if b.rank > a.rank else -1.0))
+    features += [
+        ("nm", float(len(a.names & b.names))),
+        (f"np{int(bool(a.names))}{opening_class(b)}", 1.0),
+        (f"dd{int(a.dialogue)}{int(b.dialogue)}", 1.0),
+    ]
+    if a.question:
+        features.append(("qw:" + b.first, 1.0))
     return features
 
 
 def precedence_features(a: Unit, b: Unit) -> Features:
     """Given/new features of sentence ``b`` anywhere after sentence ``a``: "the X" after an X (given),
-    "a X" after an X (should be new), B's opening stems in A, shared persons, ordinal openings."""
+    "a X" after an X (should be new), B's opening stems in A, shared persons, ordinal openings,
+    shared names, "he"/"she" after a name, a name B brings that A lacks."""
     features = [
         ("gd", float(len(b.definite & a.stems))),
         ("gi", float(len(b.indefinite & a.stems))),
@@ -204,6 +263,11 @@ def precedence_features(a: Unit, b: Unit) -> Features:
     ]
     if a.rank and b.rank:
         features.append(("grk", 1.0 if b.rank > a.rank else -1.0))
+    features += [
+        ("gn", float(len(a.names & b.names))),
+        ("gnp", float(bool(a.names) and not b.persons.isdisjoint(_SINGULAR))),
+        ("gnn", float(not b.names <= a.names)),
+    ]
     return features
 
 
@@ -260,23 +324,32 @@ class CoherenceModel:
     def _pair_dots(self, a: Unit, b: Unit) -> tuple[float, float]:
         """``(w . a(a, b), w . g(a, b))``: :func:`adjacent_features` and :func:`precedence_features`
         dotted with the weights in one pass (the hot loop; a test holds it to the feature lists)."""
-        w = self._pair_weights
+        w, get = self._pair_weights, self.weights.get
         shared = len(a.stems & b.stems)
         opened = math.log1p(len(b.early & a.stems))
+        names = len(a.names & b.names)
         adjacent = (
             w["ov"] * math.log1p(shared)
             + w["top"] * opened
             + w["an"] * len(a.indefinite & b.definite)
             + w["na"] * len(a.definite & b.indefinite)
             + w["pp"] * len(a.persons & b.persons)
-            + self.weights.get("xc" + ("1" if shared else "0") + _opening(b), 0.0)
+            + get("xc" + ("1" if shared else "0") + opening_class(b), 0.0)
             + w["qa" if a.question and not b.question else "qq" if a.question else "nq"]
+            + w["nm"] * names
+            + get(f"np{int(bool(a.names))}{opening_class(b)}", 0.0)
+            + get(f"dd{int(a.dialogue)}{int(b.dialogue)}", 0.0)
         )
+        if a.question:
+            adjacent += get("qw:" + b.first, 0.0)
         precedence = (
             w["gd"] * len(b.definite & a.stems)
             + w["gi"] * len(b.indefinite & a.stems)
             + w["ge"] * opened
             + w["gp"] * len(b.persons & a.persons)
+            + w["gn"] * names
+            + w["gnp"] * (bool(a.names) and not b.persons.isdisjoint(_SINGULAR))
+            + w["gnn"] * (not b.names <= a.names)
         )
         if a.rank and b.rank:
             sign = 1.0 if b.rank > a.rank else -1.0
@@ -312,19 +385,23 @@ class CoherenceModel:
         *v, v0 = self.connected_weights
         return _sigmoid(v0 + sum(a * b for a, b in zip(v, connectedness_features(units), strict=True)))
 
+    def order_logit(self, units: list[Unit]) -> float:
+        """``alpha * (S(pi) - E[S]) / (n - 1) + beta``: the log-odds that ``units`` (two or more) are in
+        their real order."""
+        return self.alpha * self.order_gain(units) / (len(units) - 1) + self.beta
+
     def score_units(self, units: list[Unit]) -> float:
         """:meth:`score` of sentences already reduced to units."""
         if len(units) < 2:
             return SINGLE_SENTENCE_SCORE if units else 0.0
-        order = _sigmoid(self.alpha * self.order_gain(units) / (len(units) - 1) + self.beta)
-        return order * self.connected(units)
+        return _sigmoid(self.order_logit(units)) * self.connected(units)
 
     def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
         """Coherence of ``text`` in [0, 1]; 0.0 for a text without words, 0.5 for one sentence.
         ``sentences``: ``split_sentences(text)`` when the caller already has it."""
         if sentences is None:
             return self.score_units(text_units(text))
-        return self.score_units([unit(s.lowers, s.questions > 0) for s in sentences])
+        return self.score_units([sentence_unit(s) for s in sentences])
 
 
 @cache
@@ -447,8 +524,8 @@ class LMCoherence:
             if gain is None or len(units) < 2:
                 out.append(SINGLE_SENTENCE_SCORE if units else 0.0)
                 continue
-            fast_logit = fast.alpha * fast.order_gain(units) / (len(units) - 1) + fast.beta
-            out.append(_sigmoid(LM_SLOPE * gain + LM_BIAS + fast_logit) * fast.connected(units))
+            logit = LM_SLOPE * gain + LM_BIAS + fast.order_logit(units)
+            out.append(_sigmoid(logit) * fast.connected(units))
         return out
 
     def score(self, text: str, sentences: list[Sentence] | None = None) -> float:
