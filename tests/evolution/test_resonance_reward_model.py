@@ -1,6 +1,7 @@
 """ResonanceRewardModel: learns raters the HRV cannot represent (real over damaged text, on unseen
 drafts) and the hidden HRV ideal it always could; holds out drafts, not pairs; round-trips through
-save/load without pickle (format 1 still loads); refuses too little or bad feedback."""
+save/load without pickle (formats 1 and 2 still load); learns what a tenant's prompts ask for;
+refuses too little or bad feedback."""
 
 from __future__ import annotations
 
@@ -13,11 +14,18 @@ from safetensors.numpy import save as save_arrays
 
 from resonance_os.core.errors import StorageError, ValidationError
 from resonance_os.evolution.resonance_reward_model import (
+    MEANING_DIM,
+    N_DENSE,
+    N_HRV_FEATURES,
     QUALITY_TERMS,
+    TEXT_DIM,
+    TEXT_FEATURES,
     PreferenceExample,
     RatingExample,
     ResonanceRewardModel,
+    prompt_meaning,
     quality_terms,
+    text_counts,
 )
 from resonance_os.profiling.hrv_extractor import HRVExtractor
 from resonance_os.quality import corpus, damage
@@ -96,23 +104,77 @@ def test_learns_real_over_damaged_text_on_unseen_drafts_better_than_any_single_t
     assert ours >= best_single + 0.04, (ours, best_single)
 
 
+def _section_pairs(split: str, n: int, seed: int) -> list[PreferenceExample]:
+    """Of two Python-reference paragraphs, the one from the section the prompt names is preferred."""
+    from pydoc_data.topics import topics
+
+    flat = {name: " ".join(text.split()) for name, text in topics.items()}
+    sections: dict[str, list[str]] = {}
+    for paragraph in corpus.pydoc_paragraphs(split):
+        name = next((k for k, text in flat.items() if paragraph[:80] in text), None)
+        if name is not None:
+            sections.setdefault(name, []).append(paragraph)
+    names = sorted(k for k, v in sections.items() if len(v) >= 2)
+    rng, pairs = np.random.default_rng(seed), []
+    for _ in range(n):
+        asked, other = rng.choice(names, size=2, replace=False)
+        on, off = rng.choice(sections[asked]), rng.choice(sections[other])
+        flip = bool(rng.random() < 0.5)
+        a, b = (off, on) if flip else (on, off)
+        pairs.append(
+            PreferenceExample(a, b, HIDDEN, HIDDEN, ASKED, "b" if flip else "a", asked.replace("-", " "))
+        )
+    return pairs
+
+
+def test_learns_what_the_tenants_prompts_ask_for_on_unseen_paragraphs():
+    """Prompts name sections of the Python reference ("context managers", "typesmapping"); the preferred
+    paragraph comes from that section. On held-out paragraphs the model must beat the topic term, which
+    only sees the prompt's words and their word vectors."""
+    model = ResonanceRewardModel(extractor=object())
+    model.fit(preferences=_section_pairs("train", 400, seed=0), seed=0)
+    test = _section_pairs("heldout", 150, seed=1)
+    truth = np.array([p.preferred == "a" for p in test])
+
+    def accuracy(a: np.ndarray, b: np.ndarray) -> float:
+        return float(np.mean(np.where(a == b, 0.5, (a > b) == truth)))
+
+    scores = [
+        model.score(
+            [getattr(p, side) for p in test], ASKED, [p.prompt for p in test], hrvs=[HIDDEN] * len(test)
+        )
+        for side in ("text_a", "text_b")
+    ]
+    topic = [
+        np.array([quality_terms(getattr(p, side), p.prompt)[2] for p in test])
+        for side in ("text_a", "text_b")
+    ]
+    ours, term = accuracy(*scores), accuracy(*topic)
+    assert ours >= 0.8 and ours >= term + 0.05, (ours, term)
+
+
 def test_holds_out_texts_not_pairs():
     """A rater whose taste is a random utility per text can be memorised (the text block identifies each
     text) but not generalised: on held-out texts the model must be near chance, which a split by pairs
-    (test pairs about texts seen in training) would not show."""
-    rng = np.random.default_rng(2)
-    texts, hrvs, utility = _paragraphs("train")[:60], _hrvs(60, rng), rng.normal(size=60)
-    picks = [rng.choice(60, size=2, replace=False) for _ in range(300)]
-    pairs = [
-        PreferenceExample(
-            texts[i], texts[j], hrvs[i], hrvs[j], ASKED, "a" if utility[i] > utility[j] else "b"
-        )
-        for i, j in picks
-    ]
-    metrics = ResonanceRewardModel(extractor=object()).fit(preferences=pairs, seed=0)
-    assert metrics["preference_holdout"] >= 60 and metrics["preference_train"] >= 50
-    assert metrics["preference_train"] + metrics["preference_holdout"] + metrics["preference_dropped"] == 300
-    assert metrics["pairwise_accuracy"] < 0.7
+    (test pairs about texts seen in training) would not show. About 12 texts are held out, so one
+    rater's figure is noisy (0.33-0.71 across these seeds); their mean is near 0.5."""
+    accuracies = []
+    for seed in (2, 3, 4):
+        rng = np.random.default_rng(seed)
+        texts, hrvs, utility = _paragraphs("train")[:60], _hrvs(60, rng), rng.normal(size=60)
+        picks = [rng.choice(60, size=2, replace=False) for _ in range(300)]
+        pairs = [
+            PreferenceExample(
+                texts[i], texts[j], hrvs[i], hrvs[j], ASKED, "a" if utility[i] > utility[j] else "b"
+            )
+            for i, j in picks
+        ]
+        metrics = ResonanceRewardModel(extractor=object()).fit(preferences=pairs, seed=0)
+        assert metrics["preference_holdout"] >= 60 and metrics["preference_train"] >= 50
+        held = metrics["preference_train"] + metrics["preference_holdout"] + metrics["preference_dropped"]
+        assert held == 300
+        accuracies.append(metrics["pairwise_accuracy"])
+    assert np.mean(accuracies) < 0.62
     assert ResonanceRewardModel(extractor=object()).fit(preferences=pairs, seed=0) == metrics  # seeded
 
 
@@ -154,7 +216,7 @@ def test_save_and_load_round_trip_as_json_and_safetensors(tmp_path):
     model.version = 3
     folder = model.save(tmp_path / "rm")
     assert sorted(p.name for p in folder.iterdir()) == ["model.json", "weights.safetensors"]
-    assert json.loads((folder / "model.json").read_text())["format_version"] == 2
+    assert json.loads((folder / "model.json").read_text())["format_version"] == 3
     loaded = ResonanceRewardModel.load(folder, extractor=_extractor())
     probe = list(_paragraphs("heldout")[:5])
     np.testing.assert_allclose(
@@ -182,6 +244,38 @@ def test_a_format_1_model_loads_and_scores_as_before_and_unknown_formats_are_ref
     np.testing.assert_allclose(old.score(text, ASKED, hrvs=h), 1 / (1 + np.exp(-(z @ w) / 2.0)))
     with pytest.raises(StorageError, match="retrain it"):
         ResonanceRewardModel.from_state({**params, "format_version": 7}, weights)
+
+
+def test_a_format_2_model_loads_and_scores_as_before():
+    """Format 2 (quality terms and grams, no relation or prompt-meaning features): its arrays padded
+    with zero weights score every text exactly as its own columns say."""
+    model = ResonanceRewardModel(extractor=_extractor())
+    model.fit(preferences=_damage_pairs("train", 40, seed=5), seed=0)
+    rng = np.random.default_rng(1)
+    old_dense = N_HRV_FEATURES + len(QUALITY_TERMS)
+    w = rng.normal(size=old_dense + TEXT_DIM)
+    arrays = {"mean": model.mean[:old_dense], "scale": model.scale[:old_dense], "idf": model.idf}
+    params = {
+        "format_version": 2,
+        "n_features": old_dense + TEXT_DIM,
+        "quality_terms": list(QUALITY_TERMS),
+        "text_features": TEXT_FEATURES,
+        "rating_intercept": 0.0,
+        "preference_spread": 2.0,
+    }
+    old = ResonanceRewardModel.from_state(params, save_arrays({**arrays, "preference_weights": w}))
+    probe = list(_paragraphs("heldout")[:4])
+    h = _hrvs(4, rng)
+    z = old._z(
+        old._dense(probe, h, np.broadcast_to(ASKED, h.shape), ["tea"] * 4),
+        text_counts(probe, ["tea"] * 4),
+        prompt_meaning(probe, ["tea"] * 4),
+    )
+    assert np.all(old.preference_weights[old_dense:N_DENSE] == 0) and np.all(
+        old.preference_weights[-MEANING_DIM:] == 0
+    )
+    utility = z[:, :old_dense] @ w[:old_dense] + z[:, N_DENSE : N_DENSE + TEXT_DIM] @ w[old_dense:]
+    np.testing.assert_allclose(old.score(probe, ASKED, ["tea"] * 4, hrvs=h), 1 / (1 + np.exp(-utility / 2.0)))
 
 
 def test_too_little_or_bad_feedback_is_a_clear_error():

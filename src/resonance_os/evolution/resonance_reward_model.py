@@ -4,7 +4,9 @@
 (text, target, prompt) triple, three blocks:
 
     h = [m, m**2, m - t, (m - t)**2, resonance(m, t)]      HRV block, 33 values
-    q = [fluency, coherence, topic, repetition]            quality block, 4 values in [0, 1]
+    q = [fluency, coherence, topic, repetition]            quality block: 4 terms in [0, 1]
+        + RELATION_FEATURES                                 and 7 relations (prompt, sentence order)
+        + prompt meaning (MEANING_DIM)                      the text's mean word vector per prompt stem
     x = tf-idf of hashed words, word bigrams, sentence      text block, TEXT_DIM values, ||x|| = 1
         transitions (last word|next first word), the
         text's first word and prompt>text stem pairs
@@ -13,13 +15,20 @@
 express any preferred point in HRV space (a rater's hidden ideal ``t*`` gives
 ``-||m - t*||^2 = -sum m^2 + 2 t*.m - const``); the gap terms express "close to the target the tenant
 asked for". ``q`` are the terms of ``resonance_os.quality`` (``topic`` against the prompt, 0 without
-one; ``repetition`` is its penalty). ``x`` reads the words: a gram ``g`` adds to column
+one; ``repetition`` is its penalty); the relations split the topic term (mention share, cosine) and
+add prompt stems counted and named in the first sentence, the coherence model's order log-odds
+(without its order-free connectedness), whether the first sentence cannot open a paragraph (a
+fragment, or it opens with a pronoun or connective), and adjacent minus average sentence overlap.
+The prompt-meaning block (:func:`prompt_meaning`) lets a linear weight learn a direction in meaning
+per prompt word, so prompts whose words the text never uses ("typesmapping") are learnt from
+feedback. ``x`` reads the words: a gram ``g`` adds to column
 ``crc32(g) mod TEXT_DIM`` with weight ``(1 + log tf) * idf``, the IDF fitted on the training texts and
 stored; the pairs of a prompt's content stems with the text's (``garden>soil``) let it learn what a
 tenant's prompts are about. ``z = [(h, q) - mean) / max(spread, 0.02), x]``: the dense blocks standardised with the training
 set's mean and spread (floored, so a nearly constant feature is not blown up), the text block as is.
 
-Regulariser: one L2 penalty on ``w . (s * z)`` with block scales ``s = (s_h on h, 1 on q, s_x on x)``,
+Regulariser: one L2 penalty on ``w . (s * z)`` with block scales ``s = (s_h on h, 1 on q, s_x on x)``
+(the prompt-meaning columns, scaled to norm MEANING_SCALE, sit in ``q``),
 i.e. ``||w_q||^2 + ||w_h||^2 / s_h^2 + ||w_x||^2 / s_x^2`` over ``2C`` (scale 0 drops a block). The
 strength (``C``, or ``alpha`` for ratings), ``s_h`` in ``HRV_SCALES`` and ``s_x`` in ``TEXT_SCALES`` are
 chosen by 4-fold cross-validation grouped by text: a fold validates on the examples whose texts all
@@ -46,7 +55,8 @@ then refitted on every example with the chosen regulariser (the metrics describe
 
 scikit-learn and SciPy are imported only when fitting. Saved as a folder ``model.json`` (format
 version, metrics, intercepts) + ``weights.safetensors`` (numpy arrays); nothing is pickled. Format 1
-models (HRV block only) load as format 2 with zero quality and text weights: they score as before.
+(HRV block only) and format 2 (no relations, no prompt meaning) models load as format 3 with zero
+weights on what they lack: they score as before.
 """
 
 from __future__ import annotations
@@ -70,21 +80,38 @@ from safetensors.numpy import save as save_arrays
 from resonance_os.core.errors import StorageError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM
 from resonance_os.core.hrv_types import validate_hrv
-from resonance_os.quality.coherence import coherence_model
+from resonance_os.quality.coherence import coherence_model, opening_class, text_units
 from resonance_os.quality.fluency import ngram_fluency
 from resonance_os.quality.repetition import repetition_report
 from resonance_os.quality.text_units import content_stems, sentence_words
 from resonance_os.quality.topic import topic_model
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 N_HRV_FEATURES = 4 * HRV_DIM + 1
 QUALITY_TERMS = ("fluency", "coherence", "topic", "repetition")
-N_DENSE = N_HRV_FEATURES + len(QUALITY_TERMS)
+RELATION_FEATURES = (
+    "mention",
+    "related",
+    "prompt_stems",
+    "first_mentions",
+    "order_logit",
+    "bad_opening",
+    "adjacent_cohesion",
+)
+N_QUALITY = len(QUALITY_TERMS) + len(RELATION_FEATURES)
+N_DENSE = N_HRV_FEATURES + N_QUALITY
 TEXT_DIM = 4096
 TEXT_FEATURES = (
     "crc32 mod 4096 of words, word bigrams, sentence transitions, first word, prompt>text stems; "
     "1+log tf * idf, l2"
 )
+MEANING_DIM = 1024
+MEANING_SCALE = 10.0
+"""Norm of the prompt-meaning block (the text's word-vector mean under each prompt stem) beside the
+unit-length gram block: with a few hundred judgments it carries most of what a prompt asks for."""
+N_FEATURES = N_DENSE + TEXT_DIM + MEANING_DIM
+OLD_DENSE = {1: N_HRV_FEATURES, 2: N_HRV_FEATURES + len(QUALITY_TERMS)}
+"""Dense columns of the older formats (1: HRV block only; 2: HRV and quality terms, no relations)."""
 BASELINE_TERMS = {"resonance": (N_HRV_FEATURES - 1, 1.0)} | {
     term: (N_HRV_FEATURES + i, -1.0 if term == "repetition" else 1.0) for i, term in enumerate(QUALITY_TERMS)
 }
@@ -148,6 +175,28 @@ def quality_terms(text: str, prompt: str | None) -> tuple[float, ...]:
     )
 
 
+@lru_cache(maxsize=8192)
+def relation_features(text: str, prompt: str | None) -> tuple[float, ...]:
+    """``RELATION_FEATURES`` of ``text``: prompt relatedness (0 without a prompt) and sentence order."""
+    units = text_units(text)
+    mention = related = stems = first = 0.0
+    asked = set(_prompt_stems(prompt))
+    if asked and units:
+        mention, cosine = topic_model().parts(text, prompt)
+        related = 0.0 if cosine is None else cosine
+        stems = math.log1p(sum(len(asked & u.stems) for u in units))
+        first = float(not asked.isdisjoint(units[0].stems))
+    order = bad = cohesion = 0.0
+    if len(units) >= 2:
+        order = coherence_model().order_logit(units)
+        bad = float(units[0].fragment or opening_class(units[0]) != "o")
+        n = len(units)
+        overlap = [[math.log1p(len(a.stems & b.stems)) for b in units] for a in units]
+        adjacent = sum(overlap[k][k + 1] for k in range(n - 1)) / (n - 1)
+        cohesion = adjacent - (sum(map(sum, overlap)) - sum(overlap[k][k] for k in range(n))) / (n * (n - 1))
+    return mention, related, stems, first, order, bad, cohesion
+
+
 def _grams(text: str, prompt: str | None) -> list[str]:
     """The text block's grams: words, in-sentence bigrams, ``^first`` word, ``last|first`` transitions
     between sentences, and ``prompt_stem>text_stem`` pairs."""
@@ -159,7 +208,7 @@ def _grams(text: str, prompt: str | None) -> list[str]:
         if previous is not None:
             grams.append(f"{previous[-1]}|{words[0]}")
     if prompt:
-        asked = sorted(set(content_stems([w for words in sentence_words(prompt) for w in words])))
+        asked = _prompt_stems(prompt)
         said = sorted(set(content_stems([w for words in sentences for w in words])))
         grams += [f"{p}>{t}" for p in asked for t in said]
     return grams
@@ -174,6 +223,31 @@ def text_counts(texts: Sequence[str], prompts: Sequence[str | None]) -> np.ndarr
         )
         out[row] = np.where(counts > 0, 1.0 + np.log(np.maximum(counts, 1)), 0.0)
     return out
+
+
+def prompt_meaning(texts: Sequence[str], prompts: Sequence[str | None]) -> np.ndarray:
+    """The prompt-meaning block, (n, MEANING_DIM): ``v`` (``topic_model``'s unit mean word vector of the
+    text's content stems) added at columns ``crc32(f"{p}>{k}") mod MEANING_DIM`` for each prompt stem
+    ``p`` and dimension ``k``, times ``MEANING_SCALE / sqrt(|P|)``. A linear weight on it is a direction
+    in meaning per prompt word: what this tenant's prompts are about, beyond the words they name."""
+    out = np.zeros((len(texts), MEANING_DIM))
+    vectors = topic_model()
+    for row, (text, prompt) in enumerate(zip(texts, prompts)):
+        asked = _prompt_stems(prompt)
+        v = vectors.mean_vector(sorted({s for words in sentence_words(text) for s in content_stems(words)}))
+        if not asked or v is None:
+            continue
+        for p in asked:
+            columns = [zlib.crc32(f"{p}>{k}".encode()) % MEANING_DIM for k in range(len(v))]
+            np.add.at(out[row], columns, v * (MEANING_SCALE / math.sqrt(len(asked))))
+    return out
+
+
+def _prompt_stems(prompt: str | None) -> list[str]:
+    """The prompt's content stems, sorted (none without a prompt)."""
+    if not prompt:
+        return []
+    return sorted(set(content_stems([w for words in sentence_words(prompt) for w in words])))
 
 
 def _tfidf(counts: np.ndarray, idf: np.ndarray) -> np.ndarray:
@@ -281,11 +355,13 @@ class ResonanceRewardModel:
         texts: Sequence[str], hrvs: np.ndarray, targets: np.ndarray, prompts: Sequence[str | None]
     ) -> np.ndarray:
         """HRV and quality blocks, unstandardised: (n, N_DENSE)."""
-        quality = np.array([quality_terms(t, p) for t, p in zip(texts, prompts)]).reshape(len(texts), -1)
+        quality = np.array(
+            [quality_terms(t, p) + relation_features(t, p) for t, p in zip(texts, prompts)]
+        ).reshape(len(texts), -1)
         return np.concatenate([features(hrvs, targets), quality], axis=1)
 
-    def _z(self, dense: np.ndarray, counts: np.ndarray) -> np.ndarray:
-        return np.concatenate([(dense - self.mean) / self.scale, _tfidf(counts, self.idf)], axis=1)
+    def _z(self, dense: np.ndarray, counts: np.ndarray, meaning: np.ndarray) -> np.ndarray:
+        return np.concatenate([(dense - self.mean) / self.scale, _tfidf(counts, self.idf), meaning], axis=1)
 
     def score(
         self,
@@ -309,7 +385,9 @@ class ResonanceRewardModel:
                 f"got {len(prompts)} prompts and hrvs of shape {m.shape}"
             )
         t = np.broadcast_to(np.asarray(validate_hrv(target_hrv, what="target_hrv")), m.shape)
-        z = self._z(self._dense(texts, m, t, prompts), text_counts(texts, prompts))
+        z = self._z(
+            self._dense(texts, m, t, prompts), text_counts(texts, prompts), prompt_meaning(texts, prompts)
+        )
         heads = []
         if self.preference_weights is not None:
             heads.append(
@@ -375,6 +453,7 @@ class ResonanceRewardModel:
         document_id = {d: i for i, d in enumerate(documents)}
         side_document = np.array([document_id[(s[0], s[2])] for s in sides], dtype=np.int64)
         counts = text_counts(*zip(*documents))[side_document]
+        meaning = prompt_meaning(*zip(*documents))[side_document]
 
         # hold out drafts: a prefix of the text order whose examples make holdout_fraction of each kind
         n_pref = len(pref)
@@ -407,7 +486,7 @@ class ResonanceRewardModel:
         _, first_side = np.unique(side_document[train_sides], return_index=True)
         document_frequency = (counts[train_sides[first_side]] > 0).sum(axis=0)
         self.idf = np.log((1.0 + len(first_side)) / (1.0 + document_frequency)) + 1.0
-        z = self._z(dense, counts)
+        z = self._z(dense, counts, meaning)
 
         metrics: dict[str, Any] = {
             "format_version": FORMAT_VERSION,
@@ -551,9 +630,11 @@ class ResonanceRewardModel:
             arrays["rating_weights"] = self.rating_weights
         params = {
             "format_version": FORMAT_VERSION,
-            "n_features": N_DENSE + TEXT_DIM,
+            "n_features": N_FEATURES,
             "quality_terms": list(QUALITY_TERMS),
+            "relation_features": list(RELATION_FEATURES),
             "text_features": TEXT_FEATURES,
+            "meaning_dim": MEANING_DIM,
             "rating_intercept": self.rating_intercept,
             "preference_center": self.preference_center,
             "preference_spread": self.preference_spread,
@@ -564,29 +645,32 @@ class ResonanceRewardModel:
 
     @classmethod
     def from_state(cls, params: dict[str, Any], weights: bytes, extractor=None) -> ResonanceRewardModel:
-        """The model saved as ``(params, weights)``; format 1 (HRV block only) loads with zero quality and
-        text weights, so it scores exactly as it did."""
+        """The model saved as ``(params, weights)``; formats 1 (HRV block only) and 2 (no relation or
+        prompt-meaning features) load with zero weights on what they lack, so they score as they did."""
         version = params.get("format_version")
+        text = {"quality_terms": list(QUALITY_TERMS), "text_features": TEXT_FEATURES}
         expected = {
             1: {"n_features": N_HRV_FEATURES},
-            2: {
-                "n_features": N_DENSE + TEXT_DIM,
-                "quality_terms": list(QUALITY_TERMS),
-                "text_features": TEXT_FEATURES,
+            2: {"n_features": OLD_DENSE[2] + TEXT_DIM, **text},
+            3: {
+                "n_features": N_FEATURES,
+                "relation_features": list(RELATION_FEATURES),
+                "meaning_dim": MEANING_DIM,
+                **text,
             },
         }.get(version)
         if expected is None or any(params.get(k) != v for k, v in expected.items()):
             raise StorageError(
                 f"reward model format {version} with {params.get('n_features')} features cannot be read by "
-                f"this version (formats 1 and 2; format 2 has {N_DENSE + TEXT_DIM} features); retrain it "
+                f"this version (formats 1-3; format 3 has {N_FEATURES} features); retrain it "
                 "(POST /v1/reward-model/train, or ResonanceRewardModel.fit)"
             )
         try:
             arrays = load_arrays(weights)
         except Exception as exc:  # safetensors raises several types for corrupt data
             raise StorageError(f"reward model weights are corrupt: {exc}") from None
-        if version == 1:
-            arrays = _upgrade_format_1(arrays)
+        if version in OLD_DENSE:
+            arrays = _upgrade(arrays, OLD_DENSE[version])
         model = cls(extractor=extractor)
         try:
             model.mean, model.scale, model.idf = arrays["mean"], arrays["scale"], arrays["idf"]
@@ -666,26 +750,36 @@ def _term(dense: np.ndarray, term: str) -> np.ndarray:
     return sign * dense[:, column]
 
 
-_BLOCKS = (slice(0, N_HRV_FEATURES), slice(N_HRV_FEATURES, N_DENSE), slice(N_DENSE, N_DENSE + TEXT_DIM))
-"""Columns of ``z``: the HRV, quality and text blocks."""
+_BLOCKS = (
+    slice(0, N_HRV_FEATURES),
+    np.r_[N_HRV_FEATURES:N_DENSE, N_DENSE + TEXT_DIM : N_FEATURES],
+    slice(N_DENSE, N_DENSE + TEXT_DIM),
+)
+"""Columns of ``z``: the HRV, quality (terms and relations) and text (grams and prompt meaning) blocks."""
 
 
 def _block_scaling(hrv_scale: float, text_scale: float) -> np.ndarray:
     """Column factors of ``z``: ``s_h`` on the HRV block, 1 on the quality block, ``s_x`` on the text block."""
     return np.r_[
-        np.full(N_HRV_FEATURES, hrv_scale), np.ones(len(QUALITY_TERMS)), np.full(TEXT_DIM, text_scale)
+        np.full(N_HRV_FEATURES, hrv_scale),
+        np.ones(N_QUALITY),
+        np.full(TEXT_DIM, text_scale),
+        np.ones(MEANING_DIM),
     ]
 
 
-def _upgrade_format_1(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Format 1 arrays (33 HRV features) padded to format 2: quality and text weights zero."""
-    padding = N_DENSE + TEXT_DIM - N_HRV_FEATURES
+def _upgrade(arrays: dict[str, np.ndarray], old_dense: int) -> dict[str, np.ndarray]:
+    """Arrays of an older format with ``old_dense`` dense columns (then the gram block, if it had one)
+    padded to this format: zero weight on every column it lacks."""
+    missing = N_DENSE - old_dense
     upgraded = {
-        "mean": np.r_[arrays["mean"], np.zeros(N_DENSE - N_HRV_FEATURES)],
-        "scale": np.r_[arrays["scale"], np.ones(N_DENSE - N_HRV_FEATURES)],
-        "idf": np.zeros(TEXT_DIM),
+        "mean": np.r_[arrays["mean"], np.zeros(missing)],
+        "scale": np.r_[arrays["scale"], np.ones(missing)],
+        "idf": arrays.get("idf", np.zeros(TEXT_DIM)),
     }
     for head in ("preference_weights", "rating_weights"):
         if head in arrays:
-            upgraded[head] = np.r_[arrays[head], np.zeros(padding)]
+            w = arrays[head]
+            grams = w[old_dense:] if len(w) > old_dense else np.zeros(TEXT_DIM)
+            upgraded[head] = np.r_[w[:old_dense], np.zeros(missing), grams, np.zeros(MEANING_DIM)]
     return upgraded
