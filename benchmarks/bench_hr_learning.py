@@ -1,73 +1,137 @@
-"""Does PPO learn to write better? The spec's run (5000 timesteps, spec config) vs baselines.
+"""Does PPO learn which edits make a language model's draft resonate? The spec's run vs every baseline.
 
-For each seed: train ``train_hr_ppo(HRWritingEnv(), timesteps=5000, seed=seed)``, then evaluate the
-trained policy (deterministic), a random policy and a zero-adjustment policy on the same seeded
-episodes, reporting the mean per-step reward (the writing reward: resonance x writing quality) and,
-for the trained policy, the mean per-step resonance alone (the style term). ``--runs`` also evaluates
-saved run folders (``resonance train --out DIR``, e.g. made by an older build) on today's env, in
-the same table. Goal: trained beats random and zero-adjustment.
+Train on the ``train`` drafts of the shipped pool (SmolLM2-written paragraphs, ``evolution.draft_pool``)
+with ``train_hr_ppo(HRWritingEnv(), timesteps=T, seed=s)``, the spec's configuration, and evaluate
+on ``heldout`` drafts (prompts never trained or tuned on) against the non-learning baselines, each
+with the same edit budget (``evaluate_writing_policy``): no edits, random edits, the one-step feedback
+rule (intensities = gain x (target - measured); the gain is the best of ``--gains`` on *train*
+drafts) and the refiner's own measure -> edit -> measure loop. Reported: the final draft's writing
+reward (mean over episodes), its gain over the first draft, resonance and quality factor; PPO at
+each ``--timesteps`` (one run per seed continued to the next budget); env and training speed in
+steps per CPU-second. ``--plot`` saves the learning curve.
 
-    .venv/bin/python benchmarks/bench_hr_learning.py [--seeds 0 1 2] [--timesteps 5000] [--episodes 20]
-        [--runs RUN_DIR ...]
+    .venv/bin/python benchmarks/bench_hr_learning.py [--seeds 0 1 2] [--timesteps 5000 20000 50000]
+        [--episodes 120] [--plot benchmarks/results/hr_learning.png]
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
-from resonance_os.evolution.hr_policy import load_run
-from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, evaluate_writing_policy, train_hr_ppo
+from resonance_os.evolution.hr_rl_trainer import (
+    HRWritingEnv,
+    evaluate_writing_policy,
+    feedback_rule,
+    train_hr_ppo,
+)
 
 EVAL_SEED = 10_000
+
+
+def env_speed(steps: int = 2000) -> float:
+    """Env steps per CPU-second under uniform random actions on fresh train drafts (cold caches)."""
+    env = HRWritingEnv(seed=0)
+    env.reset()
+    start = time.process_time()
+    for _ in range(steps):
+        _, _, terminated, _, _ = env.step(env.action_space.sample())
+        if terminated:
+            env.reset()
+    return steps / (time.process_time() - start)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--timesteps", type=int, default=5000)
-    parser.add_argument("--episodes", type=int, default=20)
-    parser.add_argument("--runs", nargs="*", default=[], help="saved run folders to evaluate as well")
+    parser.add_argument("--timesteps", type=int, nargs="+", default=[5000, 20000, 50000])
+    parser.add_argument("--episodes", type=int, default=120)
+    parser.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.5, 5.0, 10.0])
+    parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    env = HRWritingEnv()
-    baselines = {
-        name: evaluate_writing_policy(env, name, episodes=args.episodes, seed=EVAL_SEED)
-        for name in ("random", "zero")
-    }
-    rows = []
-    for seed in args.seeds:
-        start_wall, start_cpu = time.perf_counter(), time.process_time()
-        model = train_hr_ppo(HRWritingEnv(), timesteps=args.timesteps, seed=seed, progress_bar=False)
-        wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
-        trained = evaluate_writing_policy(env, model, episodes=args.episodes, seed=EVAL_SEED)
-        rows.append((f"seed {seed}", trained, f"{wall:.1f}", f"{cpu:.1f}", model.history[-1]))
-    for run in args.runs:
-        model, _ = load_run(run)
-        trained = evaluate_writing_policy(env, model, episodes=args.episodes, seed=EVAL_SEED)
-        rows.append((run, trained, "-", "-", None))
-    print(
-        f"\nHRWritingEnv, {args.timesteps} timesteps, spec PPO config, {args.episodes} evaluation episodes per"
-        f" policy; reward = writing reward per step; random {baselines['random']['mean']:.3f}"
-        f" (resonance {baselines['random']['resonance']:.3f}), zero {baselines['zero']['mean']:.3f}"
-        f" (resonance {baselines['zero']['resonance']:.3f})\n"
+    heldout = HRWritingEnv(split="heldout")
+    train = HRWritingEnv(split="train")
+    gain = max(
+        args.gains, key=lambda g: evaluate_writing_policy(train, feedback_rule(g), args.episodes, 0)["mean"]
     )
-    print(
-        "| policy | reward | resonance | reward - random | reward - zero | wall s | cpu s | loss | expl. var |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for name, s, wall, cpu, last in rows:
-        loss = "- | -" if last is None else f"{last['loss']:.3f} | {last['explained_variance']:.3f}"
-        print(
-            f"| {name} | {s['mean']:.3f} | {s['resonance']:.3f} | {s['mean'] - baselines['random']['mean']:+.3f} | "
-            f"{s['mean'] - baselines['zero']['mean']:+.3f} | {wall} | {cpu} | {loss} |"
+    rows: dict[str, dict[str, float]] = {
+        name: evaluate_writing_policy(heldout, policy, episodes=args.episodes, seed=EVAL_SEED)
+        for name, policy in (
+            ("no edits", "zero"),
+            ("random edits", "random"),
+            (f"feedback rule (gain {gain:g})", feedback_rule(gain)),
+            ("refiner loop", "refiner"),
         )
-    trained = [r[1]["mean"] for r in rows if r[0].startswith("seed ")]
-    if trained:
-        print(f"\nmean over seeds: trained {np.mean(trained):.3f}")
+    }
+    best_baseline = max(row["mean"] for row in rows.values())
+    curve: dict[int, list[float]] = {t: [] for t in args.timesteps}
+    cpu_per_step = []
+    for seed in args.seeds:
+        env = HRWritingEnv(seed=seed)
+        model, done = None, 0
+        for budget in sorted(args.timesteps):
+            start = time.process_time()
+            if model is None:
+                model = train_hr_ppo(env, timesteps=budget, seed=seed, progress_bar=False)
+            else:
+                model.learn(budget - done, progress_bar=False, reset_num_timesteps=False)
+            cpu_per_step.append((time.process_time() - start) / (model.num_timesteps - done))
+            done = model.num_timesteps
+            row = evaluate_writing_policy(heldout, model, episodes=args.episodes, seed=EVAL_SEED)
+            rows[f"PPO seed {seed}, {budget} steps"] = row
+            curve[budget].append(row["mean"])
+    print(
+        f"\nHRWritingEnv on held-out SmolLM2 drafts: {args.episodes} episodes, {heldout.max_episode_steps} revisions"
+        f" x up to {heldout.max_edits} edits per dimension; reward = the final draft's writing reward\n"
+    )
+    print("| policy | final reward | gain over first draft | resonance | quality | vs best baseline |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name, row in rows.items():
+        print(
+            f"| {name} | {row['mean']:.4f} | {row['gain']:+.4f} | {row['resonance']:.3f} | {row['quality']:.3f}"
+            f" | {row['mean'] - best_baseline:+.4f} |"
+        )
+    print("\n| timesteps | PPO mean over seeds | - best baseline |\n|---:|---:|---:|")
+    for budget, values in curve.items():
+        print(f"| {budget} | {np.mean(values):.4f} | {np.mean(values) - best_baseline:+.4f} |")
+    print(
+        f"\nspeed: env {env_speed():.0f} steps per CPU-second (random actions, cold revision cache);"
+        f" training {1 / np.mean(cpu_per_step):.0f} steps per CPU-second (env + PPO updates)"
+    )
+    if args.plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 4))
+        budgets = list(curve)
+        means = [np.mean(curve[b]) for b in budgets]
+        ax.errorbar(
+            budgets,
+            means,
+            yerr=[np.std(curve[b]) for b in budgets],
+            marker="o",
+            label="PPO (mean, sd over seeds)",
+        )
+        for name, row in list(rows.items())[:4]:
+            ax.axhline(
+                row["mean"], linestyle="--", linewidth=1, label=name, color=f"C{1 + list(rows).index(name)}"
+            )
+        ax.set_xscale("log")
+        ax.set_xlabel("training timesteps")
+        ax.set_ylabel("final draft's writing reward (held-out)")
+        ax.set_title("HR-RL on SmolLM2 drafts")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        args.plot.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(args.plot, dpi=120)
+        print(f"plot: {args.plot}")
 
 
 if __name__ == "__main__":

@@ -46,6 +46,22 @@ def test_generate_json_with_hrv_and_profile():
     assert json.loads(creative.stdout)["target_source"] == "profile builtin/creative"
 
 
+def test_generate_resolves_a_stored_profile_at_the_edge(tmp_path):
+    from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+
+    acme = [0.55, 0.3, 0.5, 0.3, 0.3, 0.2, 0.6, 0.8]
+    with HRVProfileManager(tmp_path / "store") as manager:
+        manager.save_profile("acme", "newsletter", acme)
+    args = ["generate", "tea", "--paragraphs", "1", "--seed", "1", "--json", "--backend", "builtin"]
+    result = runner.invoke(app, [*args, "--profile", "acme/newsletter", "--store", str(tmp_path / "store")])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["target_source"] == "profile acme/newsletter"
+    assert list(data["target_hrv"].values()) == acme
+    unknown = runner.invoke(app, [*args, "--profile", "acme/blog", "--store", str(tmp_path / "store")])
+    assert unknown.exit_code == 2 and "newsletter" in unknown.output, unknown.output
+
+
 def test_user_errors_exit_2_with_one_line():
     for args, message in (
         (["generate", " "], "prompt is empty"),

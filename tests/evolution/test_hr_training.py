@@ -1,3 +1,6 @@
+import json
+import shutil
+
 import numpy as np
 import pytest
 from typer.testing import CliRunner
@@ -11,6 +14,7 @@ from resonance_os.evolution.hr_rl_trainer import (
     hr_ppo_config,
     train_hr_ppo,
 )
+from resonance_os.generation.human_resonant_writer import DRAFT_MODE
 from resonance_os.rl.algorithms.ppo import PPOConfig
 from resonance_os.rl.logger import read_metrics
 
@@ -59,14 +63,24 @@ def test_training_logs_the_spec_metrics_and_the_run_reloads(run_dir):
     assert action.shape == (8,) and np.all(np.abs(action) <= 1.0)
 
 
-def test_policy_writes_an_article_toward_the_target(run_dir):
+def test_policy_revises_the_writers_drafts(run_dir):
     article = write_with_policy(run_dir, "community gardens", num_paragraphs=2, seed=1)
     assert len(article.paragraphs) == 2
-    assert article.backend == "builtin+policy"
+    assert article.backend == f"{DRAFT_MODE}+policy"
     assert 0.0 <= article.resonance <= 1.0
     assert all("garden" in p.lower() for p in article.paragraphs)
-    assert [step["layer"] for step in article.trace] == ["planner", "policy", "policy"]
-    assert all(len(step["revision_rewards"]) == 1 for step in article.trace[1:])
+    assert [step["layer"] for step in article.trace] == [
+        "planner",
+        "sentence",
+        "policy",
+        "sentence",
+        "policy",
+    ]
+    _, env = load_run(run_dir)
+    for step in article.trace[2::2]:
+        assert len(step["revision_scores"]) == env.max_episode_steps + 1
+    for step in article.trace[2::2]:
+        assert max(step["revision_scores"]) >= step["revision_scores"][0]
 
 
 def test_generate_cli_uses_a_trained_policy(run_dir):
@@ -74,12 +88,18 @@ def test_generate_cli_uses_a_trained_policy(run_dir):
         app, ["generate", "community gardens", "--policy", str(run_dir), "--paragraphs", "1"]
     )
     assert result.exit_code == 0, result.output
-    assert "builtin+policy" in result.output
+    assert "+policy" in result.output
 
 
-def test_bad_runs_and_arguments_are_clear_errors(tmp_path):
+def test_bad_runs_and_arguments_are_clear_errors(tmp_path, run_dir):
     with pytest.raises(ValidationError, match="not a training run"):
         load_run(tmp_path)
+    old = tmp_path / "old"
+    shutil.copytree(run_dir, old)
+    settings = json.loads((old / "env.json").read_text())
+    (old / "env.json").write_text(json.dumps({**settings, "calibration_seed": 0}))
+    with pytest.raises(ValidationError, match="older HRWritingEnv"):
+        load_run(old)
     with pytest.raises(ValidationError, match="timesteps"):
         train_hr_ppo(HRWritingEnv(), timesteps=0)
     result = CliRunner().invoke(app, ["train", "--profile", "builtin/creative", "--hrv", "0.5,0.5"])

@@ -4,20 +4,30 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from resonance_os.core.errors import ValidationError
-from resonance_os.evolution.hr_rl_trainer import ENV_ID, HRWritingEnv, evaluate_writing_policy
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.evolution.draft_pool import load_drafts
+from resonance_os.evolution.hr_rl_trainer import (
+    ENV_ID,
+    HRWritingEnv,
+    edit_counts,
+    evaluate_writing_policy,
+    feedback_rule,
+)
+
+CURIOSITY = HRV_DIMENSIONS.index("curiosity_index")
 
 
 @pytest.fixture(scope="module")
 def env():
-    return HRWritingEnv(hrv_dim=8, max_episode_steps=4)
+    return HRWritingEnv(hrv_dim=8, max_episode_steps=3)
 
 
 def test_spec_attributes_and_env_checker(env):
     assert env.hrv_dim == 8
-    assert env.observation_space.shape == (8,)
+    assert env.observation_space.shape == (17,)
     assert env.action_space.shape == (8,)
-    assert env.max_episode_steps == 4
-    check_env(HRWritingEnv(max_episode_steps=3), skip_render_check=True)
+    assert env.max_episode_steps == 3
+    check_env(HRWritingEnv(max_episode_steps=2), skip_render_check=True)
 
 
 def test_registered_id_makes_the_env():
@@ -26,59 +36,83 @@ def test_registered_id_makes_the_env():
     assert made.observation_space.contains(obs)
 
 
-def test_step_writes_real_text_and_rewards_it_with_the_writing_reward(env):
+def test_episodes_start_from_model_written_pool_drafts(env):
+    pool = {(d.prompt, d.text) for d in load_drafts(split="train")}
+    assert len(pool) >= 100
     obs, info = env.reset(seed=3)
-    assert env.observation_space.contains(obs)
-    assert info["text"].count(".") + info["text"].count("?") + info["text"].count("!") >= 2
-    np.testing.assert_allclose(obs, info["measured_hrv"], atol=1e-6)
-    _, reward, terminated, truncated, info = env.step(np.zeros(8, dtype=np.float32))
-    assert 0.0 <= reward <= 1.0
-    expected = env.writing_reward.score(info["text"], info["target_hrv"], prompt=info["prompt"])
-    assert reward == pytest.approx(expected.reward) == pytest.approx(info["reward"])
-    assert info["resonance"] == pytest.approx(expected.resonance)
-    for term in ("fluency", "coherence", "topic", "repetition"):
-        assert info[term] == pytest.approx(getattr(expected, term))
-    assert not terminated and not truncated
-    assert info["controls"] == pytest.approx(info["target_hrv"])
+    assert (info["prompt"], info["text"]) in pool
+    np.testing.assert_allclose(obs[:8], info["measured_hrv"], atol=1e-6)
+    np.testing.assert_allclose(obs[8:16], info["target_hrv"], atol=1e-6)
+    assert obs[16] == 1.0
+    assert info["score"] == info["first_score"] == pytest.approx(info["reward"])
 
 
-def test_episode_terminates_when_the_revision_budget_is_spent(env):
-    env.reset(seed=0)
-    steps = [env.step(env.action_space.sample()) for _ in range(4)]
-    assert [s[2] for s in steps] == [False, False, False, True]
+def test_heldout_drafts_answer_prompts_never_trained_on():
+    train = {d.prompt for d in load_drafts(split="train")}
+    heldout = {d.prompt for d in load_drafts(split="heldout")}
+    assert heldout and not train & heldout
+
+
+def test_an_action_asks_for_edits_and_the_reward_is_the_change_in_score(env):
+    _, first = env.reset(seed=5)
+    action = np.zeros(8)
+    action[CURIOSITY] = 1.0
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert any(edit.startswith("curiosity_index+") for edit in info["edits"])
+    assert info["text"] != first["text"]
+    assert info["measured_hrv"][CURIOSITY] > first["measured_hrv"][CURIOSITY]
+    expected = env.writer.reward.score(info["text"], info["target_hrv"], prompt=info["prompt"])
+    assert info["score"] == pytest.approx(expected.reward)
+    assert reward == pytest.approx(info["score"] - first["score"])
+    assert obs[16] == pytest.approx(2 / 3) and not terminated and not truncated
+
+
+def test_no_edits_change_nothing(env):
+    _, first = env.reset(seed=7)
+    _, reward, _, _, info = env.step(np.zeros(8))
+    assert info["text"] == first["text"] and reward == 0.0 and info["edits"] == []
+
+
+def test_intensities_map_to_edit_counts():
+    assert edit_counts([1, -1, 0.5, -0.2, 0.76, 0, 2, -3], max_edits=2) == (2, -2, 1, 0, 2, 0, 2, -2)
+    with pytest.raises(ValidationError, match="finite"):
+        edit_counts([np.nan] * 8, max_edits=2)
+
+
+def test_episode_terminates_and_its_return_is_the_final_gain(env):
+    _, info = env.reset(seed=0)
+    first = info["score"]
+    steps = [env.step(env.action_space.sample()) for _ in range(3)]
+    assert [s[2] for s in steps] == [False, False, True]
     assert not any(s[3] for s in steps)
+    assert sum(s[1] for s in steps) == pytest.approx(steps[-1][4]["score"] - first)
 
 
-def test_same_seed_same_drafts(env):
-    first = [env.reset(seed=11)[1]["text"]] + [env.step(np.full(8, 0.3))[4]["text"] for _ in range(2)]
-    again = [env.reset(seed=11)[1]["text"]] + [env.step(np.full(8, 0.3))[4]["text"] for _ in range(2)]
-    assert first == again
+def test_same_seed_same_episode(env):
+    def run():
+        texts = [env.reset(seed=11)[1]["text"]]
+        return texts + [env.step(np.full(8, 0.6))[4]["text"] for _ in range(2)]
+
+    assert run() == run()
 
 
-def test_the_writer_is_miscalibrated_so_corrections_pay(env):
-    """Cancelling the knob offsets measurably beats a zero adjustment: there is something to learn."""
-    correction = -env.knob_offsets / env.action_scale
-    zero = np.mean([env.step(np.zeros(8))[1] for _ in range(20)])
-    corrected = np.mean([env.step(correction)[1] for _ in range(20)])
-    assert corrected > zero + 0.05
-
-
-def test_targets_set_appends_the_target_to_the_observation():
-    env = HRWritingEnv(targets=["builtin/creative", "builtin/technical"], max_episode_steps=2)
+def test_own_drafts_and_a_fixed_target():
+    text = "The garden opened in spring. Volunteers planted beans and tomatoes. It is very busy on weekends."
+    env = HRWritingEnv(drafts=[("city gardens", text)], profile="builtin/creative", max_episode_steps=1)
     obs, info = env.reset(seed=0)
-    assert obs.shape == (16,)
-    np.testing.assert_allclose(obs[8:], info["target_hrv"], atol=1e-6)
+    assert info["text"] == text and info["prompt"] == "city gardens"
+    assert env.settings()["drafts"] == [["city gardens", text]]
+    assert HRWritingEnv(**env.settings()).reset(seed=0)[1]["text"] == text
 
 
-def test_reward_model_is_blended_into_the_reward():
+def test_reward_model_is_blended_into_the_score():
     class Constant:
         def predict(self, text, target_hrv):
             return 1.0
 
     env = HRWritingEnv(reward_model=Constant(), reward_model_weight=0.5, max_episode_steps=2)
-    env.reset(seed=0)
-    _, reward, _, _, info = env.step(np.zeros(8))
-    assert reward == pytest.approx(0.5 * info["reward"] + 0.5)
+    _, info = env.reset(seed=0)
+    assert info["score"] == pytest.approx(0.5 * info["reward"] + 0.5)
 
 
 def test_render_ansi_shows_the_draft_and_table():
@@ -93,9 +127,13 @@ def test_render_ansi_shows_the_draft_and_table():
     [
         ({"hrv_dim": 5}, "hrv_dim must be 8"),
         ({"max_episode_steps": 0}, "max_episode_steps"),
-        ({"action_scale": 0}, "action_scale"),
+        ({"max_edits": 0}, "max_edits"),
         ({"target_hrv": [0.5] * 7}, "8 values"),
-        ({"prompts": ["  "]}, "prompt"),
+        ({"drafts": [("city gardens", "  ")]}, "empty"),
+        ({"drafts": ["just text"]}, "pairs"),
+        ({"drafts": "/nonexistent/pool.jsonl.gz"}, "does not exist"),
+        ({"split": "test"}, "split"),
+        ({"targets": ["builtin/creative"], "profile": "builtin/creative"}, "not both"),
         ({"render_mode": "human"}, "render_mode"),
         ({"reward_model": object()}, "predict"),
     ],
@@ -105,17 +143,10 @@ def test_bad_arguments_name_the_problem(kwargs, fragment):
         HRWritingEnv(**kwargs)
 
 
-def test_baseline_policies_are_evaluated_per_step(env):
-    random = evaluate_writing_policy(env, "random", episodes=2, seed=0)
-    zero = evaluate_writing_policy(env, "zero", episodes=2, seed=0)
-    assert 0.0 < random["mean"] < zero["mean"] < 1.0
-
-
-def test_first_drafts_come_from_a_pool_once_it_is_full():
-    env = HRWritingEnv(prompts=["city gardens"], draft_pool_size=2)
-    first = {env.reset(seed=s)[1]["text"] for s in range(2)}
-    later = {env.reset(seed=s)[1]["text"] for s in range(2, 8)}
-    assert len(first) == 2
-    assert later <= first
-    fresh = HRWritingEnv(prompts=["city gardens"], draft_pool_size=0)
-    assert len({fresh.reset(seed=s)[1]["text"] for s in range(4)}) == 4
+def test_baselines_share_the_edit_budget_and_report_the_final_draft(env):
+    zero = evaluate_writing_policy(env, "zero", episodes=4, seed=0)
+    assert zero["gain"] == 0.0 and 0.0 < zero["mean"] < 1.0
+    refiner = evaluate_writing_policy(env, "refiner", episodes=4, seed=0)
+    assert refiner["gain"] >= 0.0
+    rule = evaluate_writing_policy(env, feedback_rule(), episodes=4, seed=0)
+    assert rule == evaluate_writing_policy(env, "feedback", episodes=4, seed=0)

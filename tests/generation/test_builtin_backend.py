@@ -34,7 +34,7 @@ def test_same_seed_same_article_other_seed_other_article(writer):
 @pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("template", sorted(BUILTIN_TEMPLATES))
 def test_articles_are_varied_on_topic_and_well_formed(writer, prompt, template):
-    article = writer.generate(prompt, profile=f"builtin/{template}", num_paragraphs=3, seed=5)
+    article = writer.generate(prompt, BUILTIN_TEMPLATES[template], num_paragraphs=3, seed=5)
     sentences = [s for p in article.paragraphs for s in re.split(r"(?<=[.!?])\s+", p)]
     assert len(sentences) == len(set(sentences)), "no sentence repeats within an article"
     words = topic_words(article.trace[0]["topics"])

@@ -1,10 +1,12 @@
 import pytest
 
-from resonance_os.core.errors import InvalidHRVError, ProfileNotFoundError, ValidationError
-from resonance_os.core.hrv_types import HRVProfile
+from resonance_os.core.errors import InvalidHRVError, ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_types import HRVProfile, HRVVector
 from resonance_os.generation.backends.base import BackendError
 from resonance_os.generation.human_resonant_writer import Article, HumanResonantWriter
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+from resonance_os.profiles.targets import resolve_target
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 
 ACME = [0.55, 0.3, 0.5, 0.3, 0.3, 0.2, 0.6, 0.8]
@@ -25,7 +27,8 @@ def test_article_carries_text_targets_measurements_resonance_and_trace(writer, c
     assert len(article.measured_hrv["article"]) == 8 and len(article.measured_hrv["paragraphs"]) == 3
     assert article.target_source.startswith("default profile")
     assert 0.9 <= article.resonance <= 1.0
-    assert [step["layer"] for step in article.trace] == ["planner", "sentence", "sentence", "sentence"]
+    assert [step["layer"] for step in article.trace] == ["planner", *["sentence", "refiner"] * 3]
+    assert [step["paragraph"] for step in article.trace[1:]] == [0, 0, 1, 1, 2, 2]
     data = article.to_dict()
     assert set(data["measured_hrv"]) == set(data["target_hrv"])
 
@@ -33,7 +36,7 @@ def test_article_carries_text_targets_measurements_resonance_and_trace(writer, c
 @pytest.mark.parametrize("name", sorted(BUILTIN_TEMPLATES))
 def test_builtin_profiles_are_hit_closely(writer, name):
     errors = [
-        writer.generate("public libraries", profile=f"builtin/{name}", seed=s).mean_absolute_error
+        writer.generate("public libraries", BUILTIN_TEMPLATES[name], seed=s).mean_absolute_error
         for s in range(3)
     ]
     assert sum(errors) / 3 < 0.06
@@ -56,41 +59,39 @@ def test_refiner_improves_on_the_unrefined_writer():
     assert with_refiner < 0.92 * without
 
 
-def test_profiles_resolve_from_a_store_and_objects(tmp_path, monkeypatch):
-    store = tmp_path / "store"
-    with HRVProfileManager(store) as manager:
+@pytest.mark.parametrize(
+    ("target", "source"),
+    [
+        (ACME, "target_hrv"),
+        (dict(zip(HRV_DIMENSIONS, ACME)), "target_hrv"),
+        (HRVVector(ACME), "target_hrv"),
+        (HRVProfile(name="newsletter", vector=ACME, tenant="acme"), "profile acme/newsletter"),
+    ],
+)
+def test_resolved_targets_in_every_form_with_their_source(writer, target, source):
+    article = writer.generate("tea", target, num_paragraphs=1, seed=1)
+    assert article.target_hrv == pytest.approx(ACME) and article.target_source == source
+    assert article.trace[0]["target_source"] == source
+    labelled = writer.generate("tea", target, num_paragraphs=1, seed=1, target_source="house style")
+    assert labelled.target_source == "house style" and labelled.text == article.text
+
+
+def test_a_profile_resolved_at_the_edge_is_written_toward(writer, tmp_path):
+    """The edge (API, CLI, evolution) resolves the profile; the writer takes the vector and its label."""
+    with HRVProfileManager(tmp_path / "store") as manager:
         manager.save_profile("acme", "newsletter", ACME)
-    article = HumanResonantWriter(backend="builtin", store=store).generate(
-        "tea", profile="acme/newsletter", num_paragraphs=1, seed=1
-    )
+        target, source = resolve_target(profile="acme/newsletter", store=manager)
+    article = writer.generate("tea", target, num_paragraphs=1, seed=1, target_source=source)
     assert article.target_hrv == pytest.approx(ACME) and article.target_source == "profile acme/newsletter"
-    monkeypatch.setenv("RESONANCE_STORE", str(store))
-    assert HumanResonantWriter(backend="builtin").generate(
-        "tea", profile="acme/newsletter", num_paragraphs=1
-    ).target_hrv == pytest.approx(ACME)
-    profile = HRVProfile(name="x", vector=ACME, tenant="t")
-    assert HumanResonantWriter(backend="builtin").generate(
-        "tea", profile=profile, num_paragraphs=1
-    ).target_hrv == pytest.approx(ACME)
-    assert (
-        HumanResonantWriter(backend="builtin")
-        .generate("tea", profile="creative", num_paragraphs=1)
-        .target_source
-        == "profile builtin/creative"
-    )
 
 
-def test_unknown_profiles_name_what_exists(tmp_path):
-    store = tmp_path / "store"
-    with HRVProfileManager(store) as manager:
-        manager.save_profile("acme", "newsletter", ACME)
-    writer = HumanResonantWriter(backend="builtin", store=store)
-    with pytest.raises(ProfileNotFoundError, match="newsletter"):
-        writer.generate("tea", profile="acme/blog")
-    with pytest.raises(ProfileNotFoundError, match="creative, professional, technical"):
-        writer.generate("tea", profile="builtin/poetic")
-    with pytest.raises(ValidationError, match="not 'tenant/name'"):
-        writer.generate("tea", profile="poetic")
+def test_the_writer_takes_no_profile_keys_or_store(writer):
+    with pytest.raises(ValidationError, match=r"resolve_target\(profile='builtin/creative'\)"):
+        writer.generate("tea", "builtin/creative")
+    with pytest.raises(TypeError):
+        writer.generate("tea", profile="builtin/creative")
+    with pytest.raises(TypeError):
+        HumanResonantWriter(backend="builtin", store="somewhere")
 
 
 @pytest.mark.parametrize(
@@ -100,7 +101,7 @@ def test_unknown_profiles_name_what_exists(tmp_path):
         ({"prompt": "x" * 4001}, ValidationError, "4000-character limit"),
         ({"target_hrv": [0.5] * 7}, InvalidHRVError, "must have 8 values"),
         ({"target_hrv": [0.5] * 7 + [1.2]}, InvalidHRVError, "active_voice_ratio"),
-        ({"target_hrv": [0.5] * 8, "profile": "builtin/creative"}, ValidationError, "not both"),
+        ({"target_hrv": {"valence": 0.5}}, InvalidHRVError, "missing"),
         ({"num_paragraphs": 0}, ValidationError, "num_paragraphs"),
     ],
 )

@@ -3,6 +3,7 @@
 import pytest
 
 from resonance_os.core.errors import InvalidHRVError, ProfileNotFoundError, ValidationError
+from resonance_os.core.hrv_constants import DEFAULT_TARGET_HRV, DEFAULT_TARGET_KEY
 from resonance_os.core.hrv_types import HRVProfile, HRVVector
 from resonance_os.profiles import BUILTIN_TEMPLATES, DEFAULT_PROFILE
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
@@ -31,6 +32,16 @@ def test_explicit_default_and_builtin_targets():
     assert resolve_target(profile="creative") == (CREATIVE, "profile builtin/creative")
     profile = HRVProfile(name="x", vector=ACME, tenant="t")
     assert resolve_target(profile=profile) == (pytest.approx(ACME), "profile t/x")
+
+
+def test_the_default_profile_is_cores_default_target():
+    """core holds the default vector (generation falls back on it); the template is built from it."""
+    assert DEFAULT_PROFILE.key == DEFAULT_TARGET_KEY == "builtin/professional"
+    assert DEFAULT_PROFILE.vector.to_dict() == DEFAULT_TARGET_HRV
+    assert BUILTIN_TEMPLATES["professional"] is DEFAULT_PROFILE
+    first = default_target()
+    first[0] = 1.0  # a fresh list each call: callers cannot change the default
+    assert default_target() == DEFAULT_PROFILE.vector.to_list() != first
 
 
 def test_stored_profiles_by_location_env_or_open_manager(manager, tmp_path, monkeypatch):

@@ -42,7 +42,7 @@ class ResonanceService:
 
     def __init__(self, db: Database) -> None:
         self.db = db
-        self._writer_lock = threading.Lock()
+        self.writer_lock = threading.Lock()
 
     # -- components, built once per process ------------------------------------------------------
 
@@ -199,7 +199,7 @@ class ResonanceService:
             )
         else:
             target, profile_name = self.resolve_target(ctx, profile, target_hrv)
-            with self._writer_lock:
+            with self.writer_lock:
                 article = self.writer.generate(
                     prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed
                 )

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import importlib
 import json
-import random
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +19,7 @@ from resonance_os.api.job_worker import JobReport, TrainingResult
 from resonance_os.core.errors import ResonanceError
 
 if TYPE_CHECKING:
-    from resonance_os.quality.reward import WritingScore
+    from resonance_os.generation.human_resonant_writer import Article
 
 TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
 POLICY_MODULE = "resonance_os.evolution.hr_policy"
@@ -107,18 +105,6 @@ def _follow_metrics(log_dir: Path, total: int, report: JobReport, stop: threadin
             report.progress(float(last.get("timesteps", 0)) / total, last)
 
 
-@dataclass
-class PolicyArticle:
-    """An article written under a trained policy (the fields ``ResonanceService.generate`` reads)."""
-
-    text: str
-    paragraphs: list[str]
-    measured_hrv: dict[str, list[float]]
-    resonance: float
-    score: WritingScore
-    """The article's writing reward and its terms."""
-
-
 _runs: dict[str, tuple[object, object, threading.Lock]] = {}
 _runs_lock = threading.Lock()
 
@@ -143,28 +129,22 @@ def generate_with_policy(
     paragraphs: int,
     seed: int | None,
     reward_model=None,
-) -> PolicyArticle:
-    """Write ``paragraphs`` paragraphs about ``prompt``: each is an ``HRWritingEnv`` episode toward
-    ``target`` in which the run's policy (deterministic) revises the draft, keeping the draft with the
-    highest env reward, the quantity the policy was trained on (the writing reward, blended with the
-    job's reward model when it had one)."""
+) -> Article:
+    """Write ``paragraphs`` paragraphs about ``prompt`` toward ``target`` as ``resonance generate
+    --policy`` does (``hr_policy.write_with_policy``): the service's writer drafts each paragraph and
+    the run's policy revises it in the run's env, keeping the revision the env scores highest (the
+    writing reward, blended with the job's reward model when it had one)."""
     model, env, lock = _load_run(folder, reward_model)
-    revise_paragraph = _import(POLICY_MODULE).revise_paragraph
-    rng = random.Random(seed)
-    with lock:
-        texts = [
-            revise_paragraph(model, env, prompt, target, rng.getrandbits(31))[0]["text"]
-            for _ in range(paragraphs)
-        ]
-    text = "\n\n".join(texts)
-    measured = [float(v) for v in service.extractor.extract(text)]
-    return PolicyArticle(
-        text=text,
-        paragraphs=texts,
-        measured_hrv={"article": measured},
-        resonance=float(service.similarity.calculate_similarity(measured, target)),
-        score=env.writing_reward.score(text, target, prompt=prompt, hrv=measured),
-    )
+    write_with_policy = _import(POLICY_MODULE).write_with_policy
+    with lock, service.writer_lock:
+        return write_with_policy(
+            (model, env),
+            prompt,
+            target_hrv=target,
+            num_paragraphs=paragraphs,
+            seed=seed,
+            writer=service.writer,
+        )
 
 
 generate_with_policy.requires = (TRAINING_MODULE, POLICY_MODULE)

@@ -52,7 +52,7 @@ def generate(
     policy: Path = typer.Option(
         None,
         "--policy",
-        help="A training run folder (resonance train --out) whose PPO policy revises each paragraph (builtin backend).",
+        help="A training run folder (resonance train --out) whose PPO policy revises each drafted paragraph.",
     ),
     store: str = StoreOpt,
 ) -> None:
@@ -60,27 +60,27 @@ def generate(
 
     def run():
         from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+        from resonance_os.profiles.targets import resolve_target
 
         if profile is not None and hrv is not None:
             raise ValidationError("give --profile or --hrv, not both")
-        target = parse_hrv_option(hrv) if hrv is not None else None
+        given = profile is not None or hrv is not None
+        target, source = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
+        writer = HumanResonantWriter(backend=backend)
         if policy is not None:
             from resonance_os.evolution.hr_policy import write_with_policy
 
-            if backend not in (None, "builtin"):
-                raise ValidationError("--policy works with the builtin backend; drop --backend or --policy")
-            return write_with_policy(
+            return write_with_policy(  # without --profile/--hrv: the run's own target
                 policy,
                 prompt,
-                target_hrv=target,
-                profile=profile,
+                target_hrv=target if given else None,
                 num_paragraphs=paragraphs,
                 seed=seed,
-                store=store,
+                writer=writer,
+                target_source=source if given else None,
             )
-        writer = HumanResonantWriter(backend=backend, store=store)
         return writer.generate(
-            prompt, target_hrv=target, profile=profile, num_paragraphs=paragraphs, seed=seed
+            prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed, target_source=source
         )
 
     article = run_reporting_user_errors(run)
@@ -95,7 +95,7 @@ def print_article(article) -> None:
     from resonance_os.generation.human_resonant_writer import DRAFT_MODE
 
     console.print(article.text, markup=False)
-    if article.backend == DRAFT_MODE:
+    if article.backend.startswith(DRAFT_MODE):
         console.print(
             "[yellow]template draft mode: the built-in composer, not a language model; install the "
             "local model (make install) or pass --backend local|openai for real drafts[/yellow]"

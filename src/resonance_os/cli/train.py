@@ -46,24 +46,35 @@ def _train(
     out: Path,
     seed: int | None,
     store: str | None,
-    max_episode_steps: int,
+    max_episode_steps: int | None,
     progress: bool,
 ) -> dict[str, Any]:
     from resonance_os.evolution.hr_policy import save_run
-    from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, evaluate_writing_policy, train_hr_ppo
+    from resonance_os.evolution.hr_rl_trainer import (
+        DEFAULT_MAX_EPISODE_STEPS,
+        HRWritingEnv,
+        evaluate_writing_policy,
+        train_hr_ppo,
+    )
 
     if profile is not None and hrv is not None:
         raise fail("give --profile or --hrv, not both")
     target = parse_hrv_option(hrv) if hrv is not None else None
+    max_episode_steps = max_episode_steps or DEFAULT_MAX_EPISODE_STEPS
     env = HRWritingEnv(target_hrv=target, profile=profile, store=store, max_episode_steps=max_episode_steps)
     model = train_hr_ppo(env, timesteps=timesteps, seed=seed, log_dir=out, progress_bar=progress)
     save_run(model, env, out)
+    heldout = HRWritingEnv(
+        target_hrv=target, profile=profile, store=store, max_episode_steps=max_episode_steps, split="heldout"
+    )
     evaluation = {
-        name: evaluate_writing_policy(env, policy, episodes=EVAL_EPISODES, seed=10_000)
+        name: evaluate_writing_policy(heldout, policy, episodes=EVAL_EPISODES, seed=10_000)
         for name, policy in (
             ("trained policy", model),
-            ("random policy", "random"),
-            ("zero adjustment", "zero"),
+            ("no edits", "zero"),
+            ("random edits", "random"),
+            ("feedback rule (target - measured)", "feedback"),
+            ("refiner loop", "refiner"),
         )
     }
     return {"model": model, "env": env, "metrics": model.history[-1], "evaluation": evaluation}
@@ -79,13 +90,22 @@ def _report(result: dict[str, Any], out: Path) -> None:
     evaluation = result["evaluation"]
     table = Table(
         "policy",
-        "mean reward per step",
+        "final draft's reward",
         "std",
+        "gain over first draft",
         "resonance (style term)",
-        title=f"evaluation, {EVAL_EPISODES} seeded episodes",
+        "quality factor",
+        title=f"evaluation, {EVAL_EPISODES} seeded episodes on held-out drafts, same edit budget",
     )
     for name, row in evaluation.items():
-        table.add_row(name, f"{row['mean']:.3f}", f"{row['std']:.3f}", f"{row['resonance']:.3f}")
+        table.add_row(
+            name,
+            f"{row['mean']:.3f}",
+            f"{row['std']:.3f}",
+            f"{row['gain']:+.3f}",
+            f"{row['resonance']:.3f}",
+            f"{row['quality']:.3f}",
+        )
     console.print(table)
     measured = {
         "reward_per_step": evaluation["trained policy"]["mean"],
@@ -113,7 +133,9 @@ def train(
         Path("runs/hr-ppo"), "--out", help="Run folder for the model, env settings and metrics."
     ),
     seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same training run."),
-    max_episode_steps: int = typer.Option(1, "--max-episode-steps", min=1, help="Revisions per episode."),
+    max_episode_steps: int = typer.Option(
+        None, "--max-episode-steps", min=1, help="Revisions per episode (default: the env's, 3)."
+    ),
     store: str = StoreOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
@@ -161,10 +183,16 @@ def demo(
     console.print(
         f"\n[bold]3. Training PPO in HRWritingEnv toward {DEFAULT_PROFILE.key} for {timesteps} timesteps[/bold]"
     )
-    result = run_reporting_user_errors(lambda: _train(None, None, timesteps, out, seed, None, 1, True))
+    result = run_reporting_user_errors(lambda: _train(None, None, timesteps, out, seed, None, None, True))
     _report(result, out)
 
-    console.print("\n[bold]4. An article written with the trained policy (template draft mode)[/bold]")
-    article = write_with_policy((result["model"], result["env"]), DEMO_PROMPT, seed=seed)
+    console.print(
+        f"\n[bold]4. The same prompt drafted by {writer.backend_name}, revised by the trained policy[/bold]"
+    )
+    article = run_reporting_user_errors(
+        lambda: write_with_policy(
+            (result["model"], result["env"]), DEMO_PROMPT, target_hrv=target, seed=seed, writer=writer
+        )
+    )
     console.print(article.text, markup=False)
     console.print(article_table(article))

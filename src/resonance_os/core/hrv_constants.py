@@ -22,6 +22,27 @@ DEFAULT_RESONANCE_THRESHOLD: float = 0.92
 DEFAULT_DRIFT_THRESHOLD: float = 0.05
 """Drop in similarity from the baseline that counts as drift."""
 
+BUILTIN_TENANT: str = "builtin"
+"""Tenant of the built-in profile templates (``profiles.templates.BUILTIN_TEMPLATES``)."""
+
+DEFAULT_TARGET_NAME: str = "professional"
+DEFAULT_TARGET_KEY: str = f"{BUILTIN_TENANT}/{DEFAULT_TARGET_NAME}"
+"""The default profile's key, ``"builtin/professional"``."""
+
+DEFAULT_TARGET_HRV: dict[str, float] = {
+    "sentence_variance": 0.40,
+    "emotional_valence": 0.62,
+    "emotional_intensity": 0.35,
+    "assertiveness_index": 0.65,
+    "curiosity_index": 0.10,
+    "metaphor_density": 0.05,
+    "storytelling_index": 0.30,
+    "active_voice_ratio": 0.92,
+}
+"""The target used when none is given, in ``HRV_DIMENSIONS`` order: the built-in ``professional``
+profile's vector (``profiles.templates`` builds that template from it; generation falls back on it
+without opening the profile layer). ``hrv_types.default_target()`` gives it as 8 floats."""
+
 HRV_DESCRIPTIONS: dict[str, str] = {
     "sentence_variance": "Cadence: spread of sentence lengths (0 = uniform lengths, 1 = very bursty).",
     "emotional_valence": "Polarity of feeling (0 = negative, 0.5 = neutral, 1 = positive).",

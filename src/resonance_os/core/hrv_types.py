@@ -10,7 +10,7 @@ from datetime import datetime
 import numpy as np
 
 from resonance_os.core.errors import InvalidHRVError
-from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import DEFAULT_TARGET_HRV, HRV_DIM, HRV_DIMENSIONS
 
 
 def validate_hrv(values: Iterable[float] | Mapping[str, float], *, what: str = "HRV") -> list[float]:
@@ -56,6 +56,12 @@ def validate_hrv(values: Iterable[float] | Mapping[str, float], *, what: str = "
             raise InvalidHRVError(f"{what} {name} = {value} is outside [0, 1]; rescale it into [0, 1]")
         result.append(value)
     return result
+
+
+def default_target() -> list[float]:
+    """The documented default target (``DEFAULT_TARGET_HRV``, the built-in ``professional`` profile's
+    vector) as 8 floats in ``HRV_DIMENSIONS`` order; a fresh list each call."""
+    return validate_hrv(DEFAULT_TARGET_HRV, what="default target HRV")
 
 
 @dataclass(frozen=True)

@@ -6,27 +6,21 @@ A run folder (``resonance train --out runs/NAME``) holds::
     env.json        HRWritingEnv.settings(): the task and writer dynamics the policy was trained on
     metrics.jsonl   the training metrics, one row per PPO update
 
-``write_with_policy`` plans an article like ``HumanResonantWriter`` and writes each paragraph as an
-episode of that env (``revise_paragraph``): a first draft, then the policy's revisions, keeping the
-revision with the highest env reward.
+``write_with_policy`` writes an article with ``HumanResonantWriter.generate``, the policy revising
+each drafted paragraph as in the env (``PolicyReviser``).
 """
 
 from __future__ import annotations
 
+import inspect
 import json
-import math
 import os
-import random
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, RewardModel
-from resonance_os.generation.defaults import resolve_target
-from resonance_os.generation.human_resonant_writer import Article
-from resonance_os.generation.planner_layer import validate_num_paragraphs
-from resonance_os.generation.topics import validate_prompt
+from resonance_os.generation.human_resonant_writer import Article, HumanResonantWriter, Paragraph
+from resonance_os.profiles.targets import resolve_target
 from resonance_os.rl.algorithms.ppo import PPO
 
 MODEL_DIR = "model"
@@ -58,29 +52,52 @@ def load_run(
         settings = json.loads((root / ENV_FILE).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         raise ValidationError(f"{root / ENV_FILE} is unreadable ({exc}); train the run again") from exc
+    unknown = sorted(set(settings) - set(inspect.signature(HRWritingEnv).parameters))
+    if unknown:
+        raise ValidationError(
+            f"{root} was trained on an older HRWritingEnv (settings {', '.join(unknown)} no longer exist); "
+            "train it again with: resonance train --out RUN_DIR"
+        )
     env = HRWritingEnv(**settings, reward_model=reward_model)
     return PPO.load(root / MODEL_DIR, env=env), env
 
 
-def revise_paragraph(
-    model: PPO, env: HRWritingEnv, prompt: str, target: Sequence[float], seed: int | None = None
-) -> tuple[dict[str, Any], list[float]]:
-    """One episode of ``env`` toward ``target``: a first draft, then the policy's (deterministic) revisions.
+class PolicyReviser:
+    """A trained policy as the writer's reviser (``HumanResonantWriter.generate(reviser=...)``): the
+    env's episode on a real draft: up to ``env.max_episode_steps`` revisions, the policy choosing each
+    revision's edits from the measured HRV and the target; the best-scoring revision is kept (the
+    first draft when no revision improves it)."""
 
-    Returns the ``info`` of the revision with the highest env reward (the quantity the policy was
-    trained on: the writing reward, blended with the env's reward model when it has one) and every
-    revision's reward.
-    """
-    obs, best = env.reset(seed=seed, options={"prompt": prompt, "target_hrv": list(target)})
-    best_reward, rewards, done = -math.inf, [], False
-    while not done:
-        action, _ = model.predict(obs, deterministic=True)
-        obs, reward, terminated, truncated, info = env.step(action)
-        rewards.append(float(reward))
-        if reward > best_reward:
-            best, best_reward = info, reward
-        done = terminated or truncated
-    return best, rewards
+    name = "policy"
+
+    def __init__(self, model: PPO, env: HRWritingEnv) -> None:
+        self.model, self.env = model, env
+
+    def __call__(
+        self,
+        writer: HumanResonantWriter,
+        paragraph: Paragraph,
+        target: list[float],
+        prompt: str,
+        seed: int | None,
+    ) -> Paragraph:
+        obs, info = self.env.reset(
+            seed=seed, options={"draft": (prompt, paragraph.text), "target_hrv": target}
+        )
+        best, best_score, scores, done = paragraph, info["score"], [info["score"]], False
+        while not done:
+            action, _ = self.model.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = self.env.step(action)
+            scores.append(info["score"])
+            if info["score"] > best_score:
+                best, best_score = self.env.paragraph, info["score"]
+            done = terminated or truncated
+        trace = {
+            "layer": "policy",
+            "revision_scores": [round(s, 4) for s in scores],
+            "edits": best.trace.get("edits", []),
+        }
+        return Paragraph(best.text, best.score, trace)
 
 
 def write_with_policy(
@@ -91,47 +108,28 @@ def write_with_policy(
     num_paragraphs: int = 3,
     seed: int | None = None,
     store: str | os.PathLike[str] | None = None,
+    writer: HumanResonantWriter | None = None,
+    target_source: str | None = None,
 ) -> Article:
-    """Write an article whose paragraphs are revised by a trained policy (a run folder or ``(model, env)``).
+    """Write an article whose drafted paragraphs a trained policy revises (a run folder or ``(model, env)``).
 
-    Targets resolve as in ``HumanResonantWriter.generate``; without one, the run's own target is used.
+    ``writer`` drafts (default: ``HumanResonantWriter()``, the local language model when installed).
+    The target is resolved here by ``profiles.targets.resolve_target(target_hrv, profile, store)`` and
+    passed to the writer as a vector; with neither ``target_hrv`` nor ``profile``, the run's first
+    target is used. ``target_source`` overrides the label ``Article.target_source`` reports (an edge
+    that resolved the target itself passes its source).
     """
     model, env = load_run(run) if isinstance(run, (str, os.PathLike)) else run
-    prompt = validate_prompt(prompt)
-    num_paragraphs = validate_num_paragraphs(num_paragraphs)
     if target_hrv is None and profile is None:
-        target, source = env.targets[0].tolist(), "the policy's training target"
+        target, source = env.targets[0].tolist(), "policy run target"
     else:
         target, source = resolve_target(target_hrv, profile, store)
-    writer = env.writer
-    outlines, targets = writer.planner.plan_paragraphs(prompt, num_paragraphs, target)
-    rng = random.Random(seed)
-    paragraphs: list[str] = []
-    measured: list[list[float]] = []
-    trace: list[dict[str, Any]] = [{"layer": "planner", "target_source": source, "policy": "PPO"}]
-    for outline, paragraph_target in zip(outlines, targets):
-        best, rewards = revise_paragraph(model, env, prompt, paragraph_target, rng.getrandbits(31))
-        trace.append(
-            {
-                "layer": "policy",
-                "paragraph": outline.index,
-                "revision_rewards": [round(r, 4) for r in rewards],
-            }
-        )
-        paragraphs.append(best["text"])
-        measured.append(best["measured_hrv"])
-    article_text = "\n\n".join(paragraphs)
-    article_hrv = writer.extractor.extract(article_text)
-    return Article(
-        prompt=prompt,
-        paragraphs=paragraphs,
-        target_hrv=list(target),
-        paragraph_targets=[list(t) for t in targets],
-        measured_hrv={"article": article_hrv, "paragraphs": measured},
-        resonance=float(writer.similarity.calculate_similarity(article_hrv, target)),
-        target_source=source,
-        backend="builtin+policy",
+    writer = writer or HumanResonantWriter()
+    return writer.generate(
+        prompt,
+        target,
+        num_paragraphs=num_paragraphs,
         seed=seed,
-        score=env.writing_reward.score(article_text, target, prompt=prompt, hrv=article_hrv),
-        trace=trace,
+        reviser=PolicyReviser(model, env),
+        target_source=source if target_source is None else target_source,
     )

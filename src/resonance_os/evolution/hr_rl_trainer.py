@@ -1,27 +1,28 @@
-"""HRWritingEnv and train_hr_ppo: learn to steer the writer's controls so measured text resonates.
+"""HRWritingEnv and train_hr_ppo: learn which edits make a language model's draft resonate.
 
 >>> from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, train_hr_ppo
 >>> env = HRWritingEnv(hrv_dim=8)
 >>> model = train_hr_ppo(env, timesteps=5000)  # doctest: +SKIP
 
-The task (docs/hr_rl.md has the full design): each step the agent proposes an 8-dimensional
-adjustment in [-1, 1]; the env sets the writer's knobs to ``target + action_scale * action``, the
-built-in writer writes a fresh paragraph and the ``HRVExtractor`` measures
-it. The observation is the measured HRV of that draft; the reward is the writing reward
-(``quality.reward.WritingReward``: resonance with the target times fluency, coherence, topic and
-no repetition).
-The map from controls to measured HRV is biased and noisy: every draft is new text (noise), the
-writer lands each dimension off its control by a text-dependent amount, and its control knobs are
-miscalibrated the way an untuned generator's are: a knob set to ``c`` writes toward ``c + offset``
-(per dimension; a fixed draw from ``calibration_seed``). A zero adjustment therefore misses
-the target; the agent must learn the corrections from what it measures.
+The task (docs/hr_rl.md has the full design): an episode starts from a first draft the local
+language model wrote (the shipped pool, ``evolution.draft_pool``) and a target profile. Each step is
+one revision: the agent sets 8 edit intensities in [-1, 1], one per HRV dimension; intensity ``a``
+asks for ``round(a * max_edits)`` edits that raise the dimension (lower it when negative), which the
+writer applies where a sentence allows (``HumanResonantWriter.revise(..., edits=...)``: questions,
+similes, hedges, voice, sentence splits, word swaps ...), unmeasured. Then the draft is measured and
+scored with the writing reward (``quality.reward``: resonance with the target times fluency,
+coherence, topic and no repetition). Edits move the style but can cost quality and interact, so the
+policy has to learn which edits pay for which draft and target. The step's reward is the change in
+the draft's score, so an episode's return is the final draft's score minus the first draft's.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+import zlib
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -30,49 +31,32 @@ import numpy as np
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
-from resonance_os.core.hrv_types import HRVProfile
-from resonance_os.generation.defaults import resolve_target
-from resonance_os.generation.human_resonant_writer import HumanResonantWriter
-from resonance_os.generation.planner_layer import Outline
-from resonance_os.generation.topics import validate_prompt
-from resonance_os.quality.reward import REWARD_TERMS, WritingReward, WritingScore
+from resonance_os.evolution.draft_pool import Draft, load_drafts
+from resonance_os.generation.human_resonant_writer import HumanResonantWriter, Paragraph
+from resonance_os.profiles.targets import resolve_target, resolve_target_item
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES
+from resonance_os.quality.reward import REWARD_TERMS, WritingReward
 from resonance_os.rl.algorithms.ppo import PPO, PPOConfig
 from resonance_os.rl.policies import HRV_POLICY_KWARGS
 from resonance_os.similarity.metrics import SimilarityMethod, resolve_method
 
-DEFAULT_MAX_EPISODE_STEPS = 1
-DEFAULT_ACTION_SCALE = 1.0
+DEFAULT_MAX_EPISODE_STEPS = 3
+DEFAULT_MAX_EDITS = 2
 DEFAULT_REWARD_MODEL_WEIGHT = 0.5
-DEFAULT_DRAFT_POOL_SIZE = 16
-MAX_KNOB_OFFSET = 0.25
+LOG_STD_INIT = -0.5
+"""Initial log std of the policy's Gaussian (std 0.61, not 1): with std 1 most samples clip to the
+action bounds (+-max_edits edits on every dimension), so what PPO learns about the mean hardly shows
+in the deterministic policy; measured on the train drafts at 5,000 steps."""
+REVISION_CACHE_SIZE = 100_000
+"""Revisions remembered per env: a revision is a deterministic function of (text, edits)."""
 
 
-def writer_miscalibration(seed: int | None) -> np.ndarray:
-    """The 8 knob offsets of the writer, drawn uniformly in [-MAX_KNOB_OFFSET, MAX_KNOB_OFFSET] from
-    ``seed``; ``seed=None`` gives the calibrated writer (all zero)."""
-    if seed is None:
-        return np.zeros(HRV_DIM)
-    return np.random.default_rng(seed).uniform(-MAX_KNOB_OFFSET, MAX_KNOB_OFFSET, HRV_DIM)
-
-
-DEFAULT_PROMPTS: tuple[str, ...] = (
-    "remote work and team culture",
-    "the future of city gardens",
-    "why small businesses should care about data privacy",
-    "learning to cook on a budget",
-    "electric bikes and the daily commute",
-    "how libraries are changing",
-    "onboarding new engineers",
-    "a weekend hiking trip in the mountains",
-)
-"""Prompts an episode samples from when none are given."""
-
-
-def _resolve_target_item(item: object, store: str | os.PathLike[str] | None) -> np.ndarray:
-    """An HRV, a ``"tenant/name"`` profile key or an ``HRVProfile`` -> the target vector."""
-    if isinstance(item, (str, HRVProfile)):
-        return np.asarray(resolve_target(None, item, store)[0])
-    return np.asarray(resolve_target(item, None, store)[0])
+def edit_counts(action: Sequence[float], max_edits: int) -> tuple[int, ...]:
+    """The signed edit count per dimension for an action in [-1, 1]^8: ``round(a * max_edits)``."""
+    move = np.clip(np.asarray(action, dtype=np.float64).reshape(HRV_DIM), -1.0, 1.0)
+    if not np.all(np.isfinite(move)):
+        raise ValidationError(f"action must be 8 finite numbers in [-1, 1], got {action!r}")
+    return tuple(int(c) for c in np.rint(move * max_edits))
 
 
 class RewardModel(Protocol):
@@ -83,47 +67,42 @@ class RewardModel(Protocol):
 
 @dataclass
 class _Episode:
-    prompt: str
+    draft: Draft
     target: np.ndarray
-    outline: Outline
-    controls: np.ndarray | None = None
-    text: str = ""
-    measured: np.ndarray | None = None
-    score: WritingScore | None = None
+    paragraph: Paragraph
+    value: float
+    first_value: float
+    edits: tuple[int, ...] = (0,) * HRV_DIM
     steps: int = 0
 
 
 class HRWritingEnv(gym.Env):
-    """A gymnasium env in which a policy adjusts the writer's HRV controls toward a target profile.
+    """A gymnasium env in which a policy chooses the edits that revise a first draft toward a target.
 
     Args:
         hrv_dim: must be 8 (the HRV's dimensions); kept for the spec's ``HRWritingEnv(hrv_dim=8)``.
-        target_hrv: the target (8 floats in [0, 1]); else ``profile``; else the default profile.
-        profile: ``"tenant/name"`` or an ``HRVProfile`` (resolved like ``HumanResonantWriter``).
-        writer: a ``HumanResonantWriter`` with the built-in backend (one is created if omitted).
-        reward_model: an object with ``predict(text, target_hrv) -> [0, 1]`` blended into the reward.
-        max_episode_steps: revisions per episode; when they are spent the draft is final and the
-            episode terminates. 1 (a first draft, then one revision).
-        prompts: prompts sampled per episode. ``DEFAULT_PROMPTS``.
-        targets: several targets (HRVs or profile keys) sampled per episode; the observation then
-            appends the target (16 values).
-        action_scale: how far an action of 1.0 moves a control away from the target. 1.0.
-        calibration_seed: draws the writer's knob miscalibration (see ``writer_miscalibration``);
-            ``None`` uses the calibrated writer. 0.
-        reward_model_weight: weight ``w`` of the reward model: ``reward = (1-w) writing reward + w score``.
-            0.5.
+        target_hrv: one target (8 floats in [0, 1]); else ``profile`` (``"tenant/name"`` or an
+            ``HRVProfile``); else ``targets``; else the built-in profiles, one drawn per episode.
+        targets: several targets (HRVs or profile keys), one drawn per episode.
+        drafts: first drafts: ``None`` (the shipped pool of SmolLM2 drafts), a pool file, or a
+            sequence of ``(prompt, text)`` pairs.
+        split: which pool drafts to use: ``"train"`` (default), ``"heldout"`` (for evaluation) or ``"all"``.
+        max_episode_steps: revisions per episode; when they are spent the episode terminates. 3.
+        max_edits: edits per dimension an action of +-1 asks for in one revision. 2.
+        reward_model: an object with ``predict(text, target_hrv) -> [0, 1]`` blended into the score.
+        reward_model_weight: weight ``w``: ``score = (1-w) writing reward + w reward_model``. 0.5.
         similarity_method: how the reward's style term (resonance) is measured; ``manhattan``
             (1 - mean absolute gap) by default.
-        draft_pool_size: first drafts (zero adjustment) kept per prompt and target; once a pool is
-            full, ``reset`` draws from it instead of writing anew, which halves the cost of short
-            episodes. 0 writes every first draft. 16.
+        writer: the ``HumanResonantWriter`` whose ``revise`` applies the edits (a built-in one if omitted).
         seed: seeds the first ``reset()`` when it gets no seed.
         render_mode: ``"ansi"`` returns the current draft and its HRV table as a string.
+        store: profile store for ``"tenant/name"`` targets.
 
-    Spaces: observation ``Box(0, 1, (8,))`` (the measured HRV; ``(16,)`` with ``targets``), action
-    ``Box(-1, 1, (8,))``. ``info`` carries ``text``, ``measured_hrv``, ``target_hrv``, ``controls``,
-    ``prompt`` and the reward's terms ``resonance``, ``fluency``, ``coherence``, ``topic``,
-    ``repetition`` and ``reward`` (the writing reward, before any reward-model blend).
+    Spaces: observation ``Box(0, 1, (17,))``: the measured HRV, the target and the share of
+    revisions left; action ``Box(-1, 1, (8,))``: edit intensities. ``info`` carries ``text``,
+    ``prompt``, ``measured_hrv``, ``target_hrv``, ``edits`` (applied), ``score`` (the draft's score
+    the reward is the change of), ``first_score`` and the writing reward's terms ``resonance``,
+    ``fluency``, ``coherence``, ``topic``, ``repetition`` and ``reward``.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
@@ -133,72 +112,64 @@ class HRWritingEnv(gym.Env):
         hrv_dim: int = HRV_DIM,
         target_hrv: Sequence[float] | None = None,
         profile: object = None,
-        writer: HumanResonantWriter | None = None,
-        reward_model: RewardModel | None = None,
+        targets: Sequence[object] | None = None,
+        drafts: str | os.PathLike[str] | Sequence[object] | None = None,
+        split: str = "train",
         max_episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
-        prompts: Sequence[str] | None = None,
-        targets: Sequence[Sequence[float]] | None = None,
-        action_scale: float = DEFAULT_ACTION_SCALE,
-        calibration_seed: int | None = 0,
+        max_edits: int = DEFAULT_MAX_EDITS,
+        reward_model: RewardModel | None = None,
         reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
         similarity_method: SimilarityMethod | str = SimilarityMethod.MANHATTAN,
-        draft_pool_size: int = DEFAULT_DRAFT_POOL_SIZE,
+        writer: HumanResonantWriter | None = None,
         seed: int | None = None,
         render_mode: str | None = None,
         store: str | os.PathLike[str] | None = None,
     ) -> None:
         if hrv_dim != HRV_DIM:
             raise ValidationError(f"hrv_dim must be {HRV_DIM} (the HRV's dimensions), got {hrv_dim!r}")
-        if not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+        if (
+            isinstance(max_episode_steps, bool)
+            or not isinstance(max_episode_steps, int)
+            or max_episode_steps < 1
+        ):
             raise ValidationError(f"max_episode_steps must be a positive integer, got {max_episode_steps!r}")
-        if not 0.0 < action_scale <= 1.0:
-            raise ValidationError(f"action_scale must be in (0, 1], got {action_scale!r}")
-        if not isinstance(draft_pool_size, int) or draft_pool_size < 0:
-            raise ValidationError(f"draft_pool_size must be an integer >= 0, got {draft_pool_size!r}")
+        if isinstance(max_edits, bool) or not isinstance(max_edits, int) or not 1 <= max_edits <= 5:
+            raise ValidationError(f"max_edits must be a whole number from 1 to 5, got {max_edits!r}")
         if not 0.0 <= reward_model_weight <= 1.0:
             raise ValidationError(f"reward_model_weight must be in [0, 1], got {reward_model_weight!r}")
         if render_mode not in (None, "ansi"):
             raise ValidationError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if reward_model is not None and not callable(getattr(reward_model, "predict", None)):
             raise ValidationError("reward_model must have a predict(text, target_hrv) -> float method")
-        self.writer = writer or HumanResonantWriter(backend="builtin", refine=False)
-        if not hasattr(self.writer, "sentence_layer"):
-            raise ValidationError(
-                f"HRWritingEnv needs a writer with the built-in backend, got backend {self.writer.backend_name!r}; "
-                "pass HumanResonantWriter(backend='builtin') or writer=None"
+        if targets is not None and (target_hrv is not None or profile is not None):
+            raise ValidationError("give targets, or target_hrv/profile, not both")
+        if target_hrv is not None or profile is not None:
+            self.targets = [np.asarray(resolve_target(target_hrv, profile, store)[0])]
+        else:
+            items = (
+                targets if targets is not None else [p.vector.to_list() for p in BUILTIN_TEMPLATES.values()]
             )
-        if targets is not None:
-            if target_hrv is not None or profile is not None:
-                raise ValidationError("give targets, or target_hrv/profile, not both")
-            self.targets = [_resolve_target_item(t, store) for t in targets]
+            self.targets = [np.asarray(resolve_target_item(t, store)[0]) for t in items]
             if not self.targets:
                 raise ValidationError("targets must hold at least one HRV")
-        else:
-            self.targets = [np.asarray(resolve_target(target_hrv, profile, store)[0])]
-        self.prompts = [validate_prompt(p) for p in (prompts if prompts is not None else DEFAULT_PROMPTS)]
-        if not self.prompts:
-            raise ValidationError("prompts must hold at least one prompt")
+        self.drafts_source = drafts
+        self.split = split
+        self.drafts = load_drafts(drafts, split)
         self.hrv_dim = hrv_dim
         self.max_episode_steps = max_episode_steps
-        self.action_scale = float(action_scale)
-        self.calibration_seed = calibration_seed
-        self.knob_offsets = writer_miscalibration(calibration_seed)
+        self.max_edits = max_edits
         self.reward_model = reward_model
         self.reward_model_weight = float(reward_model_weight) if reward_model is not None else 0.0
         self.similarity_method = resolve_method(similarity_method)
         self.render_mode = render_mode
-        self.observe_target = targets is not None
-        obs_dim = 2 * HRV_DIM if self.observe_target else HRV_DIM
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (obs_dim,), dtype=np.float32)
+        self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * HRV_DIM + 1,), dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
-        self.writing_reward = WritingReward(
-            extractor=self.writer.extractor, similarity_method=self.similarity_method.value
+        self.writer = writer or HumanResonantWriter(
+            backend="builtin", reward=WritingReward(similarity_method=self.similarity_method.value)
         )
-        self._outlines: dict[str, Outline] = {}
-        self.draft_pool_size = draft_pool_size
-        self._first_drafts: dict[
-            tuple[str, tuple[float, ...]], list[tuple[str, np.ndarray, WritingScore]]
-        ] = {}
+        self._revisions: OrderedDict[tuple[str, tuple[float, ...], tuple[int, ...]], Paragraph] = (
+            OrderedDict()
+        )
         self._initial_seed = seed
         self._episode: _Episode | None = None
 
@@ -207,125 +178,125 @@ class HRWritingEnv(gym.Env):
         """The current episode's target (the first target before any reset)."""
         return (self._episode.target if self._episode else self.targets[0]).tolist()
 
+    @property
+    def paragraph(self) -> Paragraph:
+        """The current draft: text, writing score (with its measured HRV) and the edits applied."""
+        if self._episode is None:
+            raise gym.error.ResetNeeded("call reset() before reading the draft")
+        return self._episode.paragraph
+
     def settings(self) -> dict[str, Any]:
         """The JSON-serialisable arguments that rebuild this env's task (``HRWritingEnv(**settings)``);
-        a trained run stores them beside its model so generation uses the same writer dynamics."""
-        task = (
-            {"targets": [t.tolist() for t in self.targets]}
-            if self.observe_target
-            else {"target_hrv": self.targets[0].tolist()}
-        )
+        a trained run stores them beside its model so generation revises as in training."""
+        if self.drafts_source is not None and not isinstance(self.drafts_source, (str, os.PathLike)):
+            drafts: object = [[d.prompt, d.text] for d in self.drafts]
+        else:
+            drafts = None if self.drafts_source is None else str(self.drafts_source)
         return {
-            **task,
+            "targets": [t.tolist() for t in self.targets],
+            "drafts": drafts,
+            "split": self.split,
             "max_episode_steps": self.max_episode_steps,
-            "prompts": list(self.prompts),
-            "action_scale": self.action_scale,
-            "calibration_seed": self.calibration_seed,
+            "max_edits": self.max_edits,
             "similarity_method": self.similarity_method.value,
         }
 
     # ------------------------------------------------------------------ gymnasium API
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start from a draft written with the target as controls; ``options`` may fix ``prompt`` or
-        ``target_hrv``."""
+        """Start from a pool draft and a target; ``options`` may give ``draft`` (a ``Draft`` or a
+        ``(prompt, text)`` pair) or ``target_hrv`` (an HRV or a profile key)."""
         if seed is None and self._initial_seed is not None:
             seed, self._initial_seed = self._initial_seed, None
         super().reset(seed=seed)
         options = options or {}
-        prompt = validate_prompt(options["prompt"]) if "prompt" in options else self._choice(self.prompts)
+        draft = load_drafts([options["draft"]])[0] if "draft" in options else self._choice(self.drafts)
         if "target_hrv" in options:
-            target = _resolve_target_item(options["target_hrv"], None)
+            target = np.asarray(resolve_target_item(options["target_hrv"])[0])
         else:
             target = self._choice(self.targets)
-        self._episode = episode = _Episode(prompt, target, self._outline(prompt))
-        pool = self._first_drafts.setdefault((prompt, tuple(target)), [])
-        if pool and len(pool) == self.draft_pool_size:
-            episode.text, episode.measured, episode.score = self._choice(pool)
-            episode.controls = episode.target.copy()
-        else:
-            self._write(np.zeros(HRV_DIM))
-            if len(pool) < self.draft_pool_size:
-                pool.append((episode.text, episode.measured, episode.score))
+        paragraph = self._revise(draft, target, draft.text, (0,) * HRV_DIM)
+        value = self._value(paragraph, target)
+        self._episode = _Episode(draft, target, paragraph, value, value)
         return self._observation(), self._info()
 
     def step(self, action):
         if self._episode is None:
             raise gym.error.ResetNeeded("call reset() before step()")
-        move = np.clip(np.asarray(action, dtype=np.float64).reshape(HRV_DIM), -1.0, 1.0)
-        if not np.all(np.isfinite(move)):
-            raise ValidationError(f"action must be 8 finite numbers in [-1, 1], got {action!r}")
-        self._episode.steps += 1
-        reward = self._write(move)
-        terminated = (
-            self._episode.steps >= self.max_episode_steps
-        )  # the revision budget is spent: the draft is final
+        episode = self._episode
+        episode.edits = edit_counts(action, self.max_edits)
+        episode.steps += 1
+        episode.paragraph = self._revise(episode.draft, episode.target, episode.paragraph.text, episode.edits)
+        value = self._value(episode.paragraph, episode.target)
+        reward, episode.value = value - episode.value, value
+        terminated = episode.steps >= self.max_episode_steps  # the revision budget is spent
         return self._observation(), reward, terminated, False, self._info()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._episode is None:
             return None
         episode = self._episode
+        score = episode.paragraph.score
         rows = [
-            f"prompt: {episode.prompt}  step {episode.steps}  reward {episode.score.reward:.3f}"
-            f"  (resonance {episode.score.resonance:.3f}, fluency {episode.score.fluency:.3f},"
-            f" coherence {episode.score.coherence:.3f}, topic {episode.score.topic:.3f})",
-            episode.text,
+            f"prompt: {episode.draft.prompt}  revision {episode.steps}/{self.max_episode_steps}"
+            f"  score {episode.value:.3f} (first draft {episode.first_value:.3f}; resonance {score.resonance:.3f},"
+            f" fluency {score.fluency:.3f}, coherence {score.coherence:.3f}, topic {score.topic:.3f})",
+            episode.paragraph.text,
             "",
+            f"{'dimension':<22}{'target':>8}{'measured':>10}{'edits':>7}",
         ]
-        rows.append(f"{'dimension':<22}{'target':>8}{'measured':>10}{'control':>9}")
-        for name, target, measured, control in zip(
-            HRV_DIMENSIONS, episode.target, episode.measured, episode.controls
-        ):
-            rows.append(f"{name:<22}{target:>8.3f}{measured:>10.3f}{control:>9.3f}")
+        for name, target, measured, edits in zip(HRV_DIMENSIONS, episode.target, score.hrv, episode.edits):
+            rows.append(f"{name:<22}{target:>8.3f}{measured:>10.3f}{edits:>+7d}")
         return "\n".join(rows)
 
     # ------------------------------------------------------------------ internals
     def _choice(self, items: Sequence[Any]) -> Any:
         return items[int(self.np_random.integers(len(items)))]
 
-    def _outline(self, prompt: str) -> Outline:
-        outline = self._outlines.get(prompt)
-        if outline is None:
-            outlines, _ = self.writer.planner.plan_paragraphs(prompt, 1, self.targets[0].tolist())
-            outline = self._outlines[prompt] = outlines[0]
-        return outline
+    def _revise(self, draft: Draft, target: np.ndarray, text: str, edits: tuple[int, ...]) -> Paragraph:
+        """The writer's revision of ``text`` with ``edits`` (none: the text as it is), measured; cached,
+        as it depends on nothing else (the edits' sentence choices are seeded by the text)."""
+        key = (text, tuple(target), edits)
+        paragraph = self._revisions.get(key)
+        if paragraph is None:
+            if any(edits):
+                paragraph = self.writer.revise(
+                    text, target, draft.prompt, edits=edits, seed=zlib.crc32(text.encode("utf-8"))
+                )
+            else:
+                score = self.writer.reward.score(text, target, prompt=draft.prompt)
+                paragraph = Paragraph(text, score, {"layer": "edits", "edits": []})
+            self._revisions[key] = paragraph
+            if len(self._revisions) > REVISION_CACHE_SIZE:
+                self._revisions.popitem(last=False)
+        return paragraph
 
-    def _write(self, adjustment: np.ndarray) -> float:
-        """Write a paragraph with the adjusted controls, measure it, and return the step's reward."""
-        episode = self._episode
-        episode.controls = episode.target + self.action_scale * adjustment
-        drafted = np.clip(episode.controls + self.knob_offsets, 0.0, 1.0)
-        seed = int(self.np_random.integers(2**31))
-        sentences = self.writer.sentence_layer.generate_sentences(
-            episode.outline, drafted.tolist(), seed=seed
-        )
-        episode.text = " ".join(sentences)
-        episode.measured = np.asarray(self.writer.extractor.extract(episode.text))
-        episode.score = self.writing_reward.score(
-            episode.text, episode.target, prompt=episode.prompt, hrv=episode.measured
-        )
+    def _value(self, paragraph: Paragraph, target: np.ndarray) -> float:
+        """The draft's score: the writing reward, blended with the reward model when there is one."""
         if self.reward_model is None:
-            return episode.score.reward
-        score = float(self.reward_model.predict(episode.text, episode.target.tolist()))
+            return paragraph.score.reward
+        score = float(self.reward_model.predict(paragraph.text, target.tolist()))
         if not np.isfinite(score):
             raise ValidationError(f"reward_model.predict returned {score}; it must return a number in [0, 1]")
         w = self.reward_model_weight
-        return (1.0 - w) * episode.score.reward + w * float(np.clip(score, 0.0, 1.0))
+        return (1.0 - w) * paragraph.score.reward + w * float(np.clip(score, 0.0, 1.0))
 
     def _observation(self) -> np.ndarray:
         episode = self._episode
-        parts = [episode.measured, episode.target] if self.observe_target else [episode.measured]
-        return np.concatenate(parts).astype(np.float32)
+        left = (self.max_episode_steps - episode.steps) / self.max_episode_steps
+        return np.concatenate([episode.paragraph.score.hrv, episode.target, [left]]).astype(np.float32)
 
     def _info(self) -> dict[str, Any]:
         episode = self._episode
+        score = episode.paragraph.score
         return {
-            "prompt": episode.prompt,
-            "text": episode.text,
-            "measured_hrv": episode.measured.tolist(),
+            "prompt": episode.draft.prompt,
+            "text": episode.paragraph.text,
+            "measured_hrv": list(score.hrv),
             "target_hrv": episode.target.tolist(),
-            "controls": episode.controls.tolist(),
-            **{term: getattr(episode.score, term) for term in REWARD_TERMS},
+            "edits": list(episode.paragraph.trace.get("edits", [])),
+            "score": episode.value,
+            "first_score": episode.first_value,
+            **{term: getattr(score, term) for term in REWARD_TERMS},
         }
 
 
@@ -338,7 +309,7 @@ def hr_ppo_config(
     config: PPOConfig | dict[str, Any] | None = None, seed: int | None = None
 ) -> dict[str, Any]:
     """The spec's training configuration and HRV network, updated by ``config`` (a PPOConfig or a dict)."""
-    settings: dict[str, Any] = {"policy_kwargs": dict(HRV_POLICY_KWARGS)}
+    settings: dict[str, Any] = {"policy_kwargs": {**HRV_POLICY_KWARGS, "log_std_init": LOG_STD_INIT}}
     if isinstance(config, PPOConfig):
         settings.update(json.loads(config.to_json()))
     elif config is not None:
@@ -368,34 +339,69 @@ def train_hr_ppo(
     return model
 
 
-def evaluate_writing_policy(
-    env: HRWritingEnv, policy: PPO | str, episodes: int = 20, seed: int = 0
-) -> dict[str, float]:
-    """Mean and std of the per-step reward over ``episodes`` seeded episodes, and the mean per-step
-    ``resonance`` (the reward's style term alone).
+FEEDBACK_GAIN = 5.0
+"""Default gain of ``feedback_rule``: a gap of 0.1 asks for one edit (with ``max_edits`` 2)."""
 
-    ``policy`` is a trained model (deterministic actions), ``"random"`` (uniform actions) or
-    ``"zero"`` (no adjustment: the knobs stay at the target, so the miscalibrated writer misses it).
+
+def feedback_rule(gain: float = FEEDBACK_GAIN) -> Callable[[np.ndarray], np.ndarray]:
+    """The one-step feedback baseline: edit intensities ``gain * (target - measured)`` from the observation."""
+
+    def act(obs: np.ndarray) -> np.ndarray:
+        return np.clip(gain * (obs[HRV_DIM : 2 * HRV_DIM] - obs[:HRV_DIM]), -1.0, 1.0)
+
+    return act
+
+
+def evaluate_writing_policy(
+    env: HRWritingEnv,
+    policy: PPO | Callable[[np.ndarray], np.ndarray] | str,
+    episodes: int = 20,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Mean and std of the final draft's score over ``episodes`` seeded episodes (the quantity an
+    episode's return is the gain of), its mean ``resonance`` and quality factor, and the mean ``gain``
+    over the first draft.
+
+    ``policy`` is a trained model (deterministic actions), a function of the observation, or one of
+    the non-learning baselines, each with the env's edit budget: ``"zero"`` (no edits), ``"random"``
+    (uniform intensities), ``"feedback"`` (``feedback_rule()``) or ``"refiner"`` (the writer's own
+    measure -> edit -> measure loop, ``HumanResonantWriter.revise``, allowed as many edit attempts
+    as an episode allows edits: revisions x ``max_edits`` x 8).
     """
     rng = np.random.default_rng(seed)
-    per_episode, resonance = [], []
+    act = feedback_rule() if policy == "feedback" else policy
+    finals, first, resonance, quality = [], [], [], []
     for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
-        rewards, done = [], False
+        obs, info = env.reset(seed=seed + episode)
+        first.append(info["score"])
+        if policy == "refiner":
+            budget = env.max_episode_steps * env.max_edits * HRV_DIM
+            paragraph = env.writer.revise(
+                info["text"], env.target_hrv, info["prompt"], seed=seed + episode, max_steps=budget
+            )
+            finals.append(env._value(paragraph, np.asarray(env.target_hrv)))
+            resonance.append(paragraph.score.resonance)
+            quality.append(paragraph.score.quality)
+            continue
+        done = False
         while not done:
             if policy == "random":
                 action = rng.uniform(-1.0, 1.0, HRV_DIM)
             elif policy == "zero":
                 action = np.zeros(HRV_DIM)
+            elif callable(act):
+                action = act(obs)
             else:
-                action, _ = policy.predict(obs, deterministic=True)
-            obs, reward, terminated, truncated, info = env.step(action)
-            rewards.append(reward)
-            resonance.append(info["resonance"])
+                action, _ = act.predict(obs, deterministic=True)
+            obs, _, terminated, truncated, info = env.step(action)
             done = terminated or truncated
-        per_episode.append(float(np.mean(rewards)))
+        finals.append(info["score"])
+        resonance.append(info["resonance"])
+        quality.append(info["reward"] / max(info["resonance"], 1e-9))
     return {
-        "mean": float(np.mean(per_episode)),
-        "std": float(np.std(per_episode)),
+        "mean": float(np.mean(finals)),
+        "std": float(np.std(finals)),
         "resonance": float(np.mean(resonance)),
+        "quality": float(np.mean(quality)),
+        "gain": float(np.mean(finals) - np.mean(first)),
     }

@@ -140,6 +140,11 @@ VALENCE_SWAPS: tuple[tuple[str, str], ...] = (
     ("fine", "good"),  # 0.8 -> 1.9
     ("helpful", "valuable"),  # 1.8 -> 2.1
     ("good", "great"),  # 1.9 -> 3.1
+    ("obstacles", "hurdles"),  # -1.6 -> 0
+    ("difficulties", "hurdles"),  # -1.2 -> 0
+    ("mistakes", "missteps"),  # -1.5 -> 0
+    ("weaknesses", "limitations"),  # -1.5 -> 0
+    ("stressful", "demanding"),  # -2.3 -> -0.9
 )
 # Milder and stronger forms of one judgement (same sign, larger magnitude on the right).
 INTENSITY_SWAPS: tuple[tuple[str, str], ...] = (
@@ -151,6 +156,14 @@ INTENSITY_SWAPS: tuple[tuple[str, str], ...] = (
     ("happy", "delighted"),
     ("nice", "wonderful"),
     ("afraid", "terrified"),
+    ("interesting", "fascinating"),  # 1.7 -> 2.5
+    ("enjoy", "love"),  # 2.2 -> 3.2
+    ("glad", "delighted"),  # 2.0 -> 2.3
+    ("pleased", "delighted"),  # 1.9 -> 2.3
+    ("calm", "peaceful"),  # 1.3 -> 2.2
+    ("annoyed", "angry"),  # -1.6 -> -2.3
+    ("concerns", "fears"),  # 0 -> -1.8
+    ("risks", "threats"),  # -1.1 -> -1.8
 )
 INTENSIFIERS = ("very", "really", "extremely")
 GRADABLE = frozenset(
@@ -165,6 +178,12 @@ BOOSTER_OPENERS = ("In fact,", "Indeed,", "Of course,", "Clearly,")
 POSITIVE_OPENERS = ("Fortunately,", "Happily,", "Helpfully,")
 NEGATIVE_OPENERS = ("Unfortunately,", "Sadly,", "Regrettably,")
 TIME_OPENERS = ("At first,", "Eventually,", "Later,", "In the end,", "Finally,")
+RHETORICAL_QUESTIONS = (
+    "Why does this matter?",
+    "What does that look like in practice?",
+    "What changes, then?",
+)
+"""Short questions that fit after a paragraph's first sentence whatever its topic (curiosity +)."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -383,11 +402,15 @@ def to_passive(sentence: str) -> str | None:
 
 
 # -- cadence ------------------------------------------------------------------------------------
-_SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|so) (?:it|they|we|you|he|she|this|there|i) )")
+_SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|so) \w)")
+_FINITE = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did", *_BY_FINITE))
+"""Finite verbs: a part after ", and" holding one within its first words is a clause, not a list item."""
 
 
 def split(sentence: str) -> list[str] | None:
-    """'A; b.' -> 'A.', 'B.'; 'A, but it b.' -> 'A.', 'But it b.' (each part at least four words)."""
+    """'A; b.' -> 'A.', 'B.'; 'A, but it b.' -> 'A.', 'But it b.'; 'A, and the team is b.' -> 'A.',
+    'The team is b.' (each part at least four words; after a comma the second part must open with a
+    determiner or pronoun and have a finite verb within its first five words)."""
     if not sentence.endswith(".") or _UNSAFE.search(sentence):
         return None
     for match in _SPLIT_SEAM.finditer(sentence):
@@ -396,6 +419,8 @@ def split(sentence: str) -> list[str] | None:
         if right.startswith("and "):
             right_words = right_words[1:]
         if len(left.split()) < 4 or len(right_words) < 4 or right_words[0].lower() not in _SAFE_TO_LOWER:
+            continue
+        if match.group(0) != "; " and not any(w.lower() in _FINITE for w in right_words[1:6]):
             continue
         return [left + ".", " ".join(_capitalize(right_words))]
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.core.hrv_types import default_target, validate_hrv
 from resonance_os.quality.reward import WritingReward
 
 QUALITY_SIGNALS = ("fluency", "coherence", "repetition")
@@ -31,8 +31,6 @@ class HRFModel:
     @staticmethod
     def _target(target_hrv: Sequence[float] | None) -> list[float]:
         if target_hrv is None:
-            from resonance_os.generation.defaults import default_target
-
             return default_target()
         return validate_hrv(target_hrv, what="target HRV")
 

@@ -1,4 +1,4 @@
-"""HumanResonantWriter: prompt + target HRV (or a tenant profile) -> an Article measured against it.
+"""HumanResonantWriter: prompt + resolved target HRV -> an Article measured against it.
 
 >>> from resonance_os.generation.human_resonant_writer import HumanResonantWriter
 >>> article = HumanResonantWriter().generate("remote work and team culture", seed=7)
@@ -12,23 +12,26 @@ prompt from the outline and sample several candidates at once; the writing rewar
 The built-in template composer (``backend="builtin"``, ``SentenceLayer`` + ``BuiltinComposer``,
 refined by ``RefinerLayer`` edits) is an offline fast draft mode for tests and benchmarks: its
 articles say so in ``backend``.
+
+Targets arrive resolved (a vector, or an ``HRVProfile`` already loaded): profile keys and stores are
+resolved at the edges with ``resonance_os.profiles.targets.resolve_target``; the writer never opens the
+profile database.
 """
 
 from __future__ import annotations
 
-import os
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
+from typing import Any, Protocol
 
 from resonance_os.core.errors import ValidationError
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import DEFAULT_TARGET_KEY, HRV_DIMENSIONS
+from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, validate_hrv
 from resonance_os.generation.backends.base import get_backend
 from resonance_os.generation.backends.builtin import BuiltinComposer
-from resonance_os.generation.defaults import resolve_target
 from resonance_os.generation.edits import split_sentences
-from resonance_os.generation.planner_layer import PlannerLayer, validate_num_paragraphs
+from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
 from resonance_os.generation.topics import validate_prompt
@@ -42,6 +45,32 @@ LLM_CANDIDATES = 6
 """Candidates sampled per batch (one batched call) for language-model backends."""
 DRAFT_MODE = "builtin (template draft mode)"
 """``Article.backend`` for the built-in template composer: an offline draft mode, not a writer."""
+
+
+@dataclass
+class Paragraph:
+    """One paragraph from the writer's seam (``draft`` / ``revise``): its text, its writing score
+    (``score.hrv`` is the measured HRV, ``score.reward`` the writing reward) and what was done."""
+
+    text: str
+    score: WritingScore
+    trace: dict[str, Any] = field(default_factory=dict)
+
+
+class Reviser(Protocol):
+    """Revises a drafted paragraph in ``HumanResonantWriter.generate`` instead of the refiner's loop
+    (``evolution.hr_policy.PolicyReviser`` is one: a trained policy choosing the edits)."""
+
+    name: str
+
+    def __call__(
+        self,
+        writer: HumanResonantWriter,
+        paragraph: Paragraph,
+        target: list[float],
+        prompt: str,
+        seed: int | None,
+    ) -> Paragraph: ...
 
 
 @dataclass
@@ -120,9 +149,9 @@ class HumanResonantWriter:
             3-paragraph SmolLM2 article under a minute on 2 busy CPU cores).
         tolerance: per-dimension gap at which a paragraph counts as on target (default 0.015).
         max_steps: edit attempts per paragraph for the built-in backend (default 24).
-        store: profile store for ``profile="tenant/name"`` (default ``$RESONANCE_STORE`` or
-            ``~/.resonance_os``).
         extractor: the ``HRVExtractor`` to measure with (one is created if omitted).
+        reward: the ``WritingReward`` that picks drafts, guards edits and scores articles (default:
+            the fast reward on ``extractor``).
     """
 
     def __init__(
@@ -134,30 +163,27 @@ class HumanResonantWriter:
         rounds: int = 0,
         tolerance: float = DEFAULT_TOLERANCE,
         max_steps: int = DEFAULT_MAX_STEPS,
-        store: str | os.PathLike[str] | None = None,
         extractor=None,
+        reward: WritingReward | None = None,
     ) -> None:
         from resonance_os.profiling.hrv_extractor import HRVExtractor
         from resonance_os.similarity.metrics import SimilarityCalculator
 
         self.backend = get_backend(backend)
-        self.extractor = extractor or HRVExtractor()
+        self.extractor = extractor or (reward.extractor if reward is not None else HRVExtractor())
+        self.reward = reward or WritingReward(extractor=self.extractor)
         self.planner = PlannerLayer()
         self.refine = refine
         if isinstance(candidates, bool) or not isinstance(candidates, int) or not 1 <= candidates <= 16:
             raise ValidationError(f"candidates must be a whole number from 1 to 16, got {candidates!r}")
         self.candidates = candidates
         self.rounds = rounds
-        self.refiner = RefinerLayer(self.extractor, tolerance=tolerance, max_steps=max_steps)
-        self.store = store
+        self.refiner = RefinerLayer(
+            self.extractor, tolerance=tolerance, max_steps=max_steps, reward=self.reward
+        )
         self.similarity = SimilarityCalculator()
         if isinstance(self.backend, BuiltinComposer):
             self.sentence_layer = SentenceLayer(self.backend)
-
-    @cached_property
-    def reward(self) -> WritingReward:
-        """The writing reward that picks among drafts and scores each article (built on first use)."""
-        return WritingReward(extractor=self.extractor)
 
     @property
     def backend_name(self) -> str:
@@ -166,26 +192,120 @@ class HumanResonantWriter:
             return DRAFT_MODE
         return getattr(self.backend, "name", type(self.backend).__name__)
 
+    def draft(
+        self,
+        prompt: str,
+        outline: Outline,
+        target: Sequence[float],
+        previous: Sequence[str] = (),
+        seed: int | None = None,
+    ) -> Paragraph:
+        """A first draft of one paragraph of ``outline`` toward ``target`` (no edits).
+
+        Language models sample ``candidates`` replies in one batch (and ``rounds`` more batches with
+        advice while off target) and keep the best by the writing reward (``llm_writing``); the
+        built-in composer writes one template draft. ``previous`` paragraphs are checked for copying.
+        """
+        target = list(target)
+        if isinstance(self.backend, BuiltinComposer):
+            composition = self.backend.start(outline.topics, seed=seed)
+            composition.sentences.update(s for p in previous for s in split_sentences(p))
+            sentences = self.sentence_layer.generate_sentences(outline, target, composition)
+            text = " ".join(sentences)
+            trace: dict[str, Any] = {
+                "layer": "sentence",
+                "paragraph": outline.index,
+                "sentences": len(sentences),
+            }
+            return Paragraph(text, self._score(text, target, prompt, previous), trace)
+        from resonance_os.generation.llm_writing import write_paragraph
+
+        text, _, log = write_paragraph(
+            self.backend,
+            self.reward,
+            prompt,
+            outline,
+            target,
+            list(previous),
+            max(self.refiner.tolerance, LLM_TOLERANCE),
+            self.rounds if self.refine else 0,
+            seed,
+            self.candidates,
+        )
+        trace = {
+            "layer": "llm",
+            "paragraph": outline.index,
+            "draft_errors": [round(e, 4) for e in log.errors],
+            "draft_rewards": [round(r, 4) for r in log.rewards],
+            "chosen_draft": log.chosen,
+            "dropped_drafts": log.dropped,
+        }
+        return Paragraph(text, self._score(text, target, prompt, previous), trace)
+
+    def revise(
+        self,
+        text: str,
+        target: Sequence[float],
+        prompt: str | None = None,
+        edits: Sequence[int] | None = None,
+        previous: Sequence[str] = (),
+        seed: int | None = None,
+        max_steps: int | None = None,
+    ) -> Paragraph:
+        """Edit one paragraph toward ``target`` and measure it.
+
+        Without ``edits`` the refiner's closed loop runs (``RefinerLayer.refine_to_target``: an edit is
+        kept when it lowers the mean |gap| and keeps quality within ``quality_tolerance``; ``max_steps``
+        edit attempts, default the writer's). With
+        ``edits`` (8 signed counts: raise dimension ``d`` by ``edits[d]`` edits, lower it if negative)
+        exactly those edits are applied where a sentence allows them (``RefinerLayer.apply_edits``),
+        unmeasured, as a trained policy asks.
+        """
+        target = list(target)
+        if edits is None:
+            result = self.refiner.refine_to_target(
+                text, target, seed=seed, max_steps=max_steps, prompt=prompt
+            )
+            text, applied = result.text, result.edits
+            trace: dict[str, Any] = {
+                "layer": "refiner",
+                "refiner_edits": applied,
+                "refiner_steps": result.steps,
+                "error_before": round(result.initial_error, 4),
+                "error_after": round(result.error, 4),
+            }
+        else:
+            text, applied = self.refiner.apply_edits(text, edits, seed=seed)
+            trace = {"layer": "edits", "edits": applied}
+        return Paragraph(text, self._score(text, target, prompt, previous), trace)
+
     def generate(
         self,
         prompt: str,
         target_hrv: object = None,
-        profile: object = None,
         num_paragraphs: int = 3,
         seed: int | None = None,
+        reviser: Reviser | None = None,
+        target_source: str | None = None,
     ) -> Article:
         """Write ``num_paragraphs`` (1-20) paragraphs about ``prompt`` toward a target HRV.
 
-        The target is ``target_hrv`` (8 floats in [0, 1], a mapping by dimension name, or an
-        ``HRVVector``), else ``profile`` (``"tenant/name"`` or an ``HRVProfile``), else the default
-        profile (``builtin/professional``). Same ``seed``, same article (built-in and
-        local backends; servers where they honour ``seed``).
-        Raises ``ValidationError`` for an empty or over-long prompt or a malformed HRV,
-        ``ProfileNotFoundError`` for an unknown profile and ``BackendError`` when an LLM fails.
+        The target arrives resolved: ``target_hrv`` is 8 floats in [0, 1] (``HRV_DIMENSIONS`` order), a
+        mapping by dimension name, an ``HRVVector`` or an ``HRVProfile``; ``None`` is the default
+        profile's vector (``builtin/professional``). Resolve a profile key with
+        ``profiles.targets.resolve_target`` and pass the vector (and its source as ``target_source``,
+        which ``Article.target_source`` reports; default ``"target_hrv"``, ``"profile tenant/name"``
+        for an ``HRVProfile``, ``"default profile builtin/professional"`` for ``None``).
+        Each paragraph is a ``draft`` and, with ``refine``, a ``revise`` by the refiner's loop, or by
+        ``reviser`` (e.g. a trained policy, ``evolution.hr_policy.PolicyReviser``) when one is given. Same ``seed``, same article
+        (built-in and local backends; servers where they honour ``seed``).
+        Raises ``ValidationError`` for an empty or over-long prompt or a malformed HRV and
+        ``BackendError`` when an LLM fails.
         """
         prompt = validate_prompt(prompt)
         num_paragraphs = validate_num_paragraphs(num_paragraphs)
-        target, source = resolve_target(target_hrv, profile, self.store)
+        target, source = _resolved_target(target_hrv)
+        source = target_source if target_source is not None else source
         outlines, targets = self.planner.plan_paragraphs(prompt, num_paragraphs, target)
         trace: list[dict[str, Any]] = [
             {
@@ -199,63 +319,19 @@ class HumanResonantWriter:
         rng = random.Random(seed)
         paragraphs: list[str] = []
         measured: list[list[float]] = []
-        if isinstance(self.backend, BuiltinComposer):
-            composition = self.backend.start(outlines[0].topics, seed=rng.getrandbits(32))
-            for outline, paragraph_target in zip(outlines, targets):
-                sentences = self.sentence_layer.generate_sentences(outline, paragraph_target, composition)
-                text = " ".join(sentences)
-                step: dict[str, Any] = {
-                    "layer": "sentence",
-                    "paragraph": outline.index,
-                    "sentences": len(sentences),
-                }
-                if self.refine:
-                    result = self.refiner.refine_to_target(text, paragraph_target, seed=rng.getrandbits(32))
-                    composition.sentences.update(split_sentences(result.text))
-                    text, hrv = result.text, result.measured
-                    step.update(
-                        {
-                            "refiner_edits": result.edits,
-                            "refiner_steps": result.steps,
-                            "error_before": round(result.initial_error, 4),
-                            "error_after": round(result.error, 4),
-                        }
-                    )
-                else:
-                    hrv = self.extractor.extract(text)
-                trace.append(step)
-                paragraphs.append(text)
-                measured.append(hrv)
-        else:
-            from resonance_os.generation.llm_writing import write_paragraph
-
-            rounds = self.rounds if self.refine else 0
-            for outline, paragraph_target in zip(outlines, targets):
-                paragraph_seed = None if seed is None else rng.getrandbits(31)
-                text, hrv, log = write_paragraph(
-                    self.backend,
-                    self.reward,
-                    prompt,
-                    outline,
-                    paragraph_target,
-                    paragraphs,
-                    max(self.refiner.tolerance, LLM_TOLERANCE),
-                    rounds,
-                    paragraph_seed,
-                    self.candidates,
+        for outline, paragraph_target in zip(outlines, targets):
+            paragraph = self.draft(prompt, outline, paragraph_target, paragraphs, seed=rng.getrandbits(31))
+            trace.append(paragraph.trace)
+            if reviser is not None:
+                paragraph = reviser(self, paragraph, paragraph_target, prompt, seed=rng.getrandbits(31))
+                trace.append({**paragraph.trace, "paragraph": outline.index})
+            elif self.refine:
+                paragraph = self.revise(
+                    paragraph.text, paragraph_target, prompt, previous=paragraphs, seed=rng.getrandbits(31)
                 )
-                trace.append(
-                    {
-                        "layer": "llm",
-                        "paragraph": outline.index,
-                        "draft_errors": [round(e, 4) for e in log.errors],
-                        "draft_rewards": [round(r, 4) for r in log.rewards],
-                        "chosen_draft": log.chosen,
-                        "dropped_drafts": log.dropped,
-                    }
-                )
-                paragraphs.append(text)
-                measured.append(hrv)
+                trace.append({**paragraph.trace, "paragraph": outline.index})
+            paragraphs.append(paragraph.text)
+            measured.append(paragraph.score.hrv)
         article_text = "\n\n".join(paragraphs)
         article_hrv = self.extractor.extract(article_text)
         return Article(
@@ -266,8 +342,30 @@ class HumanResonantWriter:
             measured_hrv={"article": article_hrv, "paragraphs": measured},
             resonance=float(self.similarity.calculate_similarity(article_hrv, target)),
             target_source=source,
-            backend=self.backend_name,
+            backend=self.backend_name if reviser is None else f"{self.backend_name}+{reviser.name}",
             seed=seed,
             score=self.reward.score(article_text, target, prompt=prompt, hrv=article_hrv),
             trace=trace,
         )
+
+    def _score(
+        self, text: str, target: list[float], prompt: str | None, previous: Sequence[str]
+    ) -> WritingScore:
+        return self.reward.score(text, target, prompt=prompt, context=tuple(previous))
+
+
+def _resolved_target(target_hrv: object) -> tuple[list[float], str]:
+    """(8 floats, default source label) for a resolved target; profile keys are refused with the fix."""
+    if target_hrv is None:
+        return default_target(), f"default profile {DEFAULT_TARGET_KEY}"
+    if isinstance(target_hrv, HRVProfile):
+        return target_hrv.vector.to_list(), f"profile {target_hrv.key}"
+    if isinstance(target_hrv, HRVVector):
+        return target_hrv.to_list(), "target_hrv"
+    if isinstance(target_hrv, str):
+        raise ValidationError(
+            f"target_hrv must be a resolved target (8 floats, a mapping, an HRVVector or an HRVProfile), "
+            f"got the string {target_hrv!r}; resolve a profile key first: "
+            f"resonance_os.profiles.targets.resolve_target(profile={target_hrv!r})"
+        )
+    return validate_hrv(target_hrv, what="target HRV"), "target_hrv"

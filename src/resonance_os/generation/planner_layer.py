@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.core.hrv_types import default_target, validate_hrv
 from resonance_os.generation.topics import topic_phrases, validate_prompt
 
 ROLE_SHIFTS: dict[str, dict[str, float]] = {
@@ -144,11 +144,10 @@ class PlannerLayer:
         """(outlines, per-paragraph targets) for ``num_paragraphs`` (1-20) paragraphs about ``prompt``.
 
         ``target`` is the article's HRV (8 floats in [0, 1]); without it the default profile's vector
-        is used. The mean of the returned targets equals ``target`` (to 1e-9 unless the target sits on
-        an edge the shifts cannot straddle).
+        (``core.hrv_types.default_target``, ``builtin/professional``) is used. The mean of the
+        returned targets equals ``target`` (to 1e-9 unless the target sits on an edge the shifts
+        cannot straddle).
         """
-        from resonance_os.generation.defaults import default_target
-
         prompt = validate_prompt(prompt)
         num_paragraphs = validate_num_paragraphs(num_paragraphs)
         article_target = validate_hrv(target, what="target HRV") if target is not None else default_target()

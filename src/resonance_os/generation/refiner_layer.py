@@ -125,6 +125,19 @@ def _add_opener(name: str, openers: Sequence[str]) -> Proposal:
     return _named(name, propose)
 
 
+def _add_question(sentences: list[str], rng: random.Random) -> list[str] | None:
+    """Ask one of ``edits.RHETORICAL_QUESTIONS`` after the first sentence (once per paragraph)."""
+    if len(sentences) < 2 or any(s in E.RHETORICAL_QUESTIONS for s in sentences):
+        return None
+    return [sentences[0], _pick(E.RHETORICAL_QUESTIONS, rng), *sentences[1:]]
+
+
+def _remove_question(sentences: list[str], rng: random.Random) -> list[str] | None:
+    """Drop a sentence that is one of ``edits.RHETORICAL_QUESTIONS`` (what ``_add_question`` adds)."""
+    kept = [s for s in sentences if s not in E.RHETORICAL_QUESTIONS]
+    return kept if kept and len(kept) < len(sentences) else None
+
+
 def _pick(items: Sequence[str], rng: random.Random) -> str:
     return items[rng.randrange(len(items))]
 
@@ -168,8 +181,11 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
             _edit("remove_booster", lambda s, r: E.remove_opener(s, E.BOOSTER_OPENERS)),
             _add_opener("add_hedge", E.HEDGE_OPENERS),
         ],
-        (4, +1): [_edit("to_question", lambda s, r: E.to_question(s))],
-        (4, -1): [_edit("to_statement", lambda s, r: E.to_statement(s))],
+        (4, +1): [_edit("to_question", lambda s, r: E.to_question(s)), _named("add_question", _add_question)],
+        (4, -1): [
+            _edit("to_statement", lambda s, r: E.to_statement(s)),
+            _named("remove_question", _remove_question),
+        ],
         (5, +1): [_named("add_simile", _add_simile)],
         (5, -1): [_edit("remove_simile", lambda s, r: E.remove_simile(s))],
         (6, +1): [_add_opener("add_time_marker", E.TIME_OPENERS)],
@@ -274,19 +290,47 @@ class RefinerLayer:
         Unmeasured: use ``refine_to_target`` for the closed loop. Returns the edited text.
         """
         gaps = _gaps(hrv_feedback)
+        counts = [(1 if g > 0 else -1) if abs(g) > self.tolerance else 0 for g in gaps]
+        return self.apply_edits(text, counts, seed=seed, priority=[abs(g) for g in gaps])[0]
+
+    def apply_edits(
+        self,
+        text: str,
+        counts: Sequence[int],
+        seed: int | None = None,
+        priority: Sequence[float] | None = None,
+    ) -> tuple[str, list[str]]:
+        """Apply ``counts[d]`` edits that raise (positive) or lower (negative) dimension ``d``, unmeasured.
+
+        Edits go round by round, one per dimension that still has some, highest ``priority`` first
+        (default: the largest count); an edit that finds no sentence it can change is dropped. Returns
+        the edited text and the applied edits' names (e.g. ``"curiosity_index+:to_question"``).
+        """
+        if len(counts) != HRV_DIM:
+            raise ValidationError(
+                f"counts must give one edit count per dimension ({HRV_DIM}), got {list(counts)}"
+            )
         rng = random.Random(seed)
         sentences = E.split_sentences(text)
         if not sentences:
-            raise ValidationError("text to refine is empty; pass at least one sentence")
-        for dim in sorted(range(HRV_DIM), key=lambda d: -abs(gaps[d])):
-            if abs(gaps[dim]) <= self.tolerance:
-                break
-            for propose in self._edits[(dim, 1 if gaps[dim] > 0 else -1)]:
-                candidate = propose(sentences, rng)
-                if candidate is not None:
-                    sentences = candidate
-                    break
-        return E.join_sentences(sentences)
+            raise ValidationError("text to edit is empty; pass at least one sentence")
+        rank = priority if priority is not None else [abs(c) for c in counts]
+        order = sorted(range(HRV_DIM), key=lambda d: -rank[d])
+        applied: list[str] = []
+        for round_index in range(max((abs(int(c)) for c in counts), default=0)):
+            for dim in order:
+                if abs(int(counts[dim])) <= round_index:
+                    continue
+                direction = 1 if counts[dim] > 0 else -1
+                for propose in self._edits[(dim, direction)]:
+                    candidate = propose(sentences, rng)
+                    if candidate is not None:
+                        sentences = candidate
+                        applied.append(
+                            f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
+                        )
+                        break
+        return E.join_sentences(sentences), applied
 
     def refine_to_target(
         self,

@@ -15,17 +15,14 @@ import os
 from contextlib import AbstractContextManager, nullcontext
 
 from resonance_os.core.errors import ProfileNotFoundError, ValidationError
-from resonance_os.core.hrv_types import HRVProfile, HRVVector, validate_hrv
+from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, validate_hrv
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, BUILTIN_TENANT, DEFAULT_PROFILE
 
+__all__ = ["Store", "default_target", "resolve_target", "resolve_target_item"]
+
 Store = str | os.PathLike[str] | HRVProfileManager
 """Where stored profiles are read: a folder or SQLAlchemy URL (opened for the call), or an open manager."""
-
-
-def default_target() -> list[float]:
-    """The documented default target: the built-in ``professional`` profile's vector (8 floats)."""
-    return DEFAULT_PROFILE.vector.to_list()
 
 
 def resolve_target(

@@ -8,10 +8,15 @@ intensity 0.52, assertiveness 0.62, curiosity 0.19, metaphor 0.09, storytelling 
 
 from __future__ import annotations
 
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import (
+    BUILTIN_TENANT,
+    DEFAULT_TARGET_HRV,
+    DEFAULT_TARGET_NAME,
+    HRV_DIMENSIONS,
+)
 from resonance_os.core.hrv_types import HRVProfile
 
-BUILTIN_TENANT = "builtin"
+__all__ = ["BUILTIN_TEMPLATES", "BUILTIN_TENANT", "DEFAULT_PROFILE", "DEFAULT_PROFILE_NAME"]
 
 
 def _template(name: str, description: str, **values: float) -> HRVProfile:
@@ -23,17 +28,10 @@ BUILTIN_TEMPLATES: dict[str, HRVProfile] = {
     t.name: t
     for t in (
         _template(
-            "professional",
+            DEFAULT_TARGET_NAME,  # "professional": its vector is core's default target
             "Business and product writing: even cadence, mildly positive, confident rather than "
             "hedged, few questions or figures of speech, some narrative, almost all active voice.",
-            sentence_variance=0.40,
-            emotional_valence=0.62,
-            emotional_intensity=0.35,
-            assertiveness_index=0.65,
-            curiosity_index=0.10,
-            metaphor_density=0.05,
-            storytelling_index=0.30,
-            active_voice_ratio=0.92,
+            **DEFAULT_TARGET_HRV,
         ),
         _template(
             "creative",
@@ -66,6 +64,6 @@ BUILTIN_TEMPLATES: dict[str, HRVProfile] = {
 """The built-in templates by name (tenant ``"builtin"``), in HRV order; copy one with
 ``HRVProfileManager.create_from_template(tenant, name, template)``."""
 
-DEFAULT_PROFILE_NAME = "professional"
+DEFAULT_PROFILE_NAME = DEFAULT_TARGET_NAME
 DEFAULT_PROFILE: HRVProfile = BUILTIN_TEMPLATES[DEFAULT_PROFILE_NAME]
 """The target used when none is given (the demo's and the writer's default): ``professional``."""
