@@ -1,0 +1,352 @@
+"""The GRPO family of policy losses for language models, and the group-relative advantages they use.
+
+Reads top to bottom: advantages, the filters on groups, then one ``policy_loss`` whose three steps
+(importance ratio, per-token objective, aggregation) are each a few visible lines. Notation, for a
+batch of B completions y_i (G per prompt, T padded tokens, mask m_{i,t}, |y_i| = sum_t m_{i,t}):
+
+    advantage       A_i = (R_i - mean(R_group(i))) / (std(R_group(i)) + eps)            (GRPO; std unbiased)
+                    std over the whole batch instead ("batch", PPO Lite / ScaleRL), or none (Dr. GRPO)
+    token ratio     r_{i,t}(θ) = π_θ(y_{i,t}) / π_θold(y_{i,t}) = exp(logp - old_logp)
+    sequence ratio  s_i(θ) = exp((1/|y_i|) Σ_t m_{i,t} log r_{i,t})                        (GSPO)
+    GSPO-token      s_{i,t}(θ) = sg[s_i(θ)] · π_θ(y_{i,t}) / sg[π_θ(y_{i,t})]              (GSPO, eq. 13)
+    clipped term    ℓ_{i,t} = -min(w A_i, clip(w, 1 - ε_low, 1 + ε_high) A_i)   w = r, s or s_{i,t}
+                    (GRPO/PPO surrogate; DAPO's "clip-higher" is ε_high > ε_low)
+    CISPO term      ℓ_{i,t} = -sg[min(r_{i,t}, ε_max)] A_i log π_θ(y_{i,t})                (MiniMax-M1)
+    k3 KL           D_{i,t} = π_ref/π_θ - log(π_ref/π_θ) - 1, times the ratio w when kl_ratio_correction
+                    (DeepSeek-V3.2's unbiased estimator, TRL's default); ℓ_{i,t} += β D_{i,t}
+
+and the loss is the aggregation of ℓ over the unmasked tokens:
+
+    "sequence"  mean_i (1/|y_i|) Σ_t ℓ_{i,t}                 grpo, gspo, gspo_token (the papers' 1/G Σ 1/|y| Σ)
+    "token"     Σ_{i,t} ℓ_{i,t} / N                           bnpo (N = tokens in this batch), dapo and cispo
+                                                              (N = tokens of the whole accumulated batch)
+    "constant"  Σ_{i,t} ℓ_{i,t} / (B · max_completion_length) dr_grpo (Dr. GRPO)
+    "prompt"    mean_prompts Σ_{group} ℓ / Σ_{group} |y|      ScaleRL's prompt-level average
+
+Every loss type TRL 1.16 has gives the same loss and gradient as TRL's ``GRPOTrainer._compute_loss``
+(``gspo`` is TRL's ``importance_sampling_level="sequence"`` with ``loss_type="grpo"``); tests/llm/
+test_losses.py checks it to 1e-6 on random batches. docs/llm_rl.md has the papers and the options.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from resonance_os.rl.errors import ConfigError, RLError
+
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "gspo", "gspo_token")
+"""The supported ``loss_type`` values."""
+
+AGGREGATIONS = ("token", "sequence", "prompt", "constant")
+"""The supported ``aggregation`` values (``None``: the loss type's own, see ``DEFAULT_AGGREGATION``)."""
+
+DEFAULT_AGGREGATION = {
+    "grpo": "sequence",
+    "bnpo": "token",
+    "dr_grpo": "constant",
+    "dapo": "token",
+    "cispo": "token",
+    "gspo": "sequence",
+    "gspo_token": "sequence",
+}
+
+SCALE_REWARDS = ("group", "batch", "none")
+"""The supported ``scale_rewards`` values of :func:`group_advantages` (``None`` means ``"none"``)."""
+
+CISPO_DEFAULT_EPSILON_MAX = 5.0
+"""CISPO's cap on the importance weight when ``epsilon_high`` is not given (ScaleRL's value)."""
+
+
+class BatchError(RLError, ValueError):
+    """A batch handed to a loss has the wrong shape or type, or holds NaN/inf; the message names it."""
+
+
+# ---------------------------------------------------------------------------------------------- advantages
+
+
+def group_advantages(
+    rewards: torch.Tensor | Sequence[float],
+    group_size: int,
+    scale_rewards: str | None = "group",
+    eps: float = 1e-4,
+) -> torch.Tensor:
+    """Group-relative advantages ``A_i = (R_i - mean of its group) / (std + eps)``.
+
+    Args:
+        rewards: ``(B,)`` rewards, the ``group_size`` completions of each prompt consecutive
+            (``B = prompts * group_size``). A list or array becomes a float32 tensor.
+        group_size: G, completions per prompt (>= 1).
+        scale_rewards: ``"group"`` (GRPO: unbiased std of the group), ``"batch"`` (group mean, but the
+            unbiased std of all B rewards: PPO Lite, ScaleRL's batch-level normalisation) or
+            ``"none"``/``None`` (Dr. GRPO: only the group mean is subtracted). A std over one reward is 0.
+        eps: added to the std (TRL's 1e-4), so zero-variance groups get advantage 0, not NaN.
+
+    Returns:
+        ``(B,)`` advantages, same dtype and device as ``rewards``.
+    """
+    rewards = _as_reward_tensor(rewards, group_size)
+    scale = "none" if scale_rewards is None else scale_rewards
+    if scale not in SCALE_REWARDS:
+        raise ConfigError(f"scale_rewards={scale_rewards!r} is not one of 'group', 'batch', 'none' (or None)")
+    if not eps >= 0:
+        raise ConfigError(f"eps={eps!r} must be >= 0 (TRL uses 1e-4)")
+    grouped = rewards.view(-1, group_size)
+    advantages = (grouped - grouped.mean(dim=1, keepdim=True)).reshape(-1)
+    if scale == "group":
+        std = grouped.std(dim=1, keepdim=True) if group_size > 1 else torch.zeros_like(grouped)
+        advantages = advantages / (std.expand_as(grouped).reshape(-1) + eps)
+    elif scale == "batch":
+        std = rewards.std() if rewards.numel() > 1 else torch.zeros_like(rewards[0])
+        advantages = advantages / (std + eps)
+    return advantages
+
+
+def nonzero_variance_mask(rewards: torch.Tensor | Sequence[float], group_size: int) -> torch.Tensor:
+    """ScaleRL's (and DAPO's dynamic sampling's) zero-variance filter: which completions to keep.
+
+    A group whose rewards are all equal (all solved, all failed) has advantage 0 everywhere and gives
+    no gradient, yet it would still count in the loss's denominator. Returns a ``(B,)`` bool tensor,
+    False for every completion of such a group; index the batch with it (``logp[keep]``, ...) so
+    whole groups are dropped and the remaining ones stay consecutive.
+    """
+    rewards = _as_reward_tensor(rewards, group_size)
+    grouped = rewards.view(-1, group_size)
+    varied = grouped.amax(dim=1) > grouped.amin(dim=1)
+    return varied.repeat_interleave(group_size)
+
+
+def _as_reward_tensor(rewards: torch.Tensor | Sequence[float], group_size: int) -> torch.Tensor:
+    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
+        raise ConfigError(f"group_size={group_size!r} must be an integer >= 1 (completions per prompt)")
+    if not isinstance(rewards, torch.Tensor):
+        rewards = torch.as_tensor(rewards, dtype=torch.float32)
+    if rewards.dim() != 1:
+        raise BatchError(f"rewards must have shape (batch,), got {tuple(rewards.shape)}")
+    if not rewards.is_floating_point():
+        rewards = rewards.float()
+    if rewards.numel() == 0 or rewards.numel() % group_size:
+        raise BatchError(
+            f"rewards has {rewards.numel()} entries, not a positive multiple of group_size={group_size}: "
+            "pass group_size completions per prompt, consecutive"
+        )
+    if not bool(torch.isfinite(rewards).all()):
+        where = torch.nonzero(~torch.isfinite(rewards))[0].item()
+        raise BatchError(
+            f"rewards[{where}] is {rewards[where].item()}: a reward function returned NaN or inf"
+        )
+    return rewards
+
+
+# ---------------------------------------------------------------------------------------------- the loss
+
+
+def policy_loss(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    loss_type: str = "dapo",
+    epsilon: float = 0.2,
+    epsilon_high: float | None = None,
+    beta: float = 0.0,
+    ref_logp: torch.Tensor | None = None,
+    max_completion_length: int | None = None,
+    *,
+    aggregation: str | None = None,
+    group_size: int | None = None,
+    num_tokens: float | torch.Tensor | None = None,
+    kl_ratio_correction: bool = True,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """One GRPO-family policy loss on a batch of completions (formulas in the module docstring).
+
+    Args:
+        logp: ``(B, T)`` log π_θ of the sampled completion tokens, with grad.
+        old_logp: ``(B, T)`` log π_θold of the same tokens (the sampling policy); no grad is taken.
+            Pass ``logp.detach()`` when on-policy (one update per generation).
+        adv: ``(B,)`` advantages (one per completion), or ``(B, T)`` per token.
+        mask: ``(B, T)`` 1 for completion tokens, 0 for padding (bool, int or float of 0/1).
+        loss_type: one of ``LOSS_TYPES``; default ``"dapo"`` as TRL.
+        epsilon: ε_low, the lower clip ``1 - ε`` (and the upper one unless ``epsilon_high``). 0.2.
+        epsilon_high: ε_high, the upper clip ``1 + ε_high`` (DAPO recommends 0.28); for ``"cispo"`` the
+            absolute cap ε_max on the detached weight (default 5.0, ScaleRL's value; TRL would fall back
+            to ``epsilon``).
+        beta: weight of the k3 KL to the reference policy; needs ``ref_logp`` when non-zero. 0.
+        ref_logp: ``(B, T)`` log π_ref of the tokens; no grad is taken.
+        max_completion_length: the constant of ``"constant"`` aggregation (dr_grpo); default T.
+        aggregation: override the loss type's aggregation: ``"token"``, ``"sequence"``, ``"prompt"``
+            (needs ``group_size``) or ``"constant"``.
+        group_size: completions per prompt, consecutive in the batch; for ``"prompt"`` aggregation.
+        num_tokens: the token count N of ``"token"`` aggregation: the tokens of every micro-batch
+            accumulated into one optimiser step (TRL's ``num_items_in_batch``), so the accumulated
+            gradient is a mean over all of them. Default: the tokens of this batch. Not for ``"bnpo"``,
+            which is by definition normalised by its own batch.
+        kl_ratio_correction: multiply the KL term by the importance ratio (TRL 1.16's default,
+            ``use_bias_correction_kl``). True.
+
+    Returns:
+        ``(loss, metrics)``: the scalar loss to minimise, and detached 0-d tensors
+        ``clip_fraction_low`` (ratio below 1 - ε_low with A < 0), ``clip_fraction_high`` (above
+        1 + ε_high, or above ε_max for CISPO, with A > 0), ``clip_fraction`` (either), ``ratio_mean``,
+        and ``kl`` (mean KL term, as added to the loss) when ``ref_logp`` is given. Fractions and means
+        are over unmasked tokens, or over sequences for ``"gspo"`` (one ratio per sequence), as TRL logs them.
+    """
+    # -- validation: config first, then the tensors
+    if loss_type not in LOSS_TYPES:
+        raise ConfigError(f"loss_type={loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
+    aggregation = DEFAULT_AGGREGATION[loss_type] if aggregation is None else aggregation
+    if aggregation not in AGGREGATIONS:
+        raise ConfigError(f"aggregation={aggregation!r} is not one of {', '.join(AGGREGATIONS)} (or None)")
+    if loss_type == "cispo":
+        epsilon_max = CISPO_DEFAULT_EPSILON_MAX if epsilon_high is None else epsilon_high
+        if not epsilon_max > 0:
+            raise ConfigError(
+                f"epsilon_high={epsilon_high!r} (CISPO's cap on the weight) must be > 0, e.g. 5.0"
+            )
+    else:
+        if not 0 <= epsilon < 1:
+            raise ConfigError(f"epsilon={epsilon!r} must be in [0, 1) (the clip range is 1 - epsilon ...)")
+        epsilon_high = epsilon if epsilon_high is None else epsilon_high
+        if not epsilon_high >= 0:
+            raise ConfigError(f"epsilon_high={epsilon_high!r} must be >= 0 (DAPO recommends 0.28)")
+    if not beta >= 0:
+        raise ConfigError(f"beta={beta!r} must be >= 0 (the KL coefficient)")
+    if beta != 0 and ref_logp is None:
+        raise ConfigError(f"beta={beta} needs ref_logp, the reference policy's log-probs (or set beta=0)")
+    if num_tokens is not None and loss_type == "bnpo":
+        raise ConfigError(
+            "num_tokens is not used by 'bnpo' (normalised by its own batch); use 'dapo' instead"
+        )
+    _check_batch(logp, old_logp, adv, mask, ref_logp)
+    batch, tokens = logp.shape
+    if aggregation == "prompt":
+        if not isinstance(group_size, int) or group_size < 1 or batch % group_size:
+            raise ConfigError(
+                f"aggregation='prompt' needs group_size, an integer >= 1 dividing the batch of {batch} "
+                f"completions (got {group_size!r})"
+            )
+    if max_completion_length is None:
+        max_completion_length = tokens
+    elif not isinstance(max_completion_length, int) or max_completion_length < 1:
+        raise ConfigError(f"max_completion_length={max_completion_length!r} must be a positive integer")
+
+    mask = mask.to(logp.dtype)
+    old_logp = old_logp.detach()
+    if adv.dim() == 1:
+        adv = adv.unsqueeze(1)  # (B, 1): one advantage per completion, broadcast over its tokens
+    adv = adv.detach().to(logp.dtype)
+
+    # -- 1. importance ratio: per token, per sequence (GSPO), or per token carrying the sequence's value
+    log_ratio = logp - old_logp
+    if loss_type in ("gspo", "gspo_token"):
+        seq_log_ratio = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # log s_i
+        seq_log_ratio = seq_log_ratio.unsqueeze(-1)  # (B, 1)
+        if loss_type == "gspo":
+            log_weight = seq_log_ratio
+        else:
+            log_weight = seq_log_ratio.detach() + logp - logp.detach()  # log s_{i,t}
+    else:
+        log_weight = log_ratio
+    ratio = torch.exp(log_weight)  # (B, T), or (B, 1) for gspo
+
+    # -- 2. per-token objective ℓ_{i,t}
+    if loss_type == "cispo":
+        is_weight = torch.clamp(ratio, max=epsilon_max).detach()  # sg[min(r, ε_max)]
+        per_token_loss = -is_weight * adv * logp
+    else:
+        clipped_ratio = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high)
+        per_token_loss = -torch.min(ratio * adv, clipped_ratio * adv)
+    if ref_logp is not None:
+        ref_logp = ref_logp.detach()
+        kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1  # k3 estimator of KL(π_θ || π_ref)
+        if kl_ratio_correction:
+            kl = kl * ratio
+        if beta != 0:
+            per_token_loss = per_token_loss + beta * kl
+
+    # -- 3. aggregation over unmasked tokens
+    masked_loss = per_token_loss * mask  # (B, T)
+    if aggregation == "sequence":
+        loss = (masked_loss.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    elif aggregation == "token":
+        count = (
+            mask.sum()
+            if num_tokens is None
+            else torch.as_tensor(num_tokens, dtype=logp.dtype, device=logp.device)
+        )
+        loss = masked_loss.sum() / count.clamp(min=1.0)
+    elif aggregation == "constant":
+        loss = masked_loss.sum() / (batch * max_completion_length)
+    else:  # "prompt"
+        per_prompt_sum = masked_loss.view(-1, group_size * tokens).sum(-1)
+        per_prompt_tokens = mask.view(-1, group_size * tokens).sum(-1)
+        loss = (per_prompt_sum / per_prompt_tokens.clamp(min=1.0)).mean()
+
+    # -- metrics (detached), averaged as TRL logs them
+    with torch.no_grad():
+
+        def mean_over_batch(x: torch.Tensor) -> torch.Tensor:
+            if x.shape[1] == 1:  # one value per sequence
+                return x.sum() / x.shape[0]
+            return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+        if loss_type == "cispo":
+            high = (ratio > epsilon_max) & (adv > 0)
+            low = torch.zeros_like(high)
+        else:
+            low = (ratio < 1 - epsilon) & (adv < 0)
+            high = (ratio > 1 + epsilon_high) & (adv > 0)
+        metrics = {
+            "clip_fraction_low": mean_over_batch(low.to(logp.dtype)),
+            "clip_fraction_high": mean_over_batch(high.to(logp.dtype)),
+            "clip_fraction": mean_over_batch((low | high).to(logp.dtype)),
+            "ratio_mean": mean_over_batch(ratio.detach()),
+        }
+        if ref_logp is not None:
+            metrics["kl"] = mean_over_batch(kl.detach())
+    return loss, metrics
+
+
+def _check_batch(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    ref_logp: torch.Tensor | None,
+) -> None:
+    """Shapes, dtypes and finiteness of the loss's inputs, with one device sync for the value checks."""
+    named = {"logp": logp, "old_logp": old_logp, "adv": adv, "mask": mask}
+    if ref_logp is not None:
+        named["ref_logp"] = ref_logp
+    for name, x in named.items():
+        if not isinstance(x, torch.Tensor):
+            raise BatchError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if logp.dim() != 2:
+        raise BatchError(f"logp must have shape (batch, tokens), got {tuple(logp.shape)}")
+    if not logp.is_floating_point():
+        raise BatchError(f"logp must be a floating-point tensor, got {logp.dtype}")
+    for name in ("old_logp", "mask", "ref_logp"):
+        if name in named and named[name].shape != logp.shape:
+            raise BatchError(
+                f"{name} has shape {tuple(named[name].shape)} but logp has {tuple(logp.shape)}: "
+                "every per-token tensor is (batch, tokens)"
+            )
+    if adv.shape not in (logp.shape[:1], logp.shape):
+        raise BatchError(
+            f"adv has shape {tuple(adv.shape)}; expected ({logp.shape[0]},), one advantage per completion, "
+            f"or {tuple(logp.shape)}, one per token"
+        )
+    values = [x for name, x in named.items() if name != "mask"]
+    flags = [~torch.isfinite(x).all() for x in values]
+    flags.append(((mask != 0) & (mask != 1)).any())
+    bad = torch.stack(flags).tolist()
+    for (name, x), is_bad in zip([(n, x) for n, x in named.items() if n != "mask"], bad[:-1]):
+        if is_bad:
+            where = tuple(torch.nonzero(~torch.isfinite(x))[0].tolist())
+            raise BatchError(
+                f"{name}{list(where)} is {x[where].item()}: log-probs and advantages must be finite, "
+                "padding included (fill padded positions with 0)"
+            )
+    if bad[-1]:
+        raise BatchError("mask must hold only 0 and 1 (1 for completion tokens, 0 for padding)")
