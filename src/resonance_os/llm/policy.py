@@ -1,0 +1,535 @@
+"""The language-model policy: any Hugging Face causal LM, trained with LoRA or fully.
+
+``pi_theta(y | x) = prod_t pi_theta(y_t | x, y_<t)`` is the causal LM's next-token distribution.
+With LoRA (Hu et al., 2021, "LoRA: Low-Rank Adaptation of Large Language Models") each targeted
+linear layer ``W`` becomes ``W + (alpha / r) B A`` with ``A`` (r x d_in), ``B`` (d_out x r) and
+``B = 0`` at the start, so the fresh policy *is* the base model. The reference policy ``pi_ref``
+of the KL term is then the same model with the adapters switched off (``with policy.reference():``),
+so no second copy lives in memory. Full fine-tuning trains every weight; its reference is a frozen
+copy kept only when ``PolicyConfig.reference_copy`` is true.
+
+Usage::
+
+    from resonance_os.llm.policy import LMPolicy, PolicyConfig
+
+    policy = LMPolicy(tokenizer, model, PolicyConfig(lora_rank=16, lora_alpha=32))
+    logp = policy.token_logprobs(input_ids, attention_mask, completion_mask)  # (B, C), grads flow
+    with policy.reference():
+        ref_logp = policy.token_logprobs(input_ids, attention_mask, completion_mask)
+    policy.save("runs/x/policy")              # atomic folder: adapter (or full) weights + config
+    policy = LMPolicy.load("runs/x/policy", tokenizer, base_model)
+    merged = policy.merge()                   # a plain transformers model for export
+
+The caller brings the model (e.g. SmolLM2 from ``quality.reference_lm.load_model``); this module
+knows nothing of writing. Checkpoints follow ``rl.checkpoint``: ``weights/adapter.safetensors`` or
+``weights/model.safetensors``, ``config.json`` (the policy config and the model's config),
+``metadata.json``; written under a temporary name and renamed.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import os
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from resonance_os.llm.errors import ConfigError, LLMError, ReferenceUnavailableError
+from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
+from resonance_os.rl.errors import CheckpointError
+
+CHECKPOINT_KIND = "LMPolicy"
+FINETUNE_MODES = ("lora", "full")
+DEFAULT_TARGET_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+@dataclass
+class PolicyConfig:
+    """How the policy is trained. Round-trips through JSON (``to_dict`` / ``from_dict``).
+
+    finetune: ``"lora"`` (default) or ``"full"``.
+    lora_rank: LoRA rank r >= 1 (default 16). lora_alpha: scale numerator > 0, update = alpha/r * BA
+    (default 32). lora_dropout: dropout on the LoRA input in [0, 1) (default 0.0).
+    target_modules: names of the linear layers that get adapters (default: the attention and MLP
+    projections of Llama-style models), or ``"all-linear"``.
+    fp32_head: compute the LM head (logits) in float32 in ``token_logprobs`` even when the model runs
+    in bf16/fp16 (ScaleRL's "FP32 LM head"; a no-op for float32 models). Default True.
+    reference_copy: full fine-tuning only: keep a frozen copy of the initial weights as the reference
+    policy (doubles memory). Default True. LoRA never copies.
+    """
+
+    finetune: str = "lora"
+    lora_rank: int = 16
+    lora_alpha: float = 32.0
+    lora_dropout: float = 0.0
+    target_modules: tuple[str, ...] | str = DEFAULT_TARGET_MODULES
+    fp32_head: bool = True
+    reference_copy: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.target_modules, list):
+            self.target_modules = tuple(self.target_modules)
+        if self.finetune not in FINETUNE_MODES:
+            raise ConfigError(
+                f"finetune={self.finetune!r} is not one of {FINETUNE_MODES}; use 'lora' or 'full'"
+            )
+        if isinstance(self.lora_rank, bool) or not isinstance(self.lora_rank, int) or self.lora_rank < 1:
+            raise ConfigError(f"lora_rank={self.lora_rank!r} must be an integer >= 1 (typical: 8-64)")
+        if not isinstance(self.lora_alpha, (int, float)) or not self.lora_alpha > 0:
+            raise ConfigError(f"lora_alpha={self.lora_alpha!r} must be a number > 0 (typical: 2 x lora_rank)")
+        if not isinstance(self.lora_dropout, (int, float)) or not 0.0 <= self.lora_dropout < 1.0:
+            raise ConfigError(f"lora_dropout={self.lora_dropout!r} must be in [0, 1) (typical: 0.0-0.1)")
+        if isinstance(self.target_modules, str):
+            if not self.target_modules:
+                raise ConfigError("target_modules='' names no layer; give layer names or 'all-linear'")
+        elif not self.target_modules or not all(isinstance(m, str) and m for m in self.target_modules):
+            raise ConfigError(
+                f"target_modules={self.target_modules!r} must be a non-empty list of layer names "
+                "(e.g. ['q_proj', 'v_proj']) or 'all-linear'"
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        if isinstance(self.target_modules, tuple):
+            data["target_modules"] = list(self.target_modules)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> PolicyConfig:
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown PolicyConfig fields {unknown}; known fields: {sorted(known)}")
+        return cls(**data)
+
+
+class LMPolicy:
+    """A causal LM as an RL policy: per-token log-probabilities, LoRA or full training, reference.
+
+    ``tokenizer`` and ``model`` are a Hugging Face tokenizer and causal LM (``AutoModelForCausalLM``
+    or any model whose forward takes ``input_ids``, ``attention_mask``, ``position_ids`` and returns
+    ``.logits``). With LoRA the model is wrapped in place by ``peft`` (adapter layers are injected
+    into it): pass a private copy when the same model object serves others (``copy.deepcopy``, or
+    load it again with ``LMPolicy.from_pretrained``). A tokenizer without a pad token gets its EOS
+    token as pad token.
+    """
+
+    def __init__(self, tokenizer: Any, model: torch.nn.Module, config: PolicyConfig | None = None) -> None:
+        self.config = config or PolicyConfig()
+        if not isinstance(self.config, PolicyConfig):
+            raise ConfigError(f"config must be a PolicyConfig, got {type(self.config).__name__}")
+        if tokenizer.pad_token_id is None:
+            if tokenizer.eos_token_id is None:
+                raise LLMError("the tokenizer has neither a pad nor an EOS token; set tokenizer.pad_token")
+            tokenizer.pad_token = tokenizer.eos_token
+        self.tokenizer = tokenizer
+        self._reference_model: torch.nn.Module | None = None
+        self._use_reference = False
+        if self.config.finetune == "lora":
+            self.model = self._wrap_lora(model)
+        else:
+            self.model = model
+            for p in self.model.parameters():
+                p.requires_grad_(True)
+            if self.config.reference_copy:
+                self._reference_model = copy.deepcopy(model).eval()
+                for p in self._reference_model.parameters():
+                    p.requires_grad_(False)
+        self.model.eval()
+        # transformers renamed the forward's ``past_key_values`` to ``cache`` (5.x); use what it takes.
+        forward_params = inspect.signature(self.base_model.forward).parameters
+        self._cache_kw = "cache" if "cache" in forward_params else "past_key_values"
+
+    # ----------------------------------------------------------------------------------- building
+    def _wrap_lora(self, model: torch.nn.Module) -> torch.nn.Module:
+        from peft import LoraConfig, get_peft_model
+
+        cfg = self.config
+        targets = cfg.target_modules if isinstance(cfg.target_modules, str) else list(cfg.target_modules)
+        names = {name.rsplit(".", 1)[-1] for name, _ in model.named_modules()}
+        if not isinstance(targets, str):
+            missing = [t for t in targets if t not in names]
+            if len(missing) == len(targets):
+                raise ConfigError(
+                    f"target_modules={targets} match no layer of this {type(model).__name__}; "
+                    "name its linear layers (e.g. 'q_proj', 'v_proj') or use 'all-linear'"
+                )
+        lora = LoraConfig(
+            r=cfg.lora_rank,
+            lora_alpha=cfg.lora_alpha,
+            lora_dropout=cfg.lora_dropout,
+            target_modules=targets,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+        return get_peft_model(model, lora)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | os.PathLike[str],
+        config: PolicyConfig | None = None,
+        *,
+        dtype: torch.dtype | None = None,
+        device: str | torch.device | None = None,
+    ) -> LMPolicy:
+        """Load tokenizer and model from a local Hugging Face folder (never downloads), then wrap them."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = Path(path)
+        if not (folder / "config.json").is_file():
+            raise LLMError(
+                f"no Hugging Face model folder at {folder} (config.json missing); pass a local folder"
+            )
+        tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        kwargs = {"dtype": dtype} if dtype is not None else {}
+        model = AutoModelForCausalLM.from_pretrained(str(folder), local_files_only=True, **kwargs)
+        if device is not None:
+            model.to(device)
+        return cls(tokenizer, model, config)
+
+    # ----------------------------------------------------------------------------------- properties
+    @property
+    def is_lora(self) -> bool:
+        return self.config.finetune == "lora"
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def context_length(self) -> int | None:
+        """The model's maximum sequence length (``max_position_embeddings``), or None when unknown."""
+        cfg = getattr(self.base_model, "config", None)
+        for key in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+            value = getattr(cfg, key, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        return None
+
+    @property
+    def base_model(self) -> torch.nn.Module:
+        """The transformers model underneath (with LoRA layers injected when LoRA is on)."""
+        return self.model.get_base_model() if self.is_lora else self.model
+
+    @property
+    def forward_model(self) -> torch.nn.Module:
+        """The module a forward pass runs: the transformers model (LoRA layers injected, so the peft
+        wrapper's per-call overhead is skipped), or the frozen copy inside ``reference()`` for full
+        fine-tuning."""
+        if self._use_reference and self._reference_model is not None:
+            return self._reference_model
+        return self.base_model
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        """The parameters an optimiser should update (LoRA A and B, or every weight)."""
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+    def num_parameters(self, trainable_only: bool = False) -> int:
+        return sum(p.numel() for p in self.model.parameters() if p.requires_grad or not trainable_only)
+
+    def train(self, mode: bool = True) -> LMPolicy:
+        """Switch dropout on (training) or off; sampling always runs in eval mode and restores this."""
+        self.model.train(mode)
+        return self
+
+    def eval(self) -> LMPolicy:
+        return self.train(False)
+
+    # ----------------------------------------------------------------------------------- reference
+    @contextmanager
+    def reference(self) -> Iterator[LMPolicy]:
+        """Within this block the policy computes with ``pi_ref``: adapters disabled (LoRA) or the frozen copy."""
+        if self.is_lora:
+            with self.model.disable_adapter():
+                yield self
+            return
+        if self._reference_model is None:
+            raise ReferenceUnavailableError(
+                "full fine-tuning was set up without a reference copy; build the policy with "
+                "PolicyConfig(finetune='full', reference_copy=True) to use a KL term or reference()"
+            )
+        previous = self._use_reference
+        self._use_reference = True
+        try:
+            yield self
+        finally:
+            self._use_reference = previous
+
+    # ----------------------------------------------------------------------------------- log-probs
+    def forward_logits(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        *,
+        logits_to_keep: int = 0,
+        past_key_values: Any = None,
+        position_ids: torch.Tensor | None = None,
+        fp32_head: bool | None = None,
+    ) -> Any:
+        """One forward pass with position ids taken from the (left-padded) attention mask.
+
+        Returns the model output (``.logits`` of shape (B, T or logits_to_keep, V), float32 when
+        ``fp32_head``); ``past_key_values`` (a transformers ``Cache``) is updated in place.
+        """
+        if position_ids is None:
+            position_ids = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        kwargs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "attention_mask": attention_mask,
+            "position_ids": position_ids,
+        }
+        if logits_to_keep:
+            kwargs["logits_to_keep"] = logits_to_keep
+        if past_key_values is not None:
+            kwargs[self._cache_kw] = past_key_values
+            kwargs["use_cache"] = True
+        model = self.forward_model
+        use_fp32 = self.config.fp32_head if fp32_head is None else fp32_head
+        head = model.get_output_embeddings() if use_fp32 else None
+        if not isinstance(head, torch.nn.Linear) or head.weight.dtype == torch.float32:
+            return model(**kwargs)
+        with _fp32_head(head):
+            return model(**kwargs)
+
+    def token_logprobs(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        completion_mask: torch.Tensor,
+        *,
+        temperature: float = 1.0,
+        fp32_head: bool | None = None,
+    ) -> torch.Tensor:
+        """``log pi(y_t | x, y_<t)`` of each completion token, teacher-forced, with gradients.
+
+        input_ids, attention_mask: (B, P + C) prompt (left-padded) followed by completion; the last C
+        columns are the completion. completion_mask: (B, C), 1 on real completion tokens (C may be 0).
+        temperature: logits are divided by it before the log-softmax (the distribution sampled at that
+        temperature). Returns float32 (B, C), 0 where ``completion_mask`` is 0.
+        """
+        if input_ids.shape != attention_mask.shape:
+            raise LLMError(
+                f"input_ids {tuple(input_ids.shape)} and attention_mask {tuple(attention_mask.shape)} differ"
+            )
+        if completion_mask.dim() != 2 or completion_mask.shape[0] != input_ids.shape[0]:
+            raise LLMError(
+                f"completion_mask must be (batch, completion tokens) with batch {input_ids.shape[0]}, "
+                f"got {tuple(completion_mask.shape)}"
+            )
+        c = completion_mask.shape[1]
+        if c >= input_ids.shape[1]:
+            raise LLMError(
+                f"completion_mask has {c} columns but input_ids only {input_ids.shape[1]}: the input "
+                "must hold at least one prompt token before the completion"
+            )
+        if not temperature > 0:
+            raise ConfigError(f"temperature={temperature!r} must be > 0")
+        if c == 0:
+            return torch.zeros(input_ids.shape[0], 0, device=input_ids.device)
+        out = self.forward_logits(input_ids, attention_mask, logits_to_keep=c + 1, fp32_head=fp32_head)
+        logits = out.logits[:, -c - 1 : -1].float()
+        if temperature != 1.0:
+            logits = logits / temperature
+        targets = input_ids[:, -c:]
+        logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
+        return logp * completion_mask.to(logp.dtype)
+
+    # ----------------------------------------------------------------------------------- checkpoints
+    def state_dict_to_save(self) -> tuple[str, dict[str, torch.Tensor], dict[str, str]]:
+        """(name, tensors, tied) of what a checkpoint holds: the adapter, or the whole model."""
+        if self.is_lora:
+            from peft import get_peft_model_state_dict
+
+            return "adapter", dict(get_peft_model_state_dict(self.model)), {}
+        tensors: dict[str, torch.Tensor] = {}
+        tied: dict[str, str] = {}
+        seen: dict[tuple[int, torch.dtype, tuple[int, ...]], str] = {}
+        for key, value in self.model.state_dict().items():
+            ident = (value.data_ptr(), value.dtype, tuple(value.shape))
+            if ident in seen:  # tied weights (e.g. lm_head = embed_tokens): safetensors refuses shared memory
+                tied[key] = seen[ident]
+                continue
+            seen[ident] = key
+            tensors[key] = value
+        return "model", tensors, tied
+
+    def save(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        metadata: dict[str, Any] | None = None,
+        states: dict[str, Any] | None = None,
+    ) -> Path:
+        """Write the adapter (LoRA) or the full weights to the folder ``path``, atomically.
+
+        ``states`` (optimiser state dicts and the like) and ``metadata`` (steps, metrics) are stored
+        beside them. A crash mid-save leaves the previous checkpoint (or nothing), never half of one.
+        """
+        name, tensors, tied = self.state_dict_to_save()
+        model_config = getattr(self.base_model, "config", None)
+        config = {
+            "policy": self.config.to_dict(),
+            "model_config": json.loads(model_config.to_json_string()) if model_config is not None else None,
+            "tied_weights": tied,
+        }
+        meta = {
+            "algorithm": CHECKPOINT_KIND,
+            "kind": name,
+            "base_model": getattr(model_config, "_name_or_path", "") or "",
+            **(metadata or {}),
+        }
+        return save_checkpoint(path, weights={name: tensors}, config=config, metadata=meta, states=states)
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        tokenizer: Any,
+        model: torch.nn.Module | None = None,
+        *,
+        return_states: bool = False,
+    ) -> LMPolicy | tuple[LMPolicy, dict[str, Any]]:
+        """Rebuild a policy saved with :meth:`save`.
+
+        A LoRA checkpoint needs the base ``model`` it was trained on (the adapter is applied to it,
+        in place). A full checkpoint rebuilds the model from its saved config when ``model`` is None,
+        else loads the weights into ``model``. With ``return_states`` also returns the saved states.
+        """
+        ckpt = load_checkpoint(path, expected_algorithm=CHECKPOINT_KIND)
+        try:
+            config = PolicyConfig.from_dict(ckpt.config["policy"])
+        except (KeyError, TypeError) as exc:
+            raise CheckpointError(
+                f"checkpoint {path} has no valid policy config ({exc}); re-save it"
+            ) from exc
+        if config.finetune == "lora":
+            if model is None:
+                raise LLMError(
+                    f"{path} holds a LoRA adapter: pass the base model it was trained on, "
+                    "LMPolicy.load(path, tokenizer, base_model)"
+                )
+            tensors = ckpt.weights.get("adapter")
+            if tensors is None:
+                raise CheckpointError(f"checkpoint {path} has no weights/adapter.safetensors; re-save it")
+            policy = cls(tokenizer, model, config)
+            from peft import set_peft_model_state_dict
+
+            result = set_peft_model_state_dict(policy.model, tensors)
+            unexpected = list(getattr(result, "unexpected_keys", []) or [])
+            if unexpected:
+                raise CheckpointError(
+                    f"adapter in {path} does not fit this model (unexpected keys {unexpected[:3]}...); "
+                    "load it onto the base model it was trained on"
+                )
+        else:
+            tensors = ckpt.weights.get("model")
+            if tensors is None:
+                raise CheckpointError(f"checkpoint {path} has no weights/model.safetensors; re-save it")
+            if model is None:
+                model = _model_from_config(ckpt.config.get("model_config"), path)
+            tensors = dict(tensors)
+            for key, source in (ckpt.config.get("tied_weights") or {}).items():
+                tensors[key] = tensors[source]
+            try:
+                model.load_state_dict(tensors, strict=True)
+            except RuntimeError as exc:
+                raise CheckpointError(f"weights in {path} do not fit the model: {exc}") from exc
+            # With reference_copy the reference of a reloaded full fine-tune is the loaded weights.
+            policy = cls(tokenizer, model, config)
+        return (policy, ckpt.states) if return_states else policy
+
+    # ----------------------------------------------------------------------------------- export
+    def merge(self) -> torch.nn.Module:
+        """A standalone transformers model with the LoRA update folded into the weights (a copy).
+
+        For full fine-tuning returns a copy of the model. The policy itself is left unchanged.
+        """
+        if not self.is_lora:
+            return copy.deepcopy(self.model).eval()
+        return copy.deepcopy(self.model).merge_and_unload().eval()
+
+    def export(self, path: str | os.PathLike[str]) -> Path:
+        """Write the merged model and the tokenizer as a Hugging Face folder (``from_pretrained``), atomically."""
+        import shutil
+        import uuid
+
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.parent / f".{target.name}.tmp-{uuid.uuid4().hex[:8]}"
+        try:
+            self.merge().save_pretrained(str(tmp))
+            self.tokenizer.save_pretrained(str(tmp))
+            if target.exists():
+                old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
+                os.replace(target, old)
+                os.replace(tmp, target)
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                os.replace(tmp, target)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return target
+
+    def encode_prompts(self, prompts: Sequence[Any], *, chat_template: bool = True) -> list[list[int]]:
+        """Token ids of each prompt: a string, or a list of chat messages ``{"role", "content"}``.
+
+        With ``chat_template`` (default, when the tokenizer has one) a string becomes one user turn and
+        the assistant's generation prompt is appended; otherwise the text is tokenized as is.
+        """
+        use_template = chat_template and getattr(self.tokenizer, "chat_template", None)
+        ids: list[list[int]] = []
+        for prompt in prompts:
+            if isinstance(prompt, str):
+                messages = [{"role": "user", "content": prompt}]
+            elif isinstance(prompt, (list, tuple)) and all(isinstance(m, dict) for m in prompt):
+                messages = list(prompt)
+            else:
+                raise LLMError(
+                    f"a prompt must be a string or a list of chat messages, got {type(prompt).__name__}"
+                )
+            if use_template:
+                text = self.tokenizer.apply_chat_template(
+                    messages, add_generation_prompt=True, tokenize=False
+                )
+                ids.append(list(self.tokenizer(text, add_special_tokens=False)["input_ids"]))
+            else:
+                if not isinstance(prompt, str):
+                    raise LLMError("chat messages need a tokenizer with a chat template; pass plain strings")
+                ids.append(list(self.tokenizer(prompt)["input_ids"]))
+        return ids
+
+
+def _model_from_config(model_config: dict[str, Any] | None, path: Any) -> torch.nn.Module:
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if not model_config or "model_type" not in model_config:
+        raise CheckpointError(
+            f"checkpoint {path} does not record its model config; pass the model to load into"
+        )
+    data = dict(model_config)
+    config = AutoConfig.for_model(data.pop("model_type"), **data)
+    return AutoModelForCausalLM.from_config(config)
+
+
+@contextmanager
+def _fp32_head(head: torch.nn.Linear) -> Iterator[None]:
+    """Compute the output projection in float32 (weights upcast on the fly, gradients flow back)."""
+
+    def hook(module: torch.nn.Linear, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> torch.Tensor:
+        bias = module.bias.float() if module.bias is not None else None
+        return F.linear(inputs[0].float(), module.weight.float(), bias)
+
+    handle = head.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()

@@ -1,0 +1,61 @@
+"""A tiny seeded Llama-style model and a word-level tokenizer with a chat template, built offline."""
+
+from __future__ import annotations
+
+import torch
+
+WORDS = (
+    "the a cat dog bird sat ran flew on under over mat tree roof and then . , ! ? is was big small red "
+    "blue green one two three four five six seven eight nine zero user assistant system hello world"
+).split()
+HEAD_SCALE = 10.0
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|> {{ m['role'] }} {{ m['content'] }} <|im_end|> {% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
+)
+
+
+def make_tokenizer():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "<s>", "<|im_start|>", "<|im_end|>"]
+    vocab = {tok: i for i, tok in enumerate(specials + WORDS)}
+    core = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(
+        tokenizer_object=core,
+        pad_token="<pad>",
+        unk_token="<unk>",
+        bos_token="<s>",
+        eos_token="<|im_end|>",
+        additional_special_tokens=["<|im_start|>"],
+    )
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def make_model(vocab_size: int, seed: int = 0, context: int = 64, tied: bool = False):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=context,
+        tie_word_embeddings=tied,
+        pad_token_id=0,
+        bos_token_id=2,
+        eos_token_id=4,
+    )
+    model = LlamaForCausalLM(config)
+    # Random init at std 0.02 gives near-uniform next-token distributions; sharpen the head a little
+    # so samples have structure (and top-p has something to cut).
+    if not tied:
+        with torch.no_grad():
+            model.get_output_embeddings().weight.mul_(HEAD_SCALE)
+    return model.eval()
