@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from _corpus import document_paragraphs, fortune_entries, pydoc_paragraphs  # noqa: E402
+from bench_hr_learning import env_speed  # noqa: E402
 
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
@@ -164,20 +165,6 @@ def cost_table(reward: WritingReward, paragraphs: list[str], prompts: list[str],
         for text, prompt in zip(paragraphs, prompts):
             job(text, prompt)
         print(f"| {name} | {(time.process_time() - start) / len(paragraphs) * 1e6:,.0f} |")
-
-
-def env_speed(seconds: float = 10.0) -> float:
-    from resonance_os.evolution.hr_rl_trainer import HRWritingEnv
-
-    env = HRWritingEnv(seed=0)
-    env.reset(seed=0)
-    steps, start = 0, time.process_time()
-    while time.process_time() - start < seconds:
-        _, _, terminated, truncated, _ = env.step(env.action_space.sample())
-        steps += 1
-        if terminated or truncated:
-            env.reset()
-    return steps / (time.process_time() - start)
 
 
 def main() -> None:

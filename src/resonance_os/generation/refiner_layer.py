@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from importlib.resources import files
 
 from resonance_os.core.errors import ValidationError
@@ -95,13 +95,15 @@ def similes() -> tuple[tuple[str, str], ...]:
     return tuple((simile.strip(), words.strip()) for simile, words in rows)
 
 
+@lru_cache(maxsize=4096)
 def fitting_simile(text: str) -> str | None:
     """The simile whose topic words the paragraph is most about (``quality.topic`` score), or
     ``None`` when none reaches ``SIMILE_FIT``."""
     from resonance_os.quality.topic import topic_model
 
-    model = topic_model()
-    fit, simile = max((model.score(text, words), simile) for simile, words in similes())
+    pairs = similes()
+    fits = topic_model().score_many(text, [words for _, words in pairs])
+    fit, simile = max(zip(fits, (simile for simile, _ in pairs)))
     return simile if fit >= SIMILE_FIT else None
 
 

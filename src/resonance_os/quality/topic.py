@@ -60,9 +60,11 @@ class TopicModel:
         """``(mention, related)`` before the blend; ``related`` is ``None`` when the prompt or the
         text around it has no stem with a vector. ``sentences``: ``split_sentences(text)`` when the
         caller already has it."""
-        prompt_stems, p = self._prompt(prompt)
         split = split_sentences(text) if sentences is None else sentences
-        stems = [content_stems(s.lowers) for s in split]
+        return self._parts([content_stems(s.lowers) for s in split], prompt)
+
+    def _parts(self, stems: list[list[str]], prompt: str) -> tuple[float, float | None]:
+        prompt_stems, p = self._prompt(prompt)
         if not prompt_stems or not stems:
             return 0.0, None
         share = sum(bool(prompt_stems.intersection(s)) for s in stems) / len(stems)
@@ -83,7 +85,15 @@ class TopicModel:
 
     def score(self, text: str, prompt: str, sentences: list[Sentence] | None = None) -> float:
         """Topic score in [0, 1]; 0 for a text without words or a prompt without content words."""
-        mention, related = self.parts(text, prompt, sentences)
+        return self._blend(*self.parts(text, prompt, sentences))
+
+    def score_many(self, text: str, prompts: list[str]) -> list[float]:
+        """``score(text, prompt)`` for each of ``prompts``, reading the text once."""
+        stems = [content_stems(s.lowers) for s in split_sentences(text)]
+        return [self._blend(*self._parts(stems, prompt)) for prompt in prompts]
+
+    @staticmethod
+    def _blend(mention: float, related: float | None) -> float:
         if related is None:
             return mention
         ramp = min(1.0, max(0.0, (related - RELATED_ZERO) / (RELATED_FULL - RELATED_ZERO)))
