@@ -1,0 +1,581 @@
+"""GRPO: the trainer that turns rewards on sampled completions into updates of an ``LMPolicy``.
+
+One step (Shao et al. 2024, *DeepSeekMath*; the loss family of ``llm.losses``) reads top to bottom
+in :meth:`GRPO._train_step`:
+
+    1. generate   P prompts x G completions with ``llm.sampling`` (old log-probs come from sampling)
+    2. score      every reward function on (prompts, completions); R = sum_k w_k r_k
+    3. advantages ``group_advantages`` (group / batch / no std), optional zero-variance filtering,
+                  reference log-probs (adapters disabled) when beta > 0
+    4. train      K = ``num_iterations`` epochs over minibatches of whole groups:
+                  ``token_logprobs`` -> ``policy_loss`` -> backward -> clip grad norm -> AdamW
+    5. log        one row of metrics through ``rl``'s ``MetricsLogger`` (JSON Lines, progress bar)
+
+Usage::
+
+    from resonance_os.llm.grpo import GRPO, GRPOConfig
+
+    def has_cat(prompts, completions):
+        return [1.0 if "cat" in c.split() else 0.0 for c in completions]
+
+    trainer = GRPO(policy, [(has_cat, 1.0), (short, 0.1)], prompts, GRPOConfig(group_size=8, seed=0),
+                   log_dir="runs/grpo")
+    trainer.learn(100)
+    trainer.save("runs/grpo/ckpt")
+    trainer = GRPO.load("runs/grpo/ckpt", policy=fresh_policy, reward_fn=..., prompts=...)
+    trainer.learn(100, reset_num_timesteps=False)
+
+Seeded: the prompts of step s, the sampling seed and the minibatch order are functions of
+``(seed, s)`` only, so the same seed gives the same metrics, and a run resumed from a checkpoint
+continues exactly as the uninterrupted one would. docs/llm_rl.md ("The trainer") lists the metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import numbers
+import os
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from resonance_os.llm.errors import LLMError, PromptTooLongError
+from resonance_os.llm.losses import (
+    AGGREGATIONS,
+    LOSS_TYPES,
+    SCALE_REWARDS,
+    group_advantages,
+    nonzero_variance_mask,
+    policy_loss,
+)
+from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
+from resonance_os.llm.sampling import sample_ids
+from resonance_os.rl.checkpoint import load_checkpoint
+from resonance_os.rl.errors import CheckpointError, ConfigError
+from resonance_os.rl.logger import MetricsLogger
+
+RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
+TRAINER_KIND = "GRPO"
+
+
+class RewardError(LLMError, ValueError):
+    """A reward function returned the wrong number of rewards, a non-number, NaN or inf; names the function."""
+
+    http_status = 422
+
+
+# ---------------------------------------------------------------------------------------------- config
+
+
+@dataclass
+class GRPOConfig:
+    """GRPO hyperparameters. Round-trips through JSON (``to_json`` / ``from_json``).
+
+    Attributes:
+        group_size: G, completions sampled per prompt (>= 2: advantages compare within a group). 8.
+        prompts_per_step: prompts per step; a step trains on ``prompts_per_step * group_size``
+            completions. Prompts are visited in a seeded shuffled order, epoch after epoch. 4.
+        max_new_tokens: completion budget per sample. 64.
+        temperature: sampling temperature (> 0; the log-probs of the loss use the same one). 1.0.
+        top_p: nucleus sampling threshold in (0, 1]. 1.0.
+        stop: stop strings (a completion ends once its text contains one). [].
+        chat_template: wrap string prompts in the tokenizer's chat template. True.
+        learning_rate: AdamW step size on the trainable parameters. 1e-5.
+        weight_decay: AdamW weight decay (TRL uses 0). 0.0.
+        num_iterations: K, epochs over each step's completions (1 = on-policy, as TRL's default). 1.
+        minibatch_size: completions per optimiser step, a multiple of ``group_size`` (minibatches hold
+            whole groups); None = the whole step in one minibatch. None.
+        loss_type: one of ``llm.losses.LOSS_TYPES``. "dapo" (TRL's default).
+        epsilon, epsilon_high: lower and upper clip (``epsilon_high`` None = ``epsilon``; for "cispo"
+            the cap on the weight, default 5.0). 0.2, None.
+        beta: k3 KL coefficient to the reference policy (adapters disabled, or the frozen copy). 0.0.
+        aggregation: override the loss type's aggregation ("token", "sequence", "prompt",
+            "constant"); None = the loss type's own. None.
+        scale_rewards: "group", "batch" or "none" (see ``group_advantages``). "group".
+        filter_zero_variance: drop groups whose rewards are all equal before the update (ScaleRL). False.
+        max_grad_norm: clip the global gradient norm; None = no clipping (the norm is still logged). 1.0.
+        seed: seeds prompt order, sampling, minibatch order and dropout; None draws one (stored, so a
+            checkpoint resumes with it). None.
+    """
+
+    group_size: int = 8
+    prompts_per_step: int = 4
+    max_new_tokens: int = 64
+    temperature: float = 1.0
+    top_p: float = 1.0
+    stop: list[str] = field(default_factory=list)
+    chat_template: bool = True
+    learning_rate: float = 1e-5
+    weight_decay: float = 0.0
+    num_iterations: int = 1
+    minibatch_size: int | None = None
+    loss_type: str = "dapo"
+    epsilon: float = 0.2
+    epsilon_high: float | None = None
+    beta: float = 0.0
+    aggregation: str | None = None
+    scale_rewards: str | None = "group"
+    filter_zero_variance: bool = False
+    max_grad_norm: float | None = 1.0
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, str):
+            self.stop = [self.stop]
+        elif isinstance(self.stop, tuple):
+            self.stop = list(self.stop)
+
+        def fail(name: str, fix: str) -> ConfigError:
+            return ConfigError(f"GRPOConfig.{name}={getattr(self, name)!r}: {fix}")
+
+        def is_int(value: Any) -> bool:
+            return isinstance(value, int) and not isinstance(value, bool)
+
+        def is_num(value: Any) -> bool:
+            return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+        if not is_int(self.group_size) or self.group_size < 2:
+            raise fail("group_size", "must be an integer >= 2 (advantages compare completions of a prompt)")
+        for name in ("prompts_per_step", "max_new_tokens", "num_iterations"):
+            if not is_int(getattr(self, name)) or getattr(self, name) < 1:
+                raise fail(name, "must be an integer >= 1")
+        if not is_num(self.temperature) or not self.temperature > 0:
+            raise fail("temperature", "must be a number > 0 (training needs a sampling distribution; 1.0)")
+        if not is_num(self.top_p) or not 0 < self.top_p <= 1:
+            raise fail("top_p", "must be in (0, 1] (1.0 = no nucleus cut)")
+        if not isinstance(self.stop, list) or any(not isinstance(s, str) or not s for s in self.stop):
+            raise fail("stop", "must be a list of non-empty strings")
+        if not isinstance(self.chat_template, bool):
+            raise fail("chat_template", "must be true or false")
+        if not is_num(self.learning_rate) or not self.learning_rate > 0:
+            raise fail("learning_rate", "must be a number > 0 (LoRA: 1e-5 to 1e-4)")
+        if not is_num(self.weight_decay) or self.weight_decay < 0:
+            raise fail("weight_decay", "must be a number >= 0")
+        if self.minibatch_size is not None and (
+            not is_int(self.minibatch_size)
+            or self.minibatch_size < self.group_size
+            or self.minibatch_size % self.group_size
+        ):
+            raise fail(
+                "minibatch_size",
+                f"must be a positive multiple of group_size={self.group_size} (minibatches hold whole "
+                "groups), or None for the whole step",
+            )
+        if self.loss_type not in LOSS_TYPES:
+            raise fail("loss_type", f"must be one of {', '.join(LOSS_TYPES)}")
+        if self.aggregation is not None and self.aggregation not in AGGREGATIONS:
+            raise fail("aggregation", f"must be one of {', '.join(AGGREGATIONS)} or None")
+        if not is_num(self.epsilon) or not 0 <= self.epsilon < 1:
+            raise fail("epsilon", "must be in [0, 1) (the clip range 1 - epsilon; 0.2)")
+        if self.epsilon_high is not None and (not is_num(self.epsilon_high) or not self.epsilon_high > 0):
+            raise fail("epsilon_high", "must be > 0 or None (DAPO: 0.28; CISPO's cap: 5.0)")
+        if not is_num(self.beta) or self.beta < 0:
+            raise fail("beta", "must be a number >= 0 (the KL coefficient; 0 = no reference pass)")
+        if self.scale_rewards is not None and self.scale_rewards not in SCALE_REWARDS:
+            raise fail("scale_rewards", f"must be one of {', '.join(SCALE_REWARDS)} or None")
+        if not isinstance(self.filter_zero_variance, bool):
+            raise fail("filter_zero_variance", "must be true or false")
+        if self.max_grad_norm is not None and (not is_num(self.max_grad_norm) or not self.max_grad_norm > 0):
+            raise fail("max_grad_norm", "must be a number > 0, or None for no clipping")
+        if self.seed is not None and not is_int(self.seed):
+            raise fail("seed", "must be an integer or None")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GRPOConfig:
+        """Build from a dict, naming any unknown key."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown GRPO settings {unknown}; known settings are {sorted(known)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> GRPOConfig:
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"GRPO config is not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ConfigError("GRPO config JSON must be an object of settings")
+        return cls.from_dict(data)
+
+
+# ---------------------------------------------------------------------------------------------- rewards
+
+
+def _reward_functions(reward_fn: Any) -> list[tuple[str, RewardFn, float]]:
+    """``reward_fn`` (a callable, or a list of callables and ``(callable, weight)`` pairs) -> named, weighted."""
+    entries = [reward_fn] if callable(reward_fn) else reward_fn
+    if not isinstance(entries, (list, tuple)) or not entries:
+        raise ConfigError(
+            "reward_fn must be a callable (prompts, completions) -> list[float], or a non-empty list of "
+            "callables and (callable, weight) pairs"
+        )
+    out: list[tuple[str, RewardFn, float]] = []
+    for i, entry in enumerate(entries):
+        fn, weight = (
+            (entry, 1.0) if callable(entry) else (entry if isinstance(entry, tuple) else (None, None))
+        )
+        if not callable(fn) or isinstance(weight, bool) or not isinstance(weight, numbers.Real):
+            raise ConfigError(f"reward_fn[{i}]={entry!r} must be a callable or a (callable, weight) pair")
+        if not math.isfinite(float(weight)):
+            raise ConfigError(f"reward_fn[{i}] has weight {weight!r}; weights must be finite numbers")
+        name = getattr(fn, "__name__", "")
+        if not name.isidentifier() or name in {n for n, _, _ in out}:
+            name = f"fn{i}"
+        out.append((name, fn, float(weight)))
+    return out
+
+
+def _call_reward(name: str, fn: RewardFn, prompts: list[Any], completions: list[str]) -> torch.Tensor:
+    """Run one reward function and check it returned one finite number per completion."""
+    returned = fn(prompts, completions)  # an exception inside the function propagates as it is
+    try:
+        values = list(returned)
+    except TypeError as exc:
+        raise RewardError(
+            f"reward function {name!r} returned {type(returned).__name__}; return a list of floats, one "
+            "per completion"
+        ) from exc
+    if len(values) != len(completions):
+        raise RewardError(
+            f"reward function {name!r} returned {len(values)} rewards for {len(completions)} completions; "
+            "return one float per completion, in order"
+        )
+    out = []
+    for i, value in enumerate(values):
+        if isinstance(value, torch.Tensor) and value.numel() == 1:
+            value = value.item()
+        if not isinstance(value, numbers.Real):
+            raise RewardError(
+                f"reward function {name!r} returned {value!r} ({type(value).__name__}) for completion {i}; "
+                "rewards must be numbers"
+            )
+        if not math.isfinite(float(value)):
+            raise RewardError(
+                f"reward function {name!r} returned {float(value)} for completion {i}: rewards must be finite "
+                f"(completion: {completions[i][:80]!r})"
+            )
+        out.append(float(value))
+    return torch.tensor(out, dtype=torch.float32)
+
+
+# ---------------------------------------------------------------------------------------------- trainer
+
+
+class GRPO:
+    """Group Relative Policy Optimisation of an ``LMPolicy`` on plain-callable rewards.
+
+    Args:
+        policy: the ``LMPolicy`` to train (LoRA or full); its trainable parameters get an AdamW.
+        reward_fn: ``(prompts, completions) -> list[float]``, or a list of such callables and
+            ``(callable, weight)`` pairs, summed with their weights. ``prompts`` holds each
+            completion's prompt (repeated G times), ``completions`` the decoded texts.
+        prompts: the training prompts (strings, or chat message lists).
+        config: a ``GRPOConfig`` (or a dict of its fields); keyword ``overrides`` replace fields.
+        log_dir: folder for ``metrics.jsonl`` (appended to, so a resumed run continues the file).
+        tensorboard: also write TensorBoard scalars.
+    """
+
+    def __init__(
+        self,
+        policy: LMPolicy,
+        reward_fn: RewardFn | Sequence[RewardFn | tuple[RewardFn, float]],
+        prompts: Sequence[Any],
+        config: GRPOConfig | dict[str, Any] | None = None,
+        *,
+        log_dir: str | os.PathLike[str] | None = None,
+        tensorboard: bool = False,
+        **overrides: Any,
+    ) -> None:
+        if not isinstance(policy, LMPolicy):
+            raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
+        if config is None:
+            config = GRPOConfig()
+        elif isinstance(config, dict):
+            config = GRPOConfig.from_dict(config)
+        elif not isinstance(config, GRPOConfig):
+            raise ConfigError(f"config must be a GRPOConfig or a dict, got {type(config).__name__}")
+        if overrides:
+            config = GRPOConfig.from_dict({**config.to_dict(), **overrides})
+        if config.seed is None:  # drawn once and kept, so save/load resumes the same streams
+            config = replace(config, seed=int(torch.randint(0, 2**31 - 1, (1,)).item()))
+        self.config = config
+        self.policy = policy
+        self.reward_functions = _reward_functions(reward_fn)
+        self.log_dir, self.tensorboard = log_dir, tensorboard
+
+        if isinstance(prompts, str) or not isinstance(prompts, Sequence) or not prompts:
+            raise ConfigError("prompts must be a non-empty list of prompts (strings or chat message lists)")
+        self.prompts = list(prompts)
+        self._prompt_ids = policy.encode_prompts(self.prompts, chat_template=config.chat_template)
+        context = policy.context_length
+        for i, ids in enumerate(self._prompt_ids):
+            if context is not None and len(ids) + config.max_new_tokens > context:
+                raise PromptTooLongError(
+                    f"prompt {i} has {len(ids)} tokens and max_new_tokens={config.max_new_tokens}: "
+                    f"{len(ids) + config.max_new_tokens} > the model's context of {context} tokens; "
+                    "shorten the prompt or lower max_new_tokens"
+                )
+
+        self.optimizer = torch.optim.AdamW(
+            policy.trainable_parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
+        )
+        self.num_timesteps = 0  # optimiser steps of GRPO done (one per call of _train_step)
+        self.history: list[dict[str, Any]] = []
+
+    # ------------------------------------------------------------------------------ seeded streams
+    def _stream_seed(self, step: int, stream: int) -> int:
+        """A seed for (step, purpose): sampling (0), minibatch order (1), dropout (2), prompt order (3)."""
+        return (int(self.config.seed) * 1_000_003 + step * 7_919 + stream * 104_729) % (2**62)
+
+    def _prompt_indices(self, step: int) -> list[int]:
+        """The prompts of ``step``: a seeded permutation per pass over the prompts, consumed in order."""
+        n, per = len(self.prompts), self.config.prompts_per_step
+        out = []
+        for k in range(step * per, (step + 1) * per):
+            epoch, pos = divmod(k, n)
+            order = torch.randperm(n, generator=torch.Generator().manual_seed(self._stream_seed(epoch, 3)))
+            out.append(int(order[pos]))
+        return out
+
+    # ------------------------------------------------------------------------------ learning
+    def learn(
+        self,
+        steps: int,
+        callback: Callable[[GRPO, dict[str, Any]], bool | None] | None = None,
+        progress_bar: bool = True,
+        reset_num_timesteps: bool = True,
+    ) -> GRPO:
+        """Run ``steps`` GRPO steps; returns ``self``.
+
+        ``callback(trainer, metrics)`` runs after every step; returning ``False`` stops training. With
+        ``reset_num_timesteps=False`` the step counter continues (after ``load``: the resumed run).
+        """
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ConfigError(f"steps={steps!r} must be an integer >= 0")
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+        target = self.num_timesteps + steps
+        logger = MetricsLogger(
+            self.log_dir,
+            tensorboard=self.tensorboard,
+            progress_bar=progress_bar,
+            total_timesteps=target,
+            description="GRPO",
+        )
+        try:
+            while self.num_timesteps < target:
+                metrics = self._train_step(self.num_timesteps)
+                self.num_timesteps += 1
+                row = logger.record(metrics, self.num_timesteps)
+                self.history.append(row)
+                if callback is not None and callback(self, row) is False:
+                    break
+        finally:
+            logger.close()
+        return self
+
+    def _train_step(self, step: int) -> dict[str, float]:
+        cfg, policy, G = self.config, self.policy, self.config.group_size
+        t_start = time.perf_counter()
+
+        # -- 1. generate: P prompts x G completions, with the sampling log-probs as pi_old
+        indices = self._prompt_indices(step)
+        samples = sample_ids(
+            policy, [self._prompt_ids[i] for i in indices], n=G, max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop, seed=self._stream_seed(step, 0),
+        )  # fmt: skip
+        mask = samples.completion_mask
+        input_ids, attention_mask, old_logp = samples.input_ids, samples.attention_mask, samples.logprobs
+        t_generated = time.perf_counter()
+
+        # -- 2. score: every reward function, then the weighted sum
+        prompts = [self.prompts[indices[k]] for k in samples.prompt_index]
+        per_function: dict[str, torch.Tensor] = {}
+        rewards = torch.zeros(len(samples.texts))
+        for name, fn, weight in self.reward_functions:
+            per_function[name] = _call_reward(name, fn, prompts, list(samples.texts))
+            rewards += weight * per_function[name]
+        t_scored = time.perf_counter()
+
+        # -- 3. advantages, zero-variance filter, reference log-probs
+        if cfg.filter_zero_variance:
+            keep = nonzero_variance_mask(rewards, G)
+        else:
+            keep = torch.ones(len(rewards), dtype=torch.bool)
+        kept_groups = keep.nonzero().flatten().view(-1, G)  # row indices, one group per line
+        device = policy.device
+        advantages = group_advantages(rewards, G, cfg.scale_rewards).to(device)
+        ref_logp = None
+        if cfg.beta > 0 and len(kept_groups):
+            ref_logp = torch.zeros_like(old_logp)
+            rows = kept_groups.flatten().to(device)
+            with torch.no_grad(), policy.reference():
+                ref_logp[rows] = policy.token_logprobs(
+                    input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
+                )
+        t_reference = time.perf_counter()
+
+        # -- 4. train: K epochs over minibatches of whole groups
+        sums: dict[str, float] = {}
+        updates = 0
+        params = policy.trainable_parameters()
+        groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
+        order_gen = torch.Generator().manual_seed(self._stream_seed(step, 1))
+        was_training = policy.model.training
+        policy.train()
+        with _seeded_rng(self._stream_seed(step, 2), device):
+            for _epoch in range(cfg.num_iterations):
+                if not len(kept_groups):
+                    break
+                order = torch.randperm(len(kept_groups), generator=order_gen)
+                for start in range(0, len(kept_groups), groups_per_batch):
+                    rows = kept_groups[order[start : start + groups_per_batch]].flatten().to(device)
+                    logp = policy.token_logprobs(
+                        input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
+                    )
+                    loss, m = policy_loss(
+                        logp, old_logp[rows], advantages[rows], mask[rows],
+                        loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high,
+                        beta=cfg.beta, ref_logp=None if ref_logp is None else ref_logp[rows],
+                        max_completion_length=cfg.max_new_tokens, aggregation=cfg.aggregation, group_size=G,
+                    )  # fmt: skip
+                    self.optimizer.zero_grad(set_to_none=True)
+                    loss.backward()
+                    max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
+                    grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+                    self.optimizer.step()
+                    with torch.no_grad():  # k3 estimate of KL(pi_old || pi_theta) before this update
+                        log_ratio = (logp - old_logp[rows])[mask[rows].bool()]
+                        approx_kl = (torch.exp(log_ratio) - 1 - log_ratio).mean()
+                    values = {"loss": loss, "clip_fraction": m["clip_fraction"], "approx_kl": approx_kl}
+                    values["grad_norm"] = grad_norm
+                    if "kl" in m:
+                        values["kl"] = m["kl"]
+                    for key, value in values.items():
+                        sums[key] = sums.get(key, 0.0) + float(value.detach())
+                    updates += 1
+        policy.train(was_training)
+        t_trained = time.perf_counter()
+
+        # -- 5. metrics of the step
+        tokens = mask.sum().item()
+        lengths = samples.completion_lengths.float()
+        metrics: dict[str, float] = {
+            "episode_reward_mean": rewards.mean().item(),
+            "episode_reward_std": rewards.std().item() if len(rewards) > 1 else 0.0,
+            **{f"reward_{name}": values.mean().item() for name, values in per_function.items()},
+            "pass_rate": (rewards > 0).float().mean().item(),
+            "groups_kept": len(kept_groups) / len(indices),
+        }
+        for key in ("loss", "kl", "approx_kl", "clip_fraction", "grad_norm"):
+            if key == "kl" and cfg.beta == 0:
+                continue
+            metrics[key] = sums[key] / updates if updates else float("nan")
+        metrics.update(
+            {
+                "entropy": (-(old_logp * mask).sum() / max(tokens, 1)).item(),
+                "completion_length": lengths.mean().item(),
+                "truncated_fraction": sum(r == "length" for r in samples.finish_reasons) / len(rewards),
+                "learning_rate": self.optimizer.param_groups[0]["lr"],
+                "tokens_per_second": tokens / max(t_trained - t_start, 1e-9),
+                "time_generate": t_generated - t_start,
+                "time_score": t_scored - t_generated,
+                "time_reference": t_reference - t_scored,
+                "time_train": t_trained - t_reference,
+                "time_step": t_trained - t_start,
+            }
+        )
+        return metrics
+
+    # ------------------------------------------------------------------------------ persistence
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """One atomic checkpoint folder: the policy's weights (``LMPolicy.save``), this config, the step
+        count and the optimiser state. Load it with :meth:`load`, or the policy alone with ``LMPolicy.load``."""
+        return self.policy.save(
+            path,
+            metadata={
+                "trainer": TRAINER_KIND,
+                "grpo_config": self.config.to_dict(),
+                "num_timesteps": self.num_timesteps,
+                "last_metrics": self.history[-1] if self.history else {},
+            },
+            states={"optimizer": self.optimizer.state_dict()},
+        )
+
+    @classmethod
+    def load(
+        cls,
+        path: str | os.PathLike[str],
+        policy: LMPolicy,
+        reward_fn: RewardFn | Sequence[RewardFn | tuple[RewardFn, float]],
+        prompts: Sequence[Any],
+        *,
+        log_dir: str | os.PathLike[str] | None = None,
+        tensorboard: bool = False,
+    ) -> GRPO:
+        """Resume from a folder written by :meth:`save`.
+
+        ``policy`` is a fresh ``LMPolicy`` built the way the saved one was (same base model and
+        ``PolicyConfig``); the saved weights are loaded into it, so its reference policy stays the
+        base model. Continue with ``learn(steps, reset_num_timesteps=False)``.
+        """
+        ckpt = load_checkpoint(path, expected_algorithm=CHECKPOINT_KIND)
+        if ckpt.metadata.get("trainer") != TRAINER_KIND or "grpo_config" not in ckpt.metadata:
+            raise CheckpointError(
+                f"{path} is a policy checkpoint without GRPO trainer state; load it with LMPolicy.load, "
+                "or pass a folder written by GRPO.save"
+            )
+        config = GRPOConfig.from_dict(ckpt.metadata["grpo_config"])
+        if not isinstance(policy, LMPolicy):
+            raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
+        saved = ckpt.config.get("policy") or {}
+        for key in ("finetune", "lora_rank", "lora_alpha", "target_modules"):
+            mine = policy.config.to_dict()[key]
+            if key in saved and saved[key] != mine:
+                raise CheckpointError(
+                    f"{path} was trained with PolicyConfig.{key}={saved[key]!r} but the policy passed has "
+                    f"{mine!r}; build the policy with the saved PolicyConfig"
+                )
+        try:
+            if policy.is_lora:
+                from peft import set_peft_model_state_dict
+
+                result = set_peft_model_state_dict(policy.model, ckpt.weights["adapter"])
+                if list(getattr(result, "unexpected_keys", []) or []):
+                    raise CheckpointError(f"the adapter in {path} does not fit this policy's model")
+            else:
+                tensors = dict(ckpt.weights["model"])
+                for key, source in (ckpt.config.get("tied_weights") or {}).items():
+                    tensors[key] = tensors[source]
+                policy.model.load_state_dict(tensors, strict=True)
+            trainer = cls(policy, reward_fn, prompts, config, log_dir=log_dir, tensorboard=tensorboard)
+            trainer.optimizer.load_state_dict(ckpt.states["optimizer"])
+        except (KeyError, RuntimeError, ValueError) as exc:
+            if isinstance(exc, (ConfigError, LLMError)):
+                raise
+            raise CheckpointError(f"checkpoint {path} does not fit this policy: {exc}") from exc
+        trainer.num_timesteps = int(ckpt.metadata.get("num_timesteps", 0))
+        return trainer
+
+
+@contextmanager
+def _seeded_rng(seed: int, device: torch.device):  # type: ignore[no-untyped-def]
+    """Seed torch's global RNG (dropout) for one update, restoring the caller's state afterwards."""
+    devices = [device.index or 0] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(seed)
+        yield
