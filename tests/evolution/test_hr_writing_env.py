@@ -14,7 +14,7 @@ from resonance_os.evolution.hr_rl_trainer import (
     feedback_rule,
 )
 
-CURIOSITY = HRV_DIMENSIONS.index("curiosity_index")
+ASSERTIVENESS = HRV_DIMENSIONS.index("assertiveness_index")
 
 
 @pytest.fixture(scope="module")
@@ -54,13 +54,13 @@ def test_heldout_drafts_answer_prompts_never_trained_on():
 
 
 def test_an_action_asks_for_edits_and_the_reward_is_the_change_in_score(env):
-    _, first = env.reset(seed=5)
+    _, first = env.reset(seed=6)
     action = np.zeros(8)
-    action[CURIOSITY] = 1.0
+    action[ASSERTIVENESS] = 1.0
     obs, reward, terminated, truncated, info = env.step(action)
-    assert any(edit.startswith("curiosity_index+") for edit in info["edits"])
+    assert any(edit.startswith("assertiveness_index+") for edit in info["edits"])
     assert info["text"] != first["text"]
-    assert info["measured_hrv"][CURIOSITY] > first["measured_hrv"][CURIOSITY]
+    assert info["measured_hrv"][ASSERTIVENESS] > first["measured_hrv"][ASSERTIVENESS]
     expected = env.writer.reward.score(info["text"], info["target_hrv"], prompt=info["prompt"])
     assert info["score"] == pytest.approx(expected.reward)
     assert reward == pytest.approx(info["score"] - first["score"])

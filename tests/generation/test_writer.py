@@ -53,10 +53,10 @@ def test_refiner_improves_on_the_unrefined_writer():
     without = sum(
         raw.generate("tea", t, num_paragraphs=1, seed=s).mean_absolute_error for s, t in enumerate(targets)
     )
-    # the refiner's operators edit real prose conservatively (no invented clauses or sentences), so
-    # on the template composer's drafts they close about 12% of the gap, not the 20%+ of the old,
-    # template-only operators
-    assert with_refiner < 0.92 * without
+    # the refiner's operators edit real prose conservatively (no invented clauses or sentences, time
+    # markers only on sentences that tell a past event), so on the template composer's drafts they
+    # close about 4% of the gap, not the 20%+ of the old, template-only operators
+    assert with_refiner < 0.98 * without
 
 
 @pytest.mark.parametrize(

@@ -178,12 +178,6 @@ BOOSTER_OPENERS = ("In fact,", "Indeed,", "Of course,", "Clearly,")
 POSITIVE_OPENERS = ("Fortunately,", "Happily,", "Helpfully,")
 NEGATIVE_OPENERS = ("Unfortunately,", "Sadly,", "Regrettably,")
 TIME_OPENERS = ("At first,", "Eventually,", "Later,", "In the end,", "Finally,")
-RHETORICAL_QUESTIONS = (
-    "Why does this matter?",
-    "What does that look like in practice?",
-    "What changes, then?",
-)
-"""Short questions that fit after a paragraph's first sentence whatever its topic (curiosity +)."""
 
 
 def split_sentences(text: str) -> list[str]:
@@ -221,6 +215,16 @@ def _has_opener(words: list[str]) -> bool:
 
 
 # -- openers: hedges, boosters, time markers --------------------------------------------------------
+_PAST = frozenset(("was", "were", "had", "did", *(forms[2] for forms in VERBS.values())))
+"""Past-tense finite verbs: a time marker ("Later,") fits a sentence that tells what happened."""
+
+
+def tells_past_event(sentence: str) -> bool:
+    """Whether the sentence has a past-tense verb ("The team moved ..."), so a time marker keeps its
+    meaning; "Later, all arguments are evaluated" would turn a rule into a sequence of events."""
+    return any(w.strip(",;:").lower() in _PAST for w in sentence.split())
+
+
 def add_opener(sentence: str, opener: str) -> str | None:
     """'The call returns.' -> 'In fact, the call returns.' (None after another opener or a name)."""
     parsed = _statement(sentence) or _exclamation(sentence)

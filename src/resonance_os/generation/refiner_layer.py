@@ -114,30 +114,20 @@ def _add_simile(sentences: list[str], rng: random.Random) -> list[str] | None:
     return _edit("add_simile", lambda s, r: E.add_simile(s, simile))(sentences, rng)
 
 
-def _add_opener(name: str, openers: Sequence[str]) -> Proposal:
-    """Put one of ``openers`` that the paragraph does not use yet in front of a sentence."""
+def _add_opener(name: str, openers: Sequence[str], fits: Callable[[str], bool] | None = None) -> Proposal:
+    """Put one of ``openers`` that the paragraph does not use yet in front of a sentence (one that
+    ``fits`` accepts, when given)."""
 
     def propose(sentences: list[str], rng: random.Random) -> list[str] | None:
         unused = [o for o in openers if not any(s.startswith(o) for s in sentences)]
         if not unused:
             return None
         opener = _pick(unused, rng)
-        return _edit(name, lambda s, r: E.add_opener(s, opener))(sentences, rng)
+        return _edit(name, lambda s, r: E.add_opener(s, opener) if fits is None or fits(s) else None)(
+            sentences, rng
+        )
 
     return _named(name, propose)
-
-
-def _add_question(sentences: list[str], rng: random.Random) -> list[str] | None:
-    """Ask one of ``edits.RHETORICAL_QUESTIONS`` after the first sentence (once per paragraph)."""
-    if len(sentences) < 2 or any(s in E.RHETORICAL_QUESTIONS for s in sentences):
-        return None
-    return [sentences[0], _pick(E.RHETORICAL_QUESTIONS, rng), *sentences[1:]]
-
-
-def _remove_question(sentences: list[str], rng: random.Random) -> list[str] | None:
-    """Drop a sentence that is one of ``edits.RHETORICAL_QUESTIONS`` (what ``_add_question`` adds)."""
-    kept = [s for s in sentences if s not in E.RHETORICAL_QUESTIONS]
-    return kept if kept and len(kept) < len(sentences) else None
 
 
 def _pick(items: Sequence[str], rng: random.Random) -> str:
@@ -183,14 +173,11 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
             _edit("remove_booster", lambda s, r: E.remove_opener(s, E.BOOSTER_OPENERS)),
             _add_opener("add_hedge", E.HEDGE_OPENERS),
         ],
-        (4, +1): [_edit("to_question", lambda s, r: E.to_question(s)), _named("add_question", _add_question)],
-        (4, -1): [
-            _edit("to_statement", lambda s, r: E.to_statement(s)),
-            _named("remove_question", _remove_question),
-        ],
+        (4, +1): [_edit("to_question", lambda s, r: E.to_question(s))],
+        (4, -1): [_edit("to_statement", lambda s, r: E.to_statement(s))],
         (5, +1): [_named("add_simile", _add_simile)],
         (5, -1): [_edit("remove_simile", lambda s, r: E.remove_simile(s))],
-        (6, +1): [_add_opener("add_time_marker", E.TIME_OPENERS)],
+        (6, +1): [_add_opener("add_time_marker", E.TIME_OPENERS, E.tells_past_event)],
         (6, -1): [_edit("remove_time_marker", lambda s, r: E.remove_opener(s, E.TIME_OPENERS))],
         (7, +1): [_edit("to_active", lambda s, r: E.to_active(s))],
         (7, -1): [_edit("to_passive", lambda s, r: E.to_passive(s))],
