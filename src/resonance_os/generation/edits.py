@@ -217,12 +217,18 @@ def _has_opener(words: list[str]) -> bool:
 # -- openers: hedges, boosters, time markers --------------------------------------------------------
 _PAST = frozenset(("was", "were", "had", "did", *(forms[2] for forms in VERBS.values())))
 """Past-tense finite verbs: a time marker ("Later,") fits a sentence that tells what happened."""
+_PARTICIPLE_BEFORE = frozenset("is are be been being am has have having get gets got".split()) | frozenset(
+    _MODALS
+)
+"""Words after which a past form is a participle ("is defined", "has moved"), not a past tense."""
 
 
 def tells_past_event(sentence: str) -> bool:
-    """Whether the sentence has a past-tense verb ("The team moved ..."), so a time marker keeps its
-    meaning; "Later, all arguments are evaluated" would turn a rule into a sequence of events."""
-    return any(w.strip(",;:").lower() in _PAST for w in sentence.split())
+    """Whether the sentence has a past-tense verb ("The team moved ...", "It was built ..."), so a
+    time marker keeps its meaning; "Later, all arguments are evaluated" would turn a rule into a
+    sequence of events."""
+    words = [w.strip(",;:").lower() for w in sentence.split()]
+    return any(w in _PAST and (i == 0 or words[i - 1] not in _PARTICIPLE_BEFORE) for i, w in enumerate(words))
 
 
 def add_opener(sentence: str, opener: str) -> str | None:
