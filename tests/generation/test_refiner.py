@@ -7,7 +7,7 @@ from resonance_os.quality.corpus import document_paragraphs, pydoc_paragraphs
 from resonance_os.quality.reward import WritingReward
 
 PARAGRAPH = (
-    "The interpreter imports the module. The result is an integer. "
+    "The interpreter imported the module. The result is an integer. "
     "The call returns a new list of the items in their original order."
 )
 
