@@ -12,6 +12,7 @@ from resonance_os.cli import analyze as analyze_cli
 from resonance_os.cli import classic as classic_cli
 from resonance_os.cli import control as control_cli
 from resonance_os.cli import generate as generate_cli
+from resonance_os.cli import llm as llm_cli
 from resonance_os.cli import plot as plot_cli
 from resonance_os.cli import profiles as profiles_cli
 from resonance_os.cli import refine as refine_cli
@@ -35,6 +36,7 @@ app.command("score")(score_cli.score)
 app.command("refine")(refine_cli.refine)
 app.add_typer(profiles_cli.app, name="profiles")
 app.add_typer(classic_cli.app, name="classic")
+app.add_typer(llm_cli.app, name="llm")
 app.command("generate")(generate_cli.generate)
 app.command("plot")(plot_cli.plot)
 app.command("control")(control_cli.control)

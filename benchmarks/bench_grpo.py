@@ -1,0 +1,242 @@
+"""Our GRPO trainer against TRL 1.16's ``GRPOTrainer``, same tiny model, same settings, one torch thread.
+
+Both train LoRA (rank 4, alpha 8, the attention and MLP projections) on the tiny seeded Llama of
+tests/llm/tiny_lm.py, on the same prompts (plain strings, no chat template), with G completions per
+prompt, the same completion budget, loss type "dapo", beta 0, K = 1, temperature 1, AdamW at the same
+learning rate, grad-norm clipping 1.0, float32 on the CPU (TRL: ``use_cpu``, no vLLM, bf16/fp16 off,
+``report_to=[]``, gradient checkpointing off as ours has none). The runs alternate (ours, TRL, ours,
+TRL, ...) so a machine loaded by other work slows both alike. Per step: wall and CPU seconds, split into
+generation (ours: ``time_generate``; TRL: its ``_generate``, tokenisation and ``model.generate``) and the
+rest (scoring, advantages, forward, backward, optimiser; TRL also its Trainer bookkeeping). The first
+step of every run is a warm-up and is not counted.
+
+Loss at step 1: the two samplers draw different completions (TRL calls ``model.generate`` with its own
+seeding), so the step-1 batches differ. The benchmark therefore captures TRL's first batch (prompt and
+completion ids, masks, advantages) and TRL's loss on it, and computes our ``token_logprobs`` +
+``policy_loss`` on exactly that batch with the same initial weights: the two losses must agree (to
+float32 rounding). tests/llm/test_losses.py checks loss and gradient against TRL more thoroughly.
+
+    .venv/bin/python benchmarks/bench_grpo.py                      # 2 interleaved repeats, 10 steps each
+    .venv/bin/python benchmarks/bench_grpo.py --repeats 3 --steps 20 --max-new-tokens 32
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ["OMP_NUM_THREADS"] = "1"
+os.environ["MKL_NUM_THREADS"] = "1"
+os.environ.setdefault("WANDB_DISABLED", "true")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Any  # noqa: E402
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "llm"))
+from tiny_lm import make_model, make_tokenizer  # noqa: E402
+
+from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
+from resonance_os.llm.losses import policy_loss  # noqa: E402
+from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
+
+PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three", "hello world", "red blue green",
+           "the bird flew over the tree", "big red dog", "five six seven"]  # fmt: skip
+TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+LORA_RANK, LORA_ALPHA = 4, 8
+
+
+def cat_freq(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
+    """Share of the completion's words that are "cat" (TRL passes extra keyword arguments)."""
+    texts = [c if isinstance(c, str) else c[0]["content"] for c in completions]
+    return [t.split().count("cat") / max(len(t.split()), 1) for t in texts]
+
+
+def _split(samples: list[dict[str, float]]) -> dict[str, float]:
+    """Medians over the counted steps."""
+    return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
+
+
+def run_ours(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+    tok = make_tokenizer()
+    policy = LMPolicy(
+        tok, make_model(len(tok), seed=0), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA)
+    )
+    cfg = GRPOConfig(
+        group_size=args.group_size, prompts_per_step=args.prompts_per_step, max_new_tokens=args.max_new_tokens,
+        chat_template=False, learning_rate=args.learning_rate, loss_type="dapo", beta=0.0, num_iterations=1,
+        max_grad_norm=1.0, seed=seed,
+    )  # fmt: skip
+    trainer = GRPO(policy, cat_freq, PROMPTS, cfg)
+    marks: list[tuple[float, float]] = [(time.perf_counter(), time.process_time())]
+
+    def callback(_trainer: GRPO, _row: dict[str, float]) -> bool:
+        marks.append((time.perf_counter(), time.process_time()))
+        return True
+
+    trainer.learn(args.steps + 1, callback=callback, progress_bar=False)
+    steps = []
+    for i, row in enumerate(trainer.history[1:], start=1):
+        wall = marks[i + 1][0] - marks[i][0]
+        cpu = marks[i + 1][1] - marks[i][1]
+        steps.append(
+            {"wall": wall, "cpu": cpu, "generate": row["time_generate"], "update": wall - row["time_generate"],
+             "length": row["completion_length"]}
+        )  # fmt: skip
+    return {"steps": _split(steps), "loss1": trainer.history[0]["loss"]}
+
+
+def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, Any]:
+    from datasets import Dataset
+    from peft import LoraConfig
+    from transformers import TrainerCallback
+    from trl import GRPOConfig as TRLConfig
+    from trl import GRPOTrainer
+
+    tok = make_tokenizer()
+    tok.padding_side = "left"
+    model = make_model(len(tok), seed=0).train()
+    n = args.prompts_per_step * (args.steps + 1)
+    data = Dataset.from_dict({"prompt": [PROMPTS[i % len(PROMPTS)] for i in range(n)]})
+    out = tempfile.mkdtemp(prefix="bench-grpo-trl-")
+    config = TRLConfig(
+        output_dir=out, per_device_train_batch_size=args.prompts_per_step * args.group_size,
+        num_generations=args.group_size, max_completion_length=args.max_new_tokens, loss_type="dapo",
+        beta=0.0, num_iterations=1, learning_rate=args.learning_rate, lr_scheduler_type="constant",
+        max_grad_norm=1.0, max_steps=args.steps + 1, temperature=1.0, top_p=1.0, use_cpu=True, bf16=False,
+        fp16=False, report_to=[], logging_steps=1, save_strategy="no", disable_tqdm=True, seed=seed,
+        gradient_checkpointing=False, dataloader_num_workers=0, use_vllm=False, log_completions=False,
+    )  # fmt: skip
+    lora = LoraConfig(r=LORA_RANK, lora_alpha=LORA_ALPHA, lora_dropout=0.0, target_modules=TARGETS,
+                      task_type="CAUSAL_LM")  # fmt: skip
+    marks: list[tuple[float, float]] = []
+    gen_time: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, *a: Any, **k: Any) -> None:
+            gen_time.append(0.0)
+            marks.append((time.perf_counter(), time.process_time()))
+
+        def on_step_end(self, *a: Any, **k: Any) -> None:
+            marks.append((time.perf_counter(), time.process_time()))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer = GRPOTrainer(model=model, reward_funcs=cat_freq, args=config, train_dataset=data,
+                              processing_class=tok, peft_config=lora, callbacks=[Clock()])  # fmt: skip
+    from transformers.trainer_callback import PrinterCallback, ProgressCallback
+
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    generate = trainer._generate
+
+    def timed_generate(prompts: list[Any]) -> Any:
+        t0 = time.perf_counter()
+        result = generate(prompts)
+        gen_time[-1] += time.perf_counter() - t0
+        return result
+
+    trainer._generate = timed_generate  # type: ignore[method-assign]
+    captured: dict[str, Any] = {}
+    if check_loss:
+        compute = trainer._compute_loss
+
+        def capture(model_: Any, inputs: dict[str, Any]) -> Any:
+            loss = compute(model_, inputs)
+            if not captured:
+                captured.update({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)})
+                captured["loss"] = float(loss.detach())
+            return loss
+
+        trainer._compute_loss = capture  # type: ignore[method-assign]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trainer.train()
+    lengths = [
+        row["completions/mean_length"]
+        for row in trainer.state.log_history
+        if "completions/mean_length" in row
+    ]
+    steps = []
+    for i in range(1, len(gen_time)):
+        wall = marks[2 * i + 1][0] - marks[2 * i][0]
+        cpu = marks[2 * i + 1][1] - marks[2 * i][1]
+        steps.append({"wall": wall, "cpu": cpu, "generate": gen_time[i], "update": wall - gen_time[i],
+                      "length": lengths[i] if i < len(lengths) else float("nan")})  # fmt: skip
+    return {"steps": _split(steps), "loss1": captured.get("loss"), "batch": captured}
+
+
+def ours_loss_on(batch: dict[str, Any], max_new_tokens: int) -> float:
+    """Our loss on TRL's first batch with the same initial weights (LoRA B = 0: the base model)."""
+    tok = make_tokenizer()
+    policy = LMPolicy(
+        tok, make_model(len(tok), seed=0), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA)
+    )
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+    attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
+    mask = batch["completion_mask"]
+    policy.train()
+    logp = policy.token_logprobs(ids, attn, mask, temperature=1.0)
+    loss, _ = policy_loss(logp, logp.detach(), batch["advantages"], mask, loss_type="dapo", epsilon=0.2,
+                          beta=0.0, max_completion_length=max_new_tokens)  # fmt: skip
+    return float(loss.detach())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--steps", type=int, default=10, help="counted steps per run (plus one warm-up)")
+    parser.add_argument("--repeats", type=int, default=2, help="interleaved runs of each library")
+    parser.add_argument("--group-size", type=int, default=8)
+    parser.add_argument("--prompts-per-step", type=int, default=4)
+    parser.add_argument("--max-new-tokens", type=int, default=16)
+    parser.add_argument("--learning-rate", type=float, default=1e-3)
+    args = parser.parse_args()
+
+    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "trl": []}
+    for r in range(args.repeats):
+        runs["ours"].append(run_ours(args, seed=r))
+        runs["trl"].append(run_trl(args, seed=r, check_loss=r == 0))
+        print(f"repeat {r}: ours {runs['ours'][-1]['steps']['wall']:.4f} s/step, "
+              f"TRL {runs['trl'][-1]['steps']['wall']:.4f} s/step", flush=True)  # fmt: skip
+
+    def mean(name: str, key: str) -> float:
+        return statistics.mean(run["steps"][key] for run in runs[name])
+
+    print(
+        f"\nG={args.group_size}, {args.prompts_per_step} prompts/step, max_new_tokens={args.max_new_tokens}, "
+        f"dapo, LoRA r={LORA_RANK}, {args.steps} counted steps x {args.repeats} interleaved repeats, one thread; "
+        "medians per run, mean over runs\n"
+    )
+    print(f"{'':32}{'ours':>10}{'TRL 1.16':>10}{'TRL/ours':>10}")
+    rows = [("wall s / step", "wall"), ("  generation (wall)", "generate"), ("  rest: score+update (wall)", "update"),
+            ("CPU s / step", "cpu"), ("mean completion tokens", "length")]  # fmt: skip
+    for label, key in rows:
+        a, b = mean("ours", key), mean("trl", key)
+        print(f"{label:32}{a:>10.4f}{b:>10.4f}{b / a:>10.2f}")
+    ours_sps, trl_sps = 1 / mean("ours", "wall"), 1 / mean("trl", "wall")
+    ours_cpu, trl_cpu = 1 / mean("ours", "cpu"), 1 / mean("trl", "cpu")
+    print(f"{'steps / s (wall)':32}{ours_sps:>10.2f}{trl_sps:>10.2f}   ours/TRL = {ours_sps / trl_sps:.2f}x")
+    print(f"{'steps / CPU-s':32}{ours_cpu:>10.2f}{trl_cpu:>10.2f}   ours/TRL = {ours_cpu / trl_cpu:.2f}x")
+
+    batch = runs["trl"][0]["batch"]
+    if batch:
+        mine = ours_loss_on(batch, args.max_new_tokens)
+        theirs = runs["trl"][0]["loss1"]
+        print(
+            f"\nstep-1 loss on TRL's first batch: TRL {theirs:.8f}, ours {mine:.8f}, |diff| {abs(mine - theirs):.2e}"
+        )
+    print(f"step-1 loss on each library's own first batch (different samples): ours {runs['ours'][0]['loss1']:.6f}, "
+          f"TRL {runs['trl'][0]['loss1']:.6f}")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
