@@ -412,15 +412,17 @@ def to_passive(sentence: str) -> str | None:
 
 
 # -- cadence ------------------------------------------------------------------------------------
-_SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|so) \w)")
+_SPLIT_SEAM = re.compile(r"; |, (?=and \w)")
 _FINITE = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did", *_BY_FINITE))
 """Finite verbs: a part after ", and" holding one within its first words is a clause, not a list item."""
+_CLAUSE_SUBJECT_STARTS = (DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"}) - {"i"}
+"""Words a subject can open with: after ", and" a part opening otherwise ("as loud as ...") is no clause."""
 
 
 def split(sentence: str) -> list[str] | None:
-    """'A; b.' -> 'A.', 'B.'; 'A, but it b.' -> 'A.', 'But it b.'; 'A, and the team is b.' -> 'A.',
-    'The team is b.' (each part at least four words; after a comma the second part must open with a
-    determiner or pronoun and have a finite verb within its first five words)."""
+    """'A; b.' -> 'A.', 'B.'; 'A, and the team is b.' -> 'A.', 'The team is b.' (each part at least
+    four words; after ", and" the second part must open with a determiner or pronoun and have a finite
+    verb within its next five words: a clause, not a list item or "as loud as ...")."""
     if not sentence.endswith(".") or _UNSAFE.search(sentence):
         return None
     for match in _SPLIT_SEAM.finditer(sentence):
@@ -430,7 +432,10 @@ def split(sentence: str) -> list[str] | None:
             right_words = right_words[1:]
         if len(left.split()) < 4 or len(right_words) < 4 or right_words[0].lower() not in _SAFE_TO_LOWER:
             continue
-        if match.group(0) != "; " and not any(w.lower() in _FINITE for w in right_words[1:6]):
+        if match.group(0) != "; " and (
+            right_words[0].lower() not in _CLAUSE_SUBJECT_STARTS
+            or not any(w.lower() in _FINITE for w in right_words[1:6])
+        ):
             continue
         return [left + ".", " ".join(_capitalize(right_words))]
     return None
