@@ -221,6 +221,7 @@ _PARTICIPLE_BEFORE = frozenset("is are be been being am has have having get gets
     _MODALS
 )
 """Words after which a past form is a participle ("is defined", "has moved"), not a past tense."""
+_PRESENT = frozenset("is are am has have does do".split())
 
 
 def tells_past_event(sentence: str) -> bool:
@@ -228,6 +229,8 @@ def tells_past_event(sentence: str) -> bool:
     time marker keeps its meaning; "Later, all arguments are evaluated" would turn a rule into a
     sequence of events."""
     words = [w.strip(",;:").lower() for w in sentence.split()]
+    if _PRESENT.intersection(words):  # "the value produced is determined": a participle, a present rule
+        return False
     return any(w in _PAST and (i == 0 or words[i - 1] not in _PARTICIPLE_BEFORE) for i, w in enumerate(words))
 
 
