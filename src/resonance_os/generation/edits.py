@@ -274,9 +274,10 @@ def _noun_phrase(words: list[str]) -> bool:
 
 
 def to_question(sentence: str) -> str | None:
-    """'The result is an integer.' -> 'Is the result an integer?' (short subject + be/modal only)."""
+    """'The result is an integer.' -> 'Is the result an integer?' (short subject + be/modal only; not
+    a compound sentence: "Is A; b?" is no question)."""
     parsed = _statement(sentence)
-    if parsed is None:
+    if parsed is None or ";" in sentence:
         return None
     words = parsed[0]
     for i in range(1, min(len(words) - 1, 5)):
