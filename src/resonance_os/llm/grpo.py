@@ -432,11 +432,11 @@ class GRPO:
         # -- 4. train: K epochs over minibatches of whole groups
         sums: dict[str, float] = {}
         updates = 0
-        params = policy.trainable_parameters()
+        # The optimiser's parameters are trainable_parameters(), without another walk over the model.
+        params = [p for group in self.optimizer.param_groups for p in group["params"]]
         groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
         order_gen = torch.Generator().manual_seed(self._stream_seed(step, 1))
-        was_training = policy.model.training
-        policy.train()
+        was_training = policy.set_mode(True)  # skipped when no dropout could change the forward
         with _seeded_rng(self._stream_seed(step, 2), device):
             for _epoch in range(cfg.num_iterations):
                 if not len(kept_groups):
@@ -468,7 +468,7 @@ class GRPO:
                     for key, value in values.items():
                         sums[key] = sums.get(key, 0.0) + float(value.detach())
                     updates += 1
-        policy.train(was_training)
+        policy.set_mode(was_training)
         t_trained = time.perf_counter()
 
         # -- 5. metrics of the step

@@ -143,6 +143,10 @@ class LMPolicy:
                 for p in self._reference_model.parameters():
                     p.requires_grad_(False)
         self.model.eval()
+        self._lora_layers = self._find_lora_layers()
+        self._fast_active = False
+        self._mode_sensitive: bool | None = None
+        self._lean_cache: dict[tuple[int, bool], Any] = {}
         # transformers renamed the forward's ``past_key_values`` to ``cache`` (5.x); use what it takes.
         forward_params = inspect.signature(self.base_model.forward).parameters
         self._cache_kw = "cache" if "cache" in forward_params else "past_key_values"
@@ -170,6 +174,116 @@ class LMPolicy:
             task_type="CAUSAL_LM",
         )
         return get_peft_model(model, lora)
+
+    def _find_lora_layers(self) -> list[tuple[dict[str, torch.nn.Module], str, torch.nn.Module]]:
+        """(parent's child dict, name, peft LoRA Linear) of every injected LoRA layer; [] without LoRA."""
+        if not self.is_lora:
+            return []
+        from peft.tuners.lora import Linear as LoraLinear
+
+        found = []
+        for parent in self.base_model.modules():
+            for name, child in parent._modules.items():
+                if isinstance(child, LoraLinear):
+                    found.append((parent._modules, name, child))
+        return found
+
+    def _lean_layers(self, merged: bool) -> list[torch.nn.Module] | None:
+        """Stand-ins for the LoRA layers that compute exactly what peft's forward computes, or None
+        when some layer is in a state the stand-ins do not cover (adapters disabled or merged, several
+        active adapters, DoRA and other variants, a non-Linear base layer, fan_in_fan_out). Built once
+        and reused while they point at the layer's current modules; merged weights are recomputed."""
+        lean: list[torch.nn.Module] = []
+        for index, (_, _, layer) in enumerate(self._lora_layers):
+            active = layer.active_adapters
+            if (
+                layer.disable_adapters
+                or layer.merged
+                or len(active) != 1
+                or active[0] not in layer.lora_A
+                or active[0] in layer.lora_variant
+                or getattr(layer, "fan_in_fan_out", False)
+                or type(layer.base_layer) is not torch.nn.Linear
+                or type(layer.lora_A[active[0]]) is not torch.nn.Linear
+                or type(layer.lora_B[active[0]]) is not torch.nn.Linear
+            ):
+                return None
+            name = active[0]
+            parts = (layer.base_layer, layer.lora_A[name], layer.lora_B[name], layer.lora_dropout[name])
+            scaling = layer.scaling[name]
+            dtype = parts[0].weight.dtype
+            use_merged = merged and dtype in (torch.float32, torch.float64) and parts[1].weight.dtype == dtype
+            key = (index, use_merged)
+            module = self._lean_cache.get(key)
+            if module is None or not module.fits(parts, scaling):
+                module = (_MergedLinear if use_merged else _LeanLoraLinear)(parts, scaling)
+                self._lean_cache[key] = module
+            if use_merged:
+                module.refresh()
+            lean.append(module)
+        return lean
+
+    @contextmanager
+    def fast_forward(self, *, merged: bool = False) -> Iterator[LMPolicy]:
+        """Within this block forward passes skip peft's per-layer wrapper: every LoRA layer is swapped
+        for a lean module on the same parameters that computes ``W x + b + s B(A(dropout(x)))`` with
+        the same operations as peft (same numbers, gradients reach the same A and B).
+
+        ``merged=True`` (inference only, no gradients to A and B) uses ``W + s B A`` as one weight, a
+        temporary tensor: one matrix product per layer instead of three (float32/64 weights only; a
+        bf16/fp16 weight would round the update away, so those layers stay unmerged). The numbers
+        then differ from the unmerged ones by float rounding only (~1e-7 relative). The model's own weights are
+        never written, so nothing needs restoring but the module tree. A no-op without LoRA, inside
+        ``reference()``, or when a layer is in a state the lean modules do not cover.
+        """
+        lean = None if self._fast_active or not self._lora_layers else self._lean_layers(merged)
+        if lean is None:
+            yield self
+            return
+        for (children, name, _), module in zip(self._lora_layers, lean):
+            children[name] = module
+        self._fast_active = True
+        try:
+            yield self
+        finally:
+            self._fast_active = False
+            for children, name, layer in self._lora_layers:
+                children[name] = layer
+
+    def set_mode(self, training: bool) -> bool:
+        """Put the model in training (dropout on) or eval mode; returns the previous mode.
+
+        Cheaper than ``train()``: nothing is done when the model is already in that mode, or when
+        the mode cannot change a forward pass (no dropout with p > 0 anywhere, no dropout setting
+        > 0 in the model config, no gradient checkpointing). Used by sampling and the trainers.
+        """
+        previous = bool(self.model.training)
+        if previous != training and self._mode_matters():
+            self.model.train(training)
+        return previous
+
+    def _mode_matters(self) -> bool:
+        """Whether train/eval mode can change a forward pass; computed once (dropout is set at build time)."""
+        if self._mode_sensitive is None:
+            self._mode_sensitive = self._find_mode_sensitivity()
+        return self._mode_sensitive
+
+    def _find_mode_sensitivity(self) -> bool:
+        for module in self.model.modules():
+            if isinstance(module, torch.nn.modules.dropout._DropoutNd) and module.p > 0:
+                return True
+            if getattr(module, "gradient_checkpointing", False) is True:  # transformers: only while training
+                return True
+        cfg = getattr(self.base_model, "config", None)
+        for key, value in (cfg.to_dict() if hasattr(cfg, "to_dict") else {}).items():
+            if (
+                "dropout" in key
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and value > 0
+            ):
+                return True
+        return False
 
     @classmethod
     def from_pretrained(
@@ -291,6 +405,12 @@ class LMPolicy:
         if past_key_values is not None:
             kwargs[self._cache_kw] = past_key_values
             kwargs["use_cache"] = True
+        if self._lora_layers and not self._fast_active and not self._use_reference:
+            with self.fast_forward():
+                return self._run(kwargs, fp32_head)
+        return self._run(kwargs, fp32_head)
+
+    def _run(self, kwargs: dict[str, Any], fp32_head: bool | None) -> Any:
         model = self.forward_model
         use_fp32 = self.config.fp32_head if fp32_head is None else fp32_head
         head = model.get_output_embeddings() if use_fp32 else None
@@ -518,6 +638,53 @@ def _model_from_config(model_config: dict[str, Any] | None, path: Any) -> torch.
     data = dict(model_config)
     config = AutoConfig.for_model(data.pop("model_type"), **data)
     return AutoModelForCausalLM.from_config(config)
+
+
+class _LeanLoraLinear(torch.nn.Module):
+    """peft's ``lora.Linear.forward`` for one active vanilla adapter, without its per-call checks:
+    ``base(x) + lora_B(lora_A(dropout(x))) * scaling``, the same operations in the same order."""
+
+    def __init__(self, parts: tuple[torch.nn.Module, ...], scaling: float) -> None:
+        super().__init__()
+        self.parts, self.scaling = parts, scaling  # a tuple: not registered as submodules
+        self.base, self.lora_a, self.lora_b = parts[0], parts[1], parts[2]
+        self.dropout = None if isinstance(parts[3], torch.nn.Identity) else parts[3]
+
+    def fits(self, parts: tuple[torch.nn.Module, ...], scaling: float) -> bool:
+        return scaling == self.scaling and all(a is b for a, b in zip(parts, self.parts))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        base, lora_a, lora_b = self.base, self.lora_a, self.lora_b
+        result = F.linear(x, base.weight, base.bias)
+        dtype = result.dtype
+        if x.dtype != lora_a.weight.dtype:  # peft's _cast_input_dtype
+            x = x.to(lora_a.weight.dtype)
+        if self.dropout is not None:
+            x = self.dropout(x)
+        result = (
+            result
+            + F.linear(F.linear(x, lora_a.weight, lora_a.bias), lora_b.weight, lora_b.bias) * self.scaling
+        )
+        return result.to(dtype)
+
+
+class _MergedLinear(_LeanLoraLinear):
+    """A LoRA layer folded into one weight, ``W + s B A`` (peft's ``get_delta_weight``), for inference.
+
+    The merged weight is a new tensor made by :meth:`refresh`; ``W`` itself is never written.
+    """
+
+    def refresh(self) -> None:
+        with torch.no_grad():
+            base, lora_a, lora_b = self.base, self.lora_a, self.lora_b
+            self.merged_weight = base.weight + (lora_b.weight @ lora_a.weight) * self.scaling
+            bias = base.bias
+            if lora_b.bias is not None:  # peft's lora_bias: merged as bias + s * b_B
+                bias = lora_b.bias * self.scaling if bias is None else bias + lora_b.bias * self.scaling
+            self.merged_bias = bias
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.linear(x, self.merged_weight, self.merged_bias)
 
 
 @contextmanager

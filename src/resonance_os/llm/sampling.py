@@ -15,7 +15,12 @@ distribution). ``temperature=0`` is greedy decoding, with the log-probabilities 
 Our own loop, not ``model.generate``: on the tiny test model the two run within 5% of each other
 (docs/llm_policy.md has the figures); ours calls the transformers model directly (no peft wrapper per
 step), takes the log-probs from the same log-softmax that sampled, and seeds a private
-``torch.Generator``, so sampling never touches the global RNG. A completion ends at
+``torch.Generator``, so sampling never touches the global RNG. With LoRA the loop runs inside
+``LMPolicy.fast_forward(merged=True)``: each adapted layer computes with ``W + s B A`` folded into one
+temporary weight (the model's weights are never written), one matrix product instead of peft's three
+and its per-call checks; the log-probs differ from the unmerged forward by float rounding (~1e-6, the
+size of the KV-cache vs teacher-forced difference; tests/llm/test_fast_forward.py). The model is put
+in eval mode only when dropout could act (``LMPolicy.set_mode``). A completion ends at
 an EOS token (kept, and masked in, like TRL) or once its text contains a stop string (the token
 that completed it is kept in the ids and the mask; the text is cut before the stop string), or after
 ``max_new_tokens``. Finished rows are padded with the pad token and masked out.
@@ -176,8 +181,7 @@ def sample_ids(
     generator = torch.Generator(device=device).manual_seed(seed)
     max_stop = max((len(s) for s in stops), default=0)
 
-    was_training = policy.model.training
-    policy.model.eval()
+    was_training = policy.set_mode(False)
     tokens: list[torch.Tensor] = []
     logps: list[torch.Tensor] = []
     alive_steps: list[torch.Tensor] = []
@@ -185,48 +189,53 @@ def sample_ids(
     reasons = ["length"] * batch
     generated: list[list[int]] = [[] for _ in range(batch)]
     try:
-        cache = DynamicCache()  # a StaticCache measured slower on the CPU without compilation
-        out = policy.forward_logits(ids, mask, logits_to_keep=1, past_key_values=cache)
-        next_pos = mask.sum(-1, keepdim=True)
-        attn = torch.cat([mask, torch.ones((batch, max_new_tokens), dtype=mask.dtype, device=device)], dim=1)
-        for step in range(max_new_tokens):
-            logits = out.logits[:, -1].float()
-            if temperature > 0:
-                scaled = logits / temperature
-                logp_all = scaled.log_softmax(-1)
-                probs = (_top_p_filter(scaled, top_p) if top_p < 1.0 else scaled).softmax(-1)
-                token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-            else:
-                logp_all = logits.log_softmax(-1)
-                token = logits.argmax(-1)
-            alive = ~finished
-            token = torch.where(alive, token, torch.full_like(token, pad))
-            tokens.append(token)
-            logps.append(torch.where(alive, logp_all.gather(-1, token[:, None]).squeeze(-1), 0.0))
-            alive_steps.append(alive)
-            hit_eos = alive & torch.isin(token, eos)
-            for r in hit_eos.nonzero().flatten().tolist():
-                reasons[r] = "eos"
-            finished |= hit_eos
-            if stops:
-                token_list = token.tolist()
-                for r in alive.nonzero().flatten().tolist():
-                    generated[r].append(token_list[r])
-                    if finished[r]:
-                        continue
-                    tail = policy.tokenizer.decode(generated[r][-(max_stop + 2) :], skip_special_tokens=True)
-                    if any(s in tail for s in stops):
-                        finished[r] = True
-                        reasons[r] = "stop"
-            if step == max_new_tokens - 1 or bool(finished.all()):
-                break
-            out = policy.forward_logits(
-                token[:, None], attn[:, : width + step + 1], logits_to_keep=1, past_key_values=cache,
-                position_ids=next_pos,
-            )  # fmt: skip
-            next_pos = next_pos + 1
+        with policy.fast_forward(merged=True):  # LoRA folded into the weights while sampling
+            cache = DynamicCache()  # a StaticCache measured slower on the CPU without compilation
+            out = policy.forward_logits(ids, mask, logits_to_keep=1, past_key_values=cache)
+            next_pos = mask.sum(-1, keepdim=True)
+            attn = torch.cat(
+                [mask, torch.ones((batch, max_new_tokens), dtype=mask.dtype, device=device)], dim=1
+            )
+            for step in range(max_new_tokens):
+                logits = out.logits[:, -1].float()
+                if temperature > 0:
+                    scaled = logits / temperature
+                    logp_all = scaled.log_softmax(-1)
+                    probs = (_top_p_filter(scaled, top_p) if top_p < 1.0 else scaled).softmax(-1)
+                    token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+                else:
+                    logp_all = logits.log_softmax(-1)
+                    token = logits.argmax(-1)
+                alive = ~finished
+                token = torch.where(alive, token, torch.full_like(token, pad))
+                tokens.append(token)
+                logps.append(torch.where(alive, logp_all.gather(-1, token[:, None]).squeeze(-1), 0.0))
+                alive_steps.append(alive)
+                hit_eos = alive & torch.isin(token, eos)
+                for r in hit_eos.nonzero().flatten().tolist():
+                    reasons[r] = "eos"
+                finished |= hit_eos
+                if stops:
+                    token_list = token.tolist()
+                    for r in alive.nonzero().flatten().tolist():
+                        generated[r].append(token_list[r])
+                        if finished[r]:
+                            continue
+                        tail = policy.tokenizer.decode(
+                            generated[r][-(max_stop + 2) :], skip_special_tokens=True
+                        )
+                        if any(s in tail for s in stops):
+                            finished[r] = True
+                            reasons[r] = "stop"
+                if step == max_new_tokens - 1 or bool(finished.all()):
+                    break
+                out = policy.forward_logits(
+                    token[:, None], attn[:, : width + step + 1], logits_to_keep=1, past_key_values=cache,
+                    position_ids=next_pos,
+                )  # fmt: skip
+                next_pos = next_pos + 1
     finally:
-        policy.model.train(was_training)
+        policy.set_mode(was_training)
 
     completion_ids = torch.stack(tokens, dim=1)
     completion_mask = torch.stack(alive_steps, dim=1).long()

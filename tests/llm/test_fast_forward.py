@@ -1,0 +1,154 @@
+"""The fast paths of LMPolicy (lean LoRA layers, LoRA merged while sampling, skipped mode switches)
+give the numbers of peft's own forward: same tokens, same log-probs, same gradients."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+
+pytest.importorskip("transformers", reason="the LM policy needs the local extra (transformers, peft)")
+pytest.importorskip("peft", reason="the LM policy needs the local extra (transformers, peft)")
+
+from tiny_lm import make_model, make_tokenizer  # noqa: E402
+
+from resonance_os.llm.grpo import GRPO, GRPOConfig
+from resonance_os.llm.policy import LMPolicy, PolicyConfig
+from resonance_os.llm.sampling import sample
+
+PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine"]
+pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
+
+
+def trained_policy(config: PolicyConfig | None = None, seed: int = 1) -> LMPolicy:
+    """A LoRA policy whose B matrices are non-zero (a fresh adapter is the identity and hides bugs);
+    A keeps peft's initialisation, B gets entries of the size a few hundred updates leave."""
+    tok = make_tokenizer()
+    policy = LMPolicy(tok, make_model(len(tok)), config or PolicyConfig(lora_rank=4, lora_alpha=8))
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+    return policy
+
+
+@pytest.fixture
+def no_fast_path(monkeypatch):
+    """Within the test's second half: peft's own forward everywhere (the fast paths decline)."""
+
+    def disable() -> None:
+        monkeypatch.setattr(LMPolicy, "_lean_layers", lambda self, merged: None)
+
+    return disable
+
+
+def test_merged_sampling_equals_peft_sampling(no_fast_path):
+    policy = trained_policy()
+    params = {k: v.clone() for k, v in policy.model.state_dict().items()}
+    modules = [type(m) for m in policy.model.modules()]
+    fast = sample(policy, PROMPTS, n=4, max_new_tokens=12, seed=7, temperature=0.9)
+    # The module tree and every weight are exactly as before.
+    assert [type(m) for m in policy.model.modules()] == modules
+    after = policy.model.state_dict()
+    assert after.keys() == params.keys() and all(torch.equal(after[k], params[k]) for k in params)
+    no_fast_path()
+    slow = sample(policy, PROMPTS, n=4, max_new_tokens=12, seed=7, temperature=0.9)
+    assert torch.equal(fast.completion_ids, slow.completion_ids)
+    assert torch.equal(fast.completion_mask, slow.completion_mask)
+    assert fast.texts == slow.texts
+    torch.testing.assert_close(fast.logprobs, slow.logprobs, atol=1e-5, rtol=0)
+    with torch.no_grad():
+        forced = policy.token_logprobs(
+            fast.input_ids, fast.attention_mask, fast.completion_mask, temperature=0.9
+        )
+    torch.testing.assert_close(forced, fast.logprobs, atol=1e-5, rtol=0)
+
+
+def test_lean_lora_forward_and_gradients_are_bitwise_peft(no_fast_path):
+    policy = trained_policy()
+    s = sample(policy, PROMPTS, n=2, max_new_tokens=10, seed=0)
+
+    def logp_and_grads():
+        policy.model.zero_grad(set_to_none=True)
+        logp = policy.token_logprobs(s.input_ids, s.attention_mask, s.completion_mask)
+        (logp * torch.linspace(-1, 1, logp.shape[1])).sum().backward()
+        return logp.detach(), [p.grad.clone() for p in policy.trainable_parameters()]
+
+    fast_logp, fast_grads = logp_and_grads()
+    no_fast_path()
+    slow_logp, slow_grads = logp_and_grads()
+    assert torch.equal(fast_logp, slow_logp)
+    assert len(fast_grads) == len(slow_grads) > 0
+    assert all(torch.equal(a, b) for a, b in zip(fast_grads, slow_grads))
+
+
+def test_reference_is_the_base_model_on_the_fast_path():
+    policy = trained_policy()
+    base = LMPolicy(
+        make_tokenizer(),
+        make_model(len(policy.tokenizer)),
+        PolicyConfig(finetune="full", reference_copy=False),
+    )
+    s = sample(policy, PROMPTS, n=2, max_new_tokens=8, seed=0)
+    with torch.no_grad(), policy.reference():
+        ref = policy.token_logprobs(s.input_ids, s.attention_mask, s.completion_mask)
+    with torch.no_grad():
+        want = base.token_logprobs(s.input_ids, s.attention_mask, s.completion_mask)
+        own = policy.token_logprobs(s.input_ids, s.attention_mask, s.completion_mask)
+    torch.testing.assert_close(ref, want, atol=1e-6, rtol=0)
+    assert (own - ref).abs().max() > 1e-3  # the adapter is on outside reference()
+    with policy.reference():
+        r = sample(policy, PROMPTS, n=2, max_new_tokens=8, seed=0)
+    torch.testing.assert_close(
+        r.logprobs, sample(base, PROMPTS, n=2, max_new_tokens=8, seed=0).logprobs, atol=1e-5, rtol=0
+    )
+
+
+def test_a_changed_adapter_is_picked_up_by_the_next_merge():
+    policy = trained_policy()
+    first = sample(policy, PROMPTS, n=2, max_new_tokens=8, seed=0)
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.mul_(-1.0)
+    second = sample(policy, PROMPTS, n=2, max_new_tokens=8, seed=0)
+    with torch.no_grad():
+        forced = policy.token_logprobs(second.input_ids, second.attention_mask, second.completion_mask)
+    torch.testing.assert_close(forced, second.logprobs, atol=1e-5, rtol=0)
+    assert not torch.allclose(first.logprobs, second.logprobs)
+
+
+def test_mode_switches_only_when_dropout_can_matter():
+    plain = trained_policy()
+    assert plain.set_mode(True) is False and plain.model.training is False  # no dropout: skipped
+    dropped = trained_policy(PolicyConfig(lora_rank=4, lora_alpha=8, lora_dropout=0.5))
+    assert dropped.set_mode(True) is False and dropped.model.training is True
+    s = sample(dropped, PROMPTS, n=2, max_new_tokens=8, seed=0)  # sampled in eval mode ...
+    assert dropped.model.training is True  # ... and the caller's mode restored
+    dropped.eval()
+    with torch.no_grad():
+        forced = dropped.token_logprobs(s.input_ids, s.attention_mask, s.completion_mask)
+    torch.testing.assert_close(forced, s.logprobs, atol=1e-5, rtol=0)
+
+
+def test_grpo_with_lora_dropout_trains_in_train_mode_and_matches_peft(no_fast_path):
+    def run():
+        policy = trained_policy(PolicyConfig(lora_rank=4, lora_alpha=8, lora_dropout=0.2))
+        cfg = GRPOConfig(group_size=4, prompts_per_step=2, max_new_tokens=8, learning_rate=1e-3, seed=3)
+        trainer = GRPO(policy, lambda p, c: [float(len(x)) for x in c], PROMPTS, cfg)
+        trainer.learn(2, progress_bar=False)
+        assert policy.model.training is False
+        return trainer.history, copy.deepcopy(policy.model.state_dict())
+
+    fast_hist, fast_state = run()
+    no_fast_path()
+    slow_hist, slow_state = run()
+    for a, b in zip(fast_hist, slow_hist):
+        assert a["episode_reward_mean"] == b["episode_reward_mean"]
+        assert a["loss"] == pytest.approx(b["loss"], abs=1e-6)
+    for key in fast_state:
+        torch.testing.assert_close(
+            fast_state[key], slow_state[key], atol=1e-5, rtol=0
+        )  # Adam: ~lr on near-zero grads
