@@ -32,7 +32,8 @@ per step, 80 new tokens, loss "dapo" with DAPO's clip-higher (epsilon_high 0.28)
 (LoRA rank 16, alpha 32), temperature 0.8 and top-p 0.95 (the local writer backend samples at 0.7 /
 0.9; a little more spread gives the groups something to compare), no KL term (beta 0: the quality terms
 keep the text honest, and a reference pass would add a third forward per step). A step of SmolLM2
-takes about a minute on this CPU (benchmarks/README.md, "HR-GRPO").
+takes 25-35 s on a 2-core CPU (benchmarks/README.md, "HR-GRPO"); short runs so far raise the reward
+through the quality terms, not resonance (docs/llm_rl.md, "HR-GRPO").
 """
 
 from __future__ import annotations
