@@ -7,6 +7,7 @@ from typing import TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl.errors import RLError
@@ -20,8 +21,9 @@ T = TypeVar("T")
 
 
 def fail(message: str) -> typer.Exit:
-    """Print ``message`` as one red error line and return the exit to raise (code 2)."""
-    error_console.print(f"[bold red]error:[/bold red] {message}", markup=True)
+    """Print ``message`` (plain text: "[grpo]" stays as written) as one red error line and return
+    the exit to raise (code 2)."""
+    error_console.print(f"[bold red]error:[/bold red] {escape(message)}", markup=True)
     return typer.Exit(code=2)
 
 

@@ -271,12 +271,14 @@ def _report(trainer: Any, out: Path) -> None:
 
 @app.command("train")
 def train(
-    config: Path = typer.Argument(..., help="TOML file with [model], [grpo], [data] and [reward] tables."),
+    config: Path = typer.Argument(
+        ..., help="TOML file with the tables model, grpo, data and reward (docs/llm_rl.md)."
+    ),
     out: Path = typer.Option(
         Path("runs/llm-grpo"), "--out", help="Run folder: metrics, checkpoint, config copy."
     ),
     steps: int = typer.Option(50, "--steps", min=1, help="GRPO steps to train for."),
-    seed: int = typer.Option(None, "--seed", help="Overrides [grpo] seed: same seed, same run."),
+    seed: int = typer.Option(None, "--seed", help="Overrides the grpo table's seed: same seed, same run."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
     """Fine-tune a language model with GRPO on built-in verifiable rewards, from a TOML file."""
