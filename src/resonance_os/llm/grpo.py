@@ -32,16 +32,15 @@ continues exactly as the uninterrupted one would. docs/llm_rl.md ("The trainer")
 
 from __future__ import annotations
 
-import json
 import math
 import numbers
 import os
 import time
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -57,6 +56,7 @@ from resonance_os.llm.losses import (
 from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
 from resonance_os.llm.sampling import sample_ids
 from resonance_os.rl.checkpoint import load_checkpoint
+from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.errors import CheckpointError, ConfigError
 from resonance_os.rl.logger import MetricsLogger
 
@@ -74,7 +74,7 @@ class RewardError(LLMError, ValueError):
 
 
 @dataclass
-class GRPOConfig:
+class GRPOConfig(JsonConfig):
     """GRPO hyperparameters. Round-trips through JSON (``to_json`` / ``from_json``).
 
     Attributes:
@@ -103,6 +103,8 @@ class GRPOConfig:
         seed: seeds prompt order, sampling, minibatch order and dropout; None draws one (stored, so a
             checkpoint resumes with it). None.
     """
+
+    config_name: ClassVar[str] = "GRPO"
 
     group_size: int = 8
     prompts_per_step: int = 4
@@ -185,31 +187,6 @@ class GRPOConfig:
             raise fail("max_grad_norm", "must be a number > 0, or None for no clipping")
         if self.seed is not None and not is_int(self.seed):
             raise fail("seed", "must be an integer or None")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GRPOConfig:
-        """Build from a dict, naming any unknown key."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown GRPO settings {unknown}; known settings are {sorted(known)}")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> GRPOConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"GRPO config is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError("GRPO config JSON must be an object of settings")
-        return cls.from_dict(data)
 
 
 # ---------------------------------------------------------------------------------------------- rewards

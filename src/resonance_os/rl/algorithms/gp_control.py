@@ -20,11 +20,10 @@ Bayesian optimisation (Jones, Schonlau and Welch 1998; Snoek et al. 2012):
 
 from __future__ import annotations
 
-import json
 import os
 import warnings
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import gymnasium
 import numpy as np
@@ -36,6 +35,7 @@ from sklearn.gaussian_process import GaussianProcessRegressor
 from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
+from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.errors import ConfigError, EnvMismatchError
 from resonance_os.rl.logger import MetricsLogger
 
@@ -43,7 +43,7 @@ DEFAULT_HORIZON = 200
 
 
 @dataclass
-class GPControlConfig:
+class GPControlConfig(JsonConfig):
     """Hyperparameters of :class:`GPController` (defaults in brackets).
 
     n_initial: Sobol design points before the GP is used [8]. n_candidates: random candidates scored
@@ -52,6 +52,8 @@ class GPControlConfig:
     the parameter box [5.0]. bias: add a constant term ``c`` to the law [False]. xi: EI exploration
     margin in log-cost units [0.01]. seed: start states, design and GP restarts [None].
     """
+
+    config_name: ClassVar[str] = "GP controller"
 
     n_initial: int = 8
     n_candidates: int = 2000
@@ -72,24 +74,6 @@ class GPControlConfig:
             raise ConfigError(f"GPControlConfig.gain_bound={self.gain_bound} must be > 0")
         if self.xi < 0:
             raise ConfigError(f"GPControlConfig.xi={self.xi} must be >= 0")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> GPControlConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown GP controller settings {unknown}; valid names are {sorted(known)}")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> GPControlConfig:
-        return cls.from_dict(json.loads(text))
 
 
 def expected_improvement(mu: np.ndarray, std: np.ndarray, best: float, xi: float) -> np.ndarray:

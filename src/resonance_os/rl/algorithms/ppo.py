@@ -31,8 +31,8 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -40,6 +40,7 @@ import torch
 
 from resonance_os.rl.buffers import RolloutBuffer
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
+from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchError
 from resonance_os.rl.logger import MetricsLogger
 from resonance_os.rl.normalization import Normalizer
@@ -52,7 +53,7 @@ Schedule = Callable[[float], float]
 
 
 @dataclass
-class PPOConfig:
+class PPOConfig(JsonConfig):
     """PPO hyperparameters. Defaults are the ResonanceOS spec's training configuration (n_epochs as SB3).
 
     Attributes:
@@ -77,6 +78,8 @@ class PPOConfig:
         policy_kwargs: network options (``net_arch``, ``activation``, ``share_features_extractor``,
             ``squash_output``, ``log_std_init``, ``ortho_init``), see ``resonance_os.rl.policies``.
     """
+
+    config_name: ClassVar[str] = "PPO"
 
     learning_rate: float = 3e-4
     lr_schedule: str = "constant"
@@ -119,28 +122,6 @@ class PPOConfig:
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"PPOConfig.{name} must be > 0 or None, got {value!r}")
-
-    def to_json(self) -> str:
-        return json.dumps(asdict(self), indent=2, sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> PPOConfig:
-        """Build from a dict, naming any unknown key."""
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ConfigError(f"unknown PPO settings {sorted(unknown)}; known settings are {sorted(known)}")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> PPOConfig:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"PPO config is not valid JSON: {exc}") from exc
-        if not isinstance(data, dict):
-            raise ConfigError("PPO config JSON must be an object of settings")
-        return cls.from_dict(data)
 
     def fast(self) -> PPOConfig:
         """The fast preset: the same rollouts, minibatches 4x larger (capped at the rollout size).

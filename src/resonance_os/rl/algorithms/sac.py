@@ -25,14 +25,13 @@ for bfloat16 autocast, and by the tests as the reference the fast update must ma
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import gymnasium
 import numpy as np
@@ -41,6 +40,7 @@ from gymnasium import spaces
 from torch import nn
 
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
+from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchError
 from resonance_os.rl.flat_params import FlatParameters
 from resonance_os.rl.logger import MetricsLogger
@@ -54,7 +54,7 @@ CHECKPOINT_FORMAT = 2  # 2: one flat parameter tensor per optimizer (1: per-para
 
 
 @dataclass
-class SACConfig:
+class SACConfig(JsonConfig):
     """SAC hyperparameters; defaults are Stable-Baselines3's.
 
     ``ent_coef`` is ``"auto"`` (learned, starting at 1), ``"auto_<x>"`` (learned, starting at x) or a
@@ -63,6 +63,8 @@ class SACConfig:
     steps in bfloat16 autocast (output layers, losses and optimizer stay float32): faster on CPUs
     with AVX-512 BF16, not bit-compatible with SB3; the default ``"float32"`` is.
     """
+
+    config_name: ClassVar[str] = "SAC"
 
     learning_rate: float = 3e-4
     buffer_size: int = 1_000_000
@@ -128,24 +130,6 @@ class SACConfig:
         if not self.ent_coef > 0:
             raise ConfigError(f"SACConfig.ent_coef={self.ent_coef} must be > 0")
         return float(self.ent_coef), False
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    def to_json(self) -> str:
-        return json.dumps(self.to_dict(), sort_keys=True)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SACConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown SAC hyperparameters {unknown}; valid names are {sorted(known)}")
-        return cls(**data)
-
-    @classmethod
-    def from_json(cls, text: str) -> SACConfig:
-        return cls.from_dict(json.loads(text))
 
 
 class Actor(nn.Module):
