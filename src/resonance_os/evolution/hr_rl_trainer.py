@@ -379,25 +379,24 @@ def evaluate_writing_policy(
             paragraph = env.writer.revise(
                 info["text"], env.target_hrv, info["prompt"], seed=seed + episode, max_steps=budget
             )
-            finals.append(env._value(paragraph, np.asarray(env.target_hrv)))
-            resonance.append(paragraph.score.resonance)
-            quality.append(paragraph.score.quality)
-            continue
-        done = False
-        while not done:
-            if policy == "random":
-                action = rng.uniform(-1.0, 1.0, HRV_DIM)
-            elif policy == "zero":
-                action = np.zeros(HRV_DIM)
-            elif callable(act):
-                action = act(obs)
-            else:
-                action, _ = act.predict(obs, deterministic=True)
-            obs, _, terminated, truncated, info = env.step(action)
-            done = terminated or truncated
-        finals.append(info["score"])
-        resonance.append(info["resonance"])
-        quality.append(info["reward"] / max(info["resonance"], 1e-9))
+            final = env._value(paragraph, np.asarray(env.target_hrv))
+        else:
+            done = False
+            while not done:
+                if policy == "random":
+                    action = rng.uniform(-1.0, 1.0, HRV_DIM)
+                elif policy == "zero":
+                    action = np.zeros(HRV_DIM)
+                elif callable(act):
+                    action = act(obs)
+                else:
+                    action, _ = act.predict(obs, deterministic=True)
+                obs, _, terminated, truncated, info = env.step(action)
+                done = terminated or truncated
+            paragraph, final = env.paragraph, info["score"]
+        finals.append(final)
+        resonance.append(paragraph.score.resonance)
+        quality.append(paragraph.score.quality)
     return {
         "mean": float(np.mean(finals)),
         "std": float(np.std(finals)),
