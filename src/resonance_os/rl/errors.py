@@ -33,3 +33,9 @@ class CheckpointError(RLError):
 
 class LogDirError(RLError):
     """The metrics or checkpoint directory cannot be created or written."""
+
+
+class CurveFitError(RLError, ValueError):
+    """A compute curve cannot be fitted: too few points, a metric that does not rise, bad bounds or columns."""
+
+    http_status = 422
