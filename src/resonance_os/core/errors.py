@@ -39,8 +39,11 @@ class NotFoundError(ResonanceError, LookupError):
     http_status = 404
 
 
-class ProfileNotFoundError(NotFoundError):
-    """A tenant's profile does not exist; the message lists the profiles that do."""
+class ProfileNotFoundError(NotFoundError, FileNotFoundError):
+    """A tenant's profile does not exist; the message lists the profiles that do.
+
+    Also a ``FileNotFoundError``, as the original ResonanceOS promised for a missing profile file.
+    """
 
 
 class StorageError(ResonanceError):
