@@ -22,9 +22,12 @@ from resonance_os.api.tenants import authenticate, list_tenants
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 from resonance_os.profiles.storage import MIGRATIONS
 
-HEAD = "0003"
+HEAD = "0004"
 SERVICE = ("api_keys", "api_items", "api_feedback", "api_reward_models", "api_jobs")
 PROFILES = ("profiles", "profile_versions")
+LATER_TABLES = ("api_usage",)
+LATER_COLUMNS = {"api_jobs": {"checkpoint_timesteps", "resumed_from"}}
+"""Tables and columns revisions after 0003 added (empty or NULL after an upgrade; left out of snapshots)."""
 TS = sa.DateTime(timezone=True)
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 HRV = [0.5, 0.6, 0.5, 0.6, 0.2, 0.1, 0.5, 0.9]
@@ -224,6 +227,7 @@ def snapshot(url: str, tenants_table: str) -> dict[str, list[dict]]:
                 {
                     k: owner[v] if k == "tenant_id" else bytes(v) if isinstance(v, memoryview) else v
                     for k, v in r.items()
+                    if k not in LATER_COLUMNS.get(table, ())
                 }
                 for r in result
             ]
@@ -246,6 +250,14 @@ def test_previous_database_upgrades_with_every_row(empty_url, profiles, service)
     after = snapshot(empty_url, "tenants")
     assert {table: after[table] for table in before} == before
     assert set(after) == {"tenants", *PROFILES, *SERVICE}
+    engine = sa.create_engine(empty_url)
+    with engine.connect() as connection:
+        assert set(LATER_TABLES) <= set(sa.inspect(connection).get_table_names())
+        assert connection.execute(sa.text("SELECT COUNT(*) FROM api_usage")).scalar_one() == 0
+        if service:
+            later = ", ".join(sorted(LATER_COLUMNS["api_jobs"]))
+            assert set(connection.execute(sa.text(f"SELECT {later} FROM api_jobs")).all()) == {(None, None)}
+    engine.dispose()
     assert all(after[table] == [] for table in set(after) - set(before))  # tables the upgrade added
 
     with HRVProfileManager(empty_url) as manager:
@@ -292,4 +304,4 @@ def test_new_store_has_every_table_at_head(tmp_path):
         revision = connection.exec_driver_sql("SELECT version_num FROM alembic_version").scalar_one()
     engine.dispose()
     assert revision == HEAD
-    assert tables == {"alembic_version", "tenants", *PROFILES, *SERVICE}
+    assert tables == {"alembic_version", "tenants", *PROFILES, *SERVICE, *LATER_TABLES}

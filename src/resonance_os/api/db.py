@@ -12,7 +12,10 @@ filters on ``tenant_id``:
                          and the prompt they answer are copied into the row so feedback survives
                          changes to items.
 - ``api_reward_models``  versioned fitted reward models (JSON parameters + safetensors weights).
-- ``api_jobs``           background training jobs: state, progress, metrics, worker pid and heartbeat.
+- ``api_jobs``           background training jobs: state, progress, metrics, worker pid and heartbeat,
+                         the timesteps of the newest checkpoint and of the one the attempt resumed from.
+- ``api_usage``          per tenant, the stored rows and text bytes counted against its storage quota
+                         (see :mod:`resonance_os.api.quotas`).
 
 The embedded default is a SQLite file in WAL mode under ``~/.resonance_os/``; any SQLAlchemy URL works,
 PostgreSQL as ``postgresql+psycopg://user:pass@host:port/db``. :meth:`Database.migrate` brings a
@@ -129,10 +132,20 @@ class Job(Base):
     pid: Mapped[int | None]
     host: Mapped[str | None] = mapped_column(sa.String(255))
     attempts: Mapped[int] = mapped_column(default=0)
+    checkpoint_timesteps: Mapped[int | None]
+    resumed_from: Mapped[int | None]
     heartbeat_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column()
     finished_at: Mapped[datetime | None] = mapped_column()
+
+
+class Usage(Base):
+    __tablename__ = "api_usage"
+
+    tenant_id: Mapped[int] = mapped_column(sa.ForeignKey(Tenant.id, ondelete="CASCADE"), primary_key=True)
+    rows: Mapped[int] = mapped_column(sa.BigInteger)
+    bytes: Mapped[int] = mapped_column(sa.BigInteger)
 
 
 def resolve_db_url(value: str | os.PathLike[str] | None = None) -> str:

@@ -11,6 +11,17 @@ MAX_BODY_BYTES = 1_048_576
 MAX_TEXT_CHARS = 50_000
 MAX_PROMPT_CHARS = 4_000
 
+INT_SETTINGS = (
+    "max_running_jobs",
+    "max_running_jobs_per_tenant",
+    "max_queued_jobs_per_tenant",
+    "max_queued_jobs",
+    "checkpoint_every",
+    "quota_rows",
+    "quota_bytes",
+)
+"""Whole-number settings, each read from ``RESONANCE_<NAME>`` (upper case)."""
+
 DEFAULT_TRAINERS = {"ppo": "resonance_os.api.training:train_profile_policy"}
 """Job kind -> ``module:function`` run by the worker process; chosen by the server, never by a client."""
 
@@ -25,6 +36,19 @@ def _env_float(name: str, default: float, *, allow_zero: bool = False) -> float:
         raise ValidationError(f"${name}={raw!r} is not a number") from None
     if value < 0 or (value == 0 and not allow_zero):
         raise ValidationError(f"${name}={raw!r} must be {'zero or ' if allow_zero else ''}positive")
+    return value
+
+
+def _env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError(f"${name}={raw!r} is not a whole number") from None
+    if value < 1:
+        raise ValidationError(f"${name}={raw!r} must be a positive whole number")
     return value
 
 
@@ -50,6 +74,16 @@ class Settings:
     for its workers), else per process; trainers: job kind -> ``module:function`` the worker runs.
     Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``, ``RESONANCE_AUTH_CACHE_S``,
     ``RESONANCE_RATE_LIMIT_FILE``, ``RESONANCE_TRAINERS`` (``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
+
+    Training jobs (see :mod:`resonance_os.api.jobs`): at most ``max_running_jobs`` run at once
+    (``RESONANCE_MAX_RUNNING_JOBS``), at most ``max_running_jobs_per_tenant`` of one tenant's
+    (``RESONANCE_MAX_RUNNING_JOBS_PER_TENANT``); the rest wait, at most ``max_queued_jobs_per_tenant`` per
+    tenant (``RESONANCE_MAX_QUEUED_JOBS_PER_TENANT``) and ``max_queued_jobs`` in all
+    (``RESONANCE_MAX_QUEUED_JOBS``), beyond which ``/v1/train`` answers 429; a running job saves a
+    checkpoint every ``checkpoint_every`` PPO updates (``RESONANCE_CHECKPOINT_EVERY``).
+    Storage (see :mod:`resonance_os.api.quotas`): each tenant keeps at most ``quota_rows`` stored rows
+    (items, feedback, profile versions; ``RESONANCE_QUOTA_ROWS``) holding at most ``quota_bytes`` bytes of
+    text (``RESONANCE_QUOTA_BYTES``); past either, writes answer 507.
     """
 
     db_url: str | None = None
@@ -61,6 +95,13 @@ class Settings:
     trainers: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_TRAINERS))
     migrate: bool = True
     launch_workers: bool = True
+    max_running_jobs: int = 2
+    max_running_jobs_per_tenant: int = 1
+    max_queued_jobs_per_tenant: int = 4
+    max_queued_jobs: int = 64
+    checkpoint_every: int = 1
+    quota_rows: int = 100_000
+    quota_bytes: int = 500_000_000
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -71,6 +112,7 @@ class Settings:
             "auth_cache_s": _env_float("RESONANCE_AUTH_CACHE_S", cls.auth_cache_s, allow_zero=True),
             "rate_limit_file": os.environ.get("RESONANCE_RATE_LIMIT_FILE") or None,
             "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
+            **{name: _env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
         }
         if os.environ.get("RESONANCE_TRAINERS"):
             values["trainers"] = _parse_trainers(os.environ["RESONANCE_TRAINERS"])
