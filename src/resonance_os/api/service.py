@@ -264,7 +264,7 @@ class ResonanceService:
     # -- profiles ----------------------------------------------------------------------------------
 
     def list_profiles(self, ctx: TenantContext) -> list[dict[str, Any]]:
-        return [profile_out(p) for p in self.profiles.list_profiles(ctx.tenant)]
+        return [profile_out(p) for p in self.profiles.get_profiles(ctx.tenant)]
 
     def get_profile(self, ctx: TenantContext, name: str) -> dict[str, Any]:
         return profile_out(self.profiles.get_profile(ctx.tenant, name))
