@@ -71,7 +71,7 @@ def test_create_only_and_update_only_saves(manager):
     with pytest.raises(ProfileNotFoundError, match="existing profiles: blog"):
         manager.save_profile("acme", "newsletter", V2, must_exist=True)
     assert manager.save_profile("acme", "blog", V2, must_exist=True).version == 2
-    assert [p.name for p in manager.list_profiles("acme")] == ["blog"]
+    assert manager.list_profiles("acme") == ["blog"]
     assert [p.version for p in manager.profile_history("acme", "blog")] == [1, 2]
 
 
@@ -100,7 +100,7 @@ def test_list_tenants_are_isolated_and_sorted(manager):
     manager.save_profile("acme", "zeta", V1)
     manager.save_profile("acme", "alpha", V2)
     manager.save_profile("globex", "alpha", V1)
-    assert [p.name for p in manager.list_profiles("acme")] == ["alpha", "zeta"]
+    assert manager.list_profiles("acme") == ["alpha", "zeta"]
     assert manager.load_profile("globex", "alpha") == V1
     assert manager.load_profile("acme", "alpha") == V2
     assert manager.list_profiles("nobody") == []
@@ -112,7 +112,7 @@ def test_delete_removes_profile_and_history(manager):
     manager.save_profile("acme", "blog", V2)
     manager.save_profile("acme", "news", V2)
     manager.delete_profile("acme", "blog")
-    assert [p.name for p in manager.list_profiles("acme")] == ["news"]
+    assert manager.list_profiles("acme") == ["news"]
     with pytest.raises(ProfileNotFoundError):
         manager.profile_history("acme", "blog")
     with pytest.raises(ProfileNotFoundError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import typer
 
+from resonance_os.core.env import env_names
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.profiles.storage import STORE_ENV
@@ -19,7 +20,7 @@ HrvOpt = typer.Option(None, "--hrv", help="Target HRV: 8 comma-separated numbers
 StoreOpt = typer.Option(
     None,
     "--store",
-    envvar=STORE_ENV,
+    envvar=env_names(STORE_ENV),
     help="Profile store: a folder (SQLite inside) or a SQLAlchemy URL. Default ~/.resonance_os.",
     show_default=False,
 )

@@ -1,4 +1,4 @@
-"""``resonance profiles ...``: list, show, create, measure, delete and trace tenants' target profiles."""
+"""``resonance profiles ...``: list, show, create, measure, delete, trace and import tenants' target profiles."""
 
 from __future__ import annotations
 
@@ -10,12 +10,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.cli.errors import error_console, run_reporting_user_errors
 from resonance_os.cli.hrv_option import StoreOpt, parse_hrv_option
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+from resonance_os.profiles.profile_folder import FolderImport, import_profile_folder
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE_NAME
 
 app = typer.Typer(
@@ -94,7 +95,7 @@ def list_profiles(
                     table.add_row(name, str(count))
                 console.print(table if tenants else "no profiles stored yet")
                 return
-            profiles = manager.list_profiles(tenant)
+            profiles = manager.get_profiles(tenant)
             if as_json:
                 _print_json([p.to_dict() for p in profiles])
                 return
@@ -228,6 +229,51 @@ def history(
         console.print(table)
 
     run_reporting_user_errors(run)
+
+
+@app.command("import")
+def import_folder(
+    folder: Path = typer.Argument(
+        ..., help="An original ResonanceOS profile folder: <tenant>/<name>.json files.", show_default=False
+    ),
+    store: str = StoreOpt,
+    replace: bool = typer.Option(
+        False, "--replace", help="Save a file's vector as a new version of a profile already stored."
+    ),
+    as_json: bool = JsonOpt,
+) -> None:
+    """Read an original ResonanceOS profile folder into the store (the files are only read).
+
+    Each <tenant>/<name>.json holding 8 floats (or an object with target_hrv) becomes profile
+    tenant/name. Exits 1 when some file was not a valid profile (the others are imported).
+    """
+
+    def run() -> FolderImport:
+        with HRVProfileManager(store) as manager:
+            return import_profile_folder(manager, folder, replace=replace)
+
+    report = run_reporting_user_errors(run)
+    if as_json:
+        _print_json(
+            {
+                "imported": report.imported,
+                "existing": report.existing,
+                "rejected": [{"file": f, "reason": r} for f, r in report.rejected],
+            }
+        )
+    else:
+        for key in report.imported:
+            console.print(f"imported {key}")
+        for key in report.existing:
+            console.print(f"kept {key} (already stored; --replace saves the file's values as a new version)")
+        for file, reason in report.rejected:
+            error_console.print(f"not imported: {file}: {reason}", markup=False)
+        console.print(
+            f"{len(report.imported)} imported, {len(report.existing)} already stored, "
+            f"{len(report.rejected)} not valid profiles"
+        )
+    if report.rejected:
+        raise typer.Exit(code=1)
 
 
 @app.command("templates")

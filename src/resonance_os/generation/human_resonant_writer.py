@@ -74,10 +74,13 @@ class Reviser(Protocol):
 
 
 @dataclass
-class Article:
+class Article(str):
     """A generated article and how close it came to its target.
 
     ``text`` is the paragraphs joined by blank lines (``str(article)`` and ``print(article)`` give it).
+    An ``Article`` is also that string (as the original ResonanceOS's ``generate`` returned a str):
+    ``len``, ``split``, ``+``, ``in``, comparison with a str and ``json.dumps`` all act on the text as
+    it was when the article was made.
     ``measured_hrv`` is ``{"article": [8 floats], "paragraphs": [[8 floats], ...]}``, measured by the
     ``HRVExtractor``; ``paragraph_targets`` are the planner's per-paragraph targets; ``resonance`` is
     the similarity in [0, 1] of the article's measured HRV to ``target_hrv`` (``SimilarityCalculator``,
@@ -96,6 +99,13 @@ class Article:
     seed: int | None
     score: WritingScore
     trace: list[dict[str, Any]] = field(default_factory=list)
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Article:
+        paragraphs = kwargs["paragraphs"] if "paragraphs" in kwargs else args[1]
+        return super().__new__(cls, "\n\n".join(paragraphs))
+
+    def __getnewargs_ex__(self) -> tuple[tuple[()], dict[str, Any]]:
+        return (), {"paragraphs": self.paragraphs}  # copy and pickle rebuild the string from these
 
     @property
     def text(self) -> str:

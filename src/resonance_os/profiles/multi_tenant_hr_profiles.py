@@ -3,6 +3,7 @@
 >>> manager = HRVProfileManager("~/.resonance_os")            # folder: embedded SQLite inside
 >>> manager.save_profile("acme", "blog", [0.5, 0.6, 0.5, 0.6, 0.2, 0.1, 0.5, 0.9])
 >>> manager.load_profile("acme", "blog")                       # -> list of 8 floats
+>>> manager.list_profiles("acme")                              # -> ["blog"]
 
 Saving an existing name creates the next version (1, 2, 3, ...) and keeps every earlier one in
 :meth:`HRVProfileManager.profile_history`. Tenant and profile names are 1-64 letters, digits,
@@ -11,6 +12,7 @@ Saving an existing name creates the next version (1, 2, 3, ...) and keeps every 
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -20,11 +22,14 @@ from sqlalchemy.orm import Session
 
 from resonance_os.core.errors import AlreadyExistsError, ProfileNotFoundError, ValidationError
 from resonance_os.core.hrv_types import HRVProfile, validate_hrv
+from resonance_os.profiles.profile_folder import FolderImport, import_profile_folder, profile_files
 from resonance_os.profiles.schema import NAME_MAX_LENGTH, ProfileRow, ProfileVersionRow, Tenant, utcnow
-from resonance_os.profiles.storage import ProfileStore
+from resonance_os.profiles.storage import ProfileStore, store_folder
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE
 
 __all__ = ["BUILTIN_TEMPLATES", "DEFAULT_PROFILE", "HRVProfileManager", "validate_name"]
+
+log = logging.getLogger(__name__)
 
 _NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 DESCRIPTION_MAX_LENGTH = 2000
@@ -78,15 +83,31 @@ class HRVProfileManager:
         path: a folder (created if missing; the SQLite file ``profiles.db`` is kept inside it, in
             WAL mode) or a SQLAlchemy URL such as ``sqlite:///profiles.db`` or
             ``postgresql+psycopg://user:pass@host/db``. A bad URL, a missing driver or an unwritable
-            folder raises ``StorageError``. None (default): ``$RESONANCE_STORE`` if set, else
-            ``~/.resonance_os``.
+            folder raises ``StorageError``. None (default): ``$RESONANCE_STORE`` (or the original's
+            ``$HRV_TENANT_DIR``) if set, else ``~/.resonance_os``.
+        base_dir: the original ResonanceOS's name for ``path`` (give one of the two).
+
+    A folder that holds original ResonanceOS profile files (``<tenant>/<name>.json``) has them read
+    into the store when the manager opens it (profiles already stored are kept; no file is changed);
+    ``folder_import`` reports what happened (see :mod:`resonance_os.profiles.profile_folder`).
 
     Every method runs in one transaction; a manager may be shared by threads and by processes that
     open the same store.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        self._store = ProfileStore(path)
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, base_dir: str | os.PathLike[str] | None = None
+    ) -> None:
+        if path is not None and base_dir is not None:
+            raise ValidationError("give path or base_dir (the original's name for it), not both")
+        location = path if path is not None else base_dir
+        self._store = ProfileStore(location)
+        self.folder_import: FolderImport | None = None
+        folder = store_folder(location)
+        if folder is not None and profile_files(folder):
+            self.folder_import = import_profile_folder(self, folder)
+            for file, reason in self.folder_import.rejected:
+                log.warning("not a profile, left out: %s: %s", file, reason)
 
     @property
     def location(self) -> str:
@@ -226,7 +247,13 @@ class HRVProfileManager:
         """The current HRV of ``tenant/name``: 8 floats in ``HRV_DIMENSIONS`` order."""
         return self.get_profile(tenant, name).vector.to_list()
 
-    def list_profiles(self, tenant: str) -> list[HRVProfile]:
+    def list_profiles(self, tenant: str) -> list[str]:
+        """Names of ``tenant``'s profiles, sorted (empty if none), as the original returned them;
+        :meth:`get_profiles` gives the profiles themselves."""
+        validate_name(tenant, "tenant")
+        return self._store.read(lambda session: self._names(session, tenant))
+
+    def get_profiles(self, tenant: str) -> list[HRVProfile]:
         """Current versions of every profile of ``tenant``, sorted by name (empty if none)."""
         validate_name(tenant, "tenant")
 

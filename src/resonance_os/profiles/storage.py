@@ -32,6 +32,7 @@ from sqlalchemy.exc import (
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
 
+from resonance_os.core.env import getenv
 from resonance_os.core.errors import StorageError
 
 DB_FILENAME = "profiles.db"
@@ -47,8 +48,14 @@ T = TypeVar("T")
 
 
 def default_store() -> str:
-    """``$RESONANCE_STORE`` if set, else the folder ``~/.resonance_os``."""
-    return os.environ.get(STORE_ENV) or str(Path.home() / ".resonance_os")
+    """``$RESONANCE_STORE`` if set (or the original's ``$HRV_TENANT_DIR``), else the folder ``~/.resonance_os``."""
+    return getenv(STORE_ENV) or str(Path.home() / ".resonance_os")
+
+
+def store_folder(location: str | os.PathLike[str] | None) -> Path | None:
+    """The folder a store location names (None: :func:`default_store`), or None for a database URL."""
+    text = default_store() if location is None else os.fspath(location)
+    return None if "://" in text or not text.strip() else Path(text).expanduser()
 
 
 def resolve_url(location: str | os.PathLike[str] | None) -> URL:
