@@ -16,6 +16,7 @@ from resonance_os.cli import llm as llm_cli
 from resonance_os.cli import plot as plot_cli
 from resonance_os.cli import profiles as profiles_cli
 from resonance_os.cli import refine as refine_cli
+from resonance_os.cli import scaling as scaling_cli
 from resonance_os.cli import score as score_cli
 from resonance_os.cli import serve as serve_cli
 from resonance_os.cli import train as train_cli
@@ -37,6 +38,7 @@ app.command("refine")(refine_cli.refine)
 app.add_typer(profiles_cli.app, name="profiles")
 app.add_typer(classic_cli.app, name="classic")
 app.add_typer(llm_cli.app, name="llm")
+app.add_typer(scaling_cli.app, name="scaling")
 app.command("generate")(generate_cli.generate)
 app.command("plot")(plot_cli.plot)
 app.command("control")(control_cli.control)
