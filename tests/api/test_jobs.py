@@ -43,7 +43,7 @@ def test_job_runs_in_a_worker_process_with_progress_and_metrics(job_app, make_te
         started = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 640}, headers=tenant.headers)
         assert started.status_code == 202
         job = started.json()
-        assert job["state"] == "queued" and job["params"]["target_hrv"] == HRV
+        assert job["state"] == "starting" and job["params"]["target_hrv"] == HRV  # a slot was free
         running = _wait(
             client, job["id"], tenant.headers, lambda j: j["state"] == "running" and j["progress"] > 0
         )
@@ -67,22 +67,30 @@ def test_trainer_errors_fail_the_job_with_the_message(job_app, make_tenant_for):
         assert "seed 13 is unlucky" in done["error"]
 
 
-def test_killed_worker_marks_the_job_failed_never_lost(job_app, make_tenant_for, monkeypatch):
+def test_killed_worker_is_replaced_until_attempts_run_out_never_lost(job_app, make_tenant_for, monkeypatch):
     monkeypatch.setenv("TEST_TRAINER_DELAY", "0.5")
     tenant = make_tenant_for(job_app)
     with TestClient(job_app) as client:
         job = client.post(
             "/v1/train", json={"target_hrv": HRV, "timesteps": 6400}, headers=tenant.headers
         ).json()
-        _wait(client, job["id"], tenant.headers, lambda j: j["state"] == "running")
-        with job_app.state.service.db.read() as session:
-            pid = session.get(Job, job["id"]).pid
-        os.kill(pid, signal.SIGKILL)
+        for attempt in range(1, jobs.MAX_ATTEMPTS + 1):
+            running = _wait(
+                client,
+                job["id"],
+                tenant.headers,
+                lambda j: j["state"] == "running" and j["attempts"] == attempt,
+            )
+            with job_app.state.service.db.read() as session:
+                pid = session.get(Job, job["id"]).pid
+            os.kill(pid, signal.SIGKILL)
+            assert running["state"] == "running"
         failed = _wait(client, job["id"], tenant.headers, lambda j: j["state"] == "failed")
         assert "stopped before the job finished" in failed["error"]
+        assert f"each of {jobs.MAX_ATTEMPTS} attempts" in failed["error"]
 
 
-def test_restart_recovery_fails_orphaned_running_jobs_and_relaunches_stale_queued_ones(db_url, monkeypatch):
+def test_restart_recovery_requeues_orphaned_running_jobs_and_starts_queued_ones(db_url, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     first = create_app(db_url, trainers={"ppo": "trainers:count"}, launch_workers=False)
     db = first.state.service.db
@@ -95,23 +103,24 @@ def test_restart_recovery_fails_orphaned_running_jobs_and_relaunches_stale_queue
     queued = jobs.submit(db, tenant_id, "ppo", "trainers:count", {"timesteps": 64})
     with db.write() as session:
         row = session.get(Job, orphan.id)
-        row.state, row.pid, row.host, row.started_at, row.heartbeat_at = (
+        row.state, row.pid, row.host, row.started_at, row.heartbeat_at, row.attempts = (
             "running",
             2**22 + 7,
             os.uname().nodename,
             utcnow(),
             utcnow(),
+            1,
         )
-        session.get(Job, queued.id).created_at = utcnow().replace(year=2000)
     second = create_app(db_url, trainers={"ppo": "trainers:count"})
-    with TestClient(second):  # start-up runs recovery
-        with db.read() as session:
-            assert session.get(Job, orphan.id).state == "failed"
+    with TestClient(second):  # start-up runs recovery, then the runner starts both, one at a time
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             with db.read() as session:
-                if session.get(Job, queued.id).state == "succeeded":
-                    break
+                states = {session.get(Job, j.id).state for j in (orphan, queued)}
+            if states == {"succeeded"}:
+                break
             time.sleep(0.1)
         with db.read() as session:
+            assert session.get(Job, orphan.id).state == "succeeded"
+            assert session.get(Job, orphan.id).attempts == 2
             assert session.get(Job, queued.id).state == "succeeded"

@@ -38,8 +38,9 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     """Build the app. ``db_url`` is a SQLAlchemy URL or a SQLite file/folder path (default
     ``$RESONANCE_DB``, then ``~/.resonance_os/resonance.db``); ``overrides`` set :class:`Settings` fields.
 
-    The database is migrated to the newest revision here; jobs left running by a previous server
-    whose worker is gone are marked failed, and queued jobs nobody claimed are launched, at start-up.
+    The database is migrated to the newest revision here; at start-up, jobs left running by a previous
+    server whose worker is gone are queued again (to resume from their checkpoints), and a
+    :class:`~resonance_os.api.jobs.JobRunner` thread starts queued jobs within the job limits.
     """
     settings = settings or Settings.from_env(db_url=db_url, **overrides)
     db = Database(settings.db_url)
@@ -47,12 +48,23 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         db.migrate()
     svc = ResonanceService(db)
 
+    limits = jobs.JobLimits(
+        running=settings.max_running_jobs,
+        running_per_tenant=settings.max_running_jobs_per_tenant,
+        queued_per_tenant=settings.max_queued_jobs_per_tenant,
+        queued=settings.max_queued_jobs,
+    )
+
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        outcome = jobs.recover(db, db.url, launch_queued=settings.launch_workers)
-        if outcome["failed"] or outcome["relaunched"]:
+        outcome = jobs.recover(db)
+        if outcome["queued"] or outcome["failed"]:
             log.warning("job recovery: %s", outcome)
+        runner = jobs.JobRunner(db, limits, settings.checkpoint_every) if settings.launch_workers else None
+        app.state.job_runner = runner.start() if runner is not None else None
         yield
+        if runner is not None:
+            runner.stop()
         svc.close()
         db.dispose()
 
@@ -64,6 +76,8 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     )
     app.state.settings = settings
     app.state.service = svc
+    app.state.job_limits = limits
+    app.state.job_runner = None
     if settings.rate_limit_file:
         app.state.rate_limiter = SharedRateLimiter(
             settings.rate_limit_per_s, settings.rate_limit_burst, settings.rate_limit_file

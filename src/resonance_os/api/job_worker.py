@@ -1,10 +1,14 @@
 """The worker process that runs one training job: ``python -m resonance_os.api.job_worker JOB_ID``.
 
-It claims the job (``queued`` -> ``running`` exactly once), imports the job's trainer
+It claims the job (``starting`` or ``queued`` -> ``running`` exactly once), imports the job's trainer
 (``"module:function"``, chosen by the server when the job was submitted), runs it, and writes the
 outcome. A trainer is ``trainer(params: dict, report: JobReport) -> TrainingResult``; it calls
-``report.progress(fraction, metrics)`` as it goes. A heartbeat thread keeps ``heartbeat_at`` fresh so a
-server can tell a live worker from a dead one.
+``report.progress(fraction, metrics)`` as it goes, keeps its checkpoint in ``report.work_dir`` (saved
+every ``report.checkpoint_every`` updates, reported with ``report.checkpointed``) and, when it finds
+one there, resumes from it (``report.resumed``). A heartbeat thread keeps ``heartbeat_at`` fresh so a
+server can tell a live worker from a dead one, and stops the worker when the job was cancelled. On
+SIGTERM the job is released (queued again to resume, see :func:`resonance_os.api.jobs.release`) unless
+it was cancelled. The work folder is removed when the job ends.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import argparse
 import importlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
@@ -20,12 +25,14 @@ import threading
 import time
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Job, utcnow
-from resonance_os.api.jobs import HEARTBEAT_S
+from resonance_os.api.jobs import HEARTBEAT_S, release, work_dir
+from resonance_os.api.settings import Settings
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl.errors import RLError
 
@@ -41,14 +48,40 @@ class TrainingResult:
 
 
 class JobReport:
-    """Progress reporting for a running job; writes at most every ``min_interval_s`` seconds."""
+    """What a trainer gets besides its params: progress reporting (at most every ``min_interval_s``
+    seconds), the job's ``work_dir`` (kept across attempts) and how often to checkpoint."""
 
-    def __init__(self, db: Database, job_id: str, tenant_id: int, min_interval_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        db: Database,
+        job_id: str,
+        tenant_id: int,
+        min_interval_s: float = 0.5,
+        *,
+        work_dir: Path | None = None,
+        checkpoint_every: int = 1,
+    ) -> None:
         self.db = db
         self.job_id = job_id
         self.tenant_id = tenant_id
         self.min_interval_s = min_interval_s
+        self.work_dir = work_dir
+        self.checkpoint_every = checkpoint_every
         self._last = 0.0
+
+    def checkpointed(self, timesteps: int) -> None:
+        """Record that the job's checkpoint now holds ``timesteps`` steps of training."""
+        self._update(checkpoint_timesteps=int(timesteps), heartbeat_at=utcnow())
+
+    def resumed(self, timesteps: int) -> None:
+        """Record that this attempt continues from a checkpoint of ``timesteps`` steps."""
+        self._update(resumed_from=int(timesteps))
+
+    def _update(self, **values: Any) -> None:
+        with self.db.write() as session:
+            session.execute(
+                sa.update(Job).where(Job.id == self.job_id, Job.state == "running").values(**values)
+            )
 
     def progress(
         self, fraction: float, metrics: dict[str, Any] | None = None, *, force: bool = False
@@ -60,8 +93,7 @@ class JobReport:
         values: dict[str, Any] = {"progress": min(max(float(fraction), 0.0), 1.0), "heartbeat_at": utcnow()}
         if metrics is not None:
             values["metrics"] = metrics
-        with self.db.write() as session:
-            session.execute(sa.update(Job).where(Job.id == self.job_id).values(**values))
+        self._update(**values)
 
 
 def _claim(db: Database, job_id: str) -> Job | None:
@@ -69,7 +101,7 @@ def _claim(db: Database, job_id: str) -> Job | None:
     with db.write() as session:
         claimed = session.execute(
             sa.update(Job)
-            .where(Job.id == job_id, Job.state == "queued")
+            .where(Job.id == job_id, Job.state.in_(("starting", "queued")))
             .values(
                 state="running",
                 pid=os.getpid(),
@@ -77,27 +109,38 @@ def _claim(db: Database, job_id: str) -> Job | None:
                 started_at=now,
                 heartbeat_at=now,
                 attempts=Job.attempts + 1,
+                resumed_from=None,
             )
         ).rowcount
         return session.get(Job, job_id) if claimed == 1 else None
 
 
 def _finish(db: Database, job_id: str, **values: Any) -> None:
+    """End the job (unless it was cancelled meanwhile) and remove its work folder."""
     with db.write() as session:
         session.execute(
             sa.update(Job)
             .where(Job.id == job_id, Job.state == "running")
             .values(finished_at=utcnow(), **values)
         )
+    shutil.rmtree(work_dir(job_id), ignore_errors=True)
 
 
 def _heartbeat(db: Database, job_id: str, stop: threading.Event) -> None:
     while not stop.wait(HEARTBEAT_S):
         try:
             with db.write() as session:
-                session.execute(sa.update(Job).where(Job.id == job_id).values(heartbeat_at=utcnow()))
+                beating = session.execute(
+                    sa.update(Job)
+                    .where(Job.id == job_id, Job.state == "running")
+                    .values(heartbeat_at=utcnow())
+                ).rowcount
         except sa.exc.SQLAlchemyError:  # a busy database must not kill the job; the next beat retries
             log.warning("heartbeat for job %s failed", job_id, exc_info=True)
+            continue
+        if not beating:  # cancelled (or released by a server that presumed this worker dead)
+            log.info("job %s is no longer running here; stopping", job_id)
+            os._exit(0)
 
 
 def load_trainer(spec: str):
@@ -112,16 +155,21 @@ def run_job(db: Database, job_id: str) -> str:
         return "skipped"
 
     def _terminate(signum, _frame):
-        _finish(db, job_id, state="failed", error=f"the worker was stopped by signal {signum}")
+        release(db, job_id, f"the worker was stopped by signal {signum}")  # no-op if it was cancelled
         os._exit(1)
 
     signal.signal(signal.SIGTERM, _terminate)
     stop = threading.Event()
     beat = threading.Thread(target=_heartbeat, args=(db, job_id, stop), daemon=True)
     beat.start()
+    folder = work_dir(job_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    report = JobReport(
+        db, job_id, job.tenant_id, work_dir=folder, checkpoint_every=Settings.from_env().checkpoint_every
+    )
     try:
         trainer = load_trainer(job.trainer)
-        result = trainer(dict(job.params), JobReport(db, job_id, job.tenant_id))
+        result = trainer(dict(job.params), report)
     except (ResonanceError, RLError) as exc:
         _finish(db, job_id, state="failed", error=f"{type(exc).__name__}: {exc}")
         return "failed"

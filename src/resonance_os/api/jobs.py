@@ -1,85 +1,216 @@
-"""Training jobs: rows in ``api_jobs`` run by a separate worker process, never in a request handler.
+"""Training jobs: rows in ``api_jobs`` run by separate worker processes, never in a request handler.
 
-Life of a job: ``submit`` inserts it as ``queued`` and ``launch`` starts
-``python -m resonance_os.api.job_worker JOB_ID``
-(database URL in ``$RESONANCE_DB``, never on a command line where ``ps`` shows passwords) in its own process session (so the job
-outlives a server that is stopped or killed). The worker claims the row (``queued`` -> ``running``, once,
-atomically), records its pid, host and a heartbeat, reports progress and metrics, and ends in
-``succeeded`` (with the trained policy as an artifact) or ``failed`` (with the error).
+Life of a job: :func:`submit` inserts it as ``queued`` (or refuses with 429 when the tenant's or the
+server's queue is full). The :class:`JobRunner` thread of each server process admits queued jobs in
+order of submission while the limits allow (at most ``JobLimits.running`` jobs ``starting``/``running``
+in all, ``JobLimits.running_per_tenant`` of one tenant's), marks them ``starting`` and launches
+``python -m resonance_os.api.job_worker JOB_ID`` (database URL in ``$RESONANCE_DB``, never on a command
+line where ``ps`` shows passwords) in its own process session, so the job outlives a server that is
+stopped or killed. The worker claims the row (``starting`` -> ``running``, once, atomically), records its
+pid, host and a heartbeat, saves a checkpoint into its work folder (:func:`work_dir`) every few updates,
+and ends in ``succeeded`` (with the trained policy as an artifact) or ``failed`` (with the error). A
+tenant may :func:`cancel` its job at any point before it ends (``cancelled``; a worker is sent SIGTERM).
 
-Recovery (``recover`` runs at server start, ``refresh`` whenever a job is read): a ``running`` job whose
-worker is gone (pid dead on this host, or no heartbeat for ``STALE_AFTER_S``) is marked ``failed`` with
-the reason; a ``queued`` job that no worker claimed is launched again. No job is silently lost.
+Recovery (every runner tick, at server start, and whenever a job is read): a ``starting``/``running`` job
+whose worker is gone (pid dead on this host, or no heartbeat for ``STALE_AFTER_S``) goes back to
+``queued`` and its next worker resumes from the job's last checkpoint; after ``MAX_ATTEMPTS`` workers it
+is marked ``failed`` with the reason. The runner also reaps finished worker processes (no zombies) and
+removes the work folders of jobs that ended. No job is silently lost.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
+import signal
 import socket
 import subprocess
 import sys
 import threading
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
+from sqlalchemy.orm import Session
 
 from resonance_os.api.db import Database, Job, utcnow
 from resonance_os.api.keys import resonance_home
-from resonance_os.core.errors import NotFoundError
+from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ResonanceError
 
 log = logging.getLogger("resonance_os.api.jobs")
 
+JOB_STATES = ("queued", "starting", "running", "succeeded", "failed", "cancelled")
+ACTIVE_STATES = ("starting", "running")
+FINAL_STATES = ("succeeded", "failed", "cancelled")
+
 STALE_AFTER_S = 120.0
-"""A running job whose worker has not written a heartbeat for this long is presumed dead."""
-
+"""A job whose worker has not written a heartbeat for this long is presumed dead."""
 HEARTBEAT_S = 5.0
-QUEUED_GRACE_S = 10.0
-"""A queued job older than this at recovery time is relaunched (its launching server died)."""
+MAX_ATTEMPTS = 3
+"""Workers a job may lose (killed, machine restarted) before it is marked failed."""
+TICK_S = 1.0
+"""How often a :class:`JobRunner` reaps, recovers, cleans and admits jobs (sooner when woken)."""
+JOBS_LOCK = 0x7265736F6A6F6273
+"""PostgreSQL advisory lock serialising admission across server processes (SQLite: the write lock)."""
 
-_children: list[subprocess.Popen] = []
-_children_lock = threading.Lock()
+
+class JobQueueFullError(ResonanceError):
+    """A training job was refused because the tenant's or the server's queue of waiting jobs is full."""
+
+    http_status = 429
 
 
-def submit(db: Database, tenant_id: int, kind: str, trainer: str, params: dict) -> Job:
-    """Insert a queued job and return it (call :func:`launch` next)."""
+class JobFinishedError(AlreadyExistsError):
+    """The job has already ended, so it cannot be cancelled."""
+
+    http_status = 409
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """How many jobs may run at once (in all; per tenant) and wait in the queue (per tenant; in all)."""
+
+    running: int = 2
+    running_per_tenant: int = 1
+    queued_per_tenant: int = 4
+    queued: int = 64
+
+
+def work_dir(job_id: str) -> Path:
+    """``<RESONANCE_HOME>/jobs/<job_id>/``: the job's checkpoint and scratch files, kept across attempts
+    and removed when the job ends."""
+    return resonance_home() / "jobs" / job_id
+
+
+def _lock_jobs(session: Session) -> None:
+    """Serialise job admission: SQLite's ``db.write()`` already holds the database's write lock."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": JOBS_LOCK})
+
+
+def submit(
+    db: Database, tenant_id: int, kind: str, trainer: str, params: dict, limits: JobLimits | None = None
+) -> Job:
+    """Insert a queued job and return it; ``JobQueueFullError`` (429) when the queue is full."""
+    limits = limits or JobLimits()
     with db.write() as session:
+        _lock_jobs(session)
+        waiting = dict(
+            session.execute(
+                sa.select(Job.tenant_id, sa.func.count()).where(Job.state == "queued").group_by(Job.tenant_id)
+            ).all()
+        )
+        mine = waiting.get(tenant_id, 0)
+        if mine >= limits.queued_per_tenant:
+            raise JobQueueFullError(
+                f"you already have {mine} training jobs waiting, the limit per tenant "
+                f"(at most {limits.running_per_tenant} of yours run at once); wait for one to finish, "
+                "or cancel one with DELETE /v1/jobs/{id}; the operator can raise "
+                "RESONANCE_MAX_QUEUED_JOBS_PER_TENANT"
+            )
+        if sum(waiting.values()) >= limits.queued:
+            raise JobQueueFullError(
+                f"the server's training queue is full ({sum(waiting.values())} jobs waiting); try again "
+                "in a few minutes; the operator can raise RESONANCE_MAX_QUEUED_JOBS or RESONANCE_MAX_RUNNING_JOBS"
+            )
         job = Job(tenant_id=tenant_id, kind=kind, trainer=trainer, state="queued", params=params, metrics={})
         session.add(job)
         session.flush()
         return job
 
 
-def launch(db_url: str, job_id: str) -> subprocess.Popen:
+def admit(db: Database, limits: JobLimits) -> list[str]:
+    """Mark queued jobs ``starting`` in submission order while the limits allow; return their ids (the
+    caller launches a worker for each)."""
+    with db.write() as session:
+        _lock_jobs(session)
+        active = dict(
+            session.execute(
+                sa.select(Job.tenant_id, sa.func.count())
+                .where(Job.state.in_(ACTIVE_STATES))
+                .group_by(Job.tenant_id)
+            ).all()
+        )
+        free = limits.running - sum(active.values())
+        if free <= 0:
+            return []
+        queued = session.execute(
+            sa.select(Job.id, Job.tenant_id).where(Job.state == "queued").order_by(Job.created_at, Job.id)
+        ).all()
+        chosen = []
+        for job_id, tenant_id in queued:
+            if len(chosen) == free:
+                break
+            if active.get(tenant_id, 0) < limits.running_per_tenant:
+                active[tenant_id] = active.get(tenant_id, 0) + 1
+                chosen.append(job_id)
+        if chosen:
+            session.execute(
+                sa.update(Job)
+                .where(Job.id.in_(chosen))
+                .values(state="starting", pid=None, host=socket.gethostname(), heartbeat_at=utcnow())
+            )
+        return chosen
+
+
+def launch(db_url: str, job_id: str, checkpoint_every: int = 1) -> subprocess.Popen:
     """Start a worker process for ``job_id``; its output goes to ``<RESONANCE_HOME>/jobs/<id>.log``."""
     log_dir = resonance_home() / "jobs"
     log_dir.mkdir(parents=True, exist_ok=True)
+    env = {
+        **os.environ,
+        "RESONANCE_DB": db_url,
+        "RESONANCE_CHECKPOINT_EVERY": str(checkpoint_every),
+        "OMP_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
     with open(log_dir / f"{job_id}.log", "ab") as out:
-        process = subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "resonance_os.api.job_worker", job_id],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env={**os.environ, "RESONANCE_DB": db_url, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            env=env,
             cwd=os.getcwd(),
         )
-    with _children_lock:
-        _children.append(process)
-        _children[:] = [p for p in _children if p.poll() is None]  # reap finished workers
-    return process
 
 
 def get(db: Database, tenant_id: int, job_id: str) -> Job:
-    """The tenant's job ``job_id`` (after :func:`refresh`); another tenant's job is not found."""
+    """The tenant's job ``job_id`` (after :func:`recover_lost`); another tenant's job is not found."""
     with db.read() as session:
         job = session.scalar(sa.select(Job).where(Job.id == job_id, Job.tenant_id == tenant_id))
     if job is None:
         raise NotFoundError(f"no job {job_id!r} for this tenant")
-    if job.state == "running" and _worker_gone(job):
-        refresh(db, job.id)
+    if job.state in ACTIVE_STATES and _worker_gone(job):
+        recover_lost(db, job.id)
         return get(db, tenant_id, job_id)
+    return job
+
+
+def cancel(db: Database, tenant_id: int, job_id: str) -> Job:
+    """Cancel the tenant's job: a queued one never starts, a running one's worker gets SIGTERM.
+
+    Cancelling a cancelled job again is a no-op; one that succeeded or failed raises ``JobFinishedError``.
+    """
+    with db.write() as session:
+        job = session.scalar(sa.select(Job).where(Job.id == job_id, Job.tenant_id == tenant_id))
+        if job is None:
+            raise NotFoundError(f"no job {job_id!r} for this tenant")
+        if job.state in ("succeeded", "failed"):
+            raise JobFinishedError(
+                f"job {job_id} already {job.state}; only a queued or running job can be cancelled"
+            )
+        worker = (job.pid, job.host) if job.state in ACTIVE_STATES else None
+        if job.state != "cancelled":
+            job.state, job.finished_at, job.error = "cancelled", utcnow(), "cancelled by the tenant"
+    if worker is not None and worker[0] is not None and worker[1] == socket.gethostname():
+        try:  # a worker on another host sees the state at its next heartbeat and stops
+            os.kill(worker[0], signal.SIGTERM)
+        except ProcessLookupError:
+            pass
     return job
 
 
@@ -104,35 +235,128 @@ def _worker_gone(job: Job) -> bool:
     return job.host == socket.gethostname() and job.pid is not None and not _pid_alive(job.pid)
 
 
-def refresh(db: Database, job_id: str) -> None:
-    """Mark ``job_id`` failed if it is running but its worker is gone."""
+def release(db: Database, job_id: str, reason: str) -> str | None:
+    """The worker of active job ``job_id`` stopped (``reason``): queue the job again so the next worker
+    resumes from its checkpoint, or mark it failed after ``MAX_ATTEMPTS`` workers. Returns the new state
+    (``None`` if the job was no longer active: it ended or another process released it first)."""
     with db.write() as session:
         job = session.get(Job, job_id)
-        if job is not None and job.state == "running" and _worker_gone(job):
-            job.state = "failed"
-            job.error = (
-                f"the worker process (pid {job.pid} on {job.host}) stopped before the job finished "
-                "(server or machine restarted, or the process was killed); submit the job again"
-            )
-            job.finished_at = utcnow()
-            log.warning("job %s marked failed: worker gone", job_id)
+        if job is None or job.state not in ACTIVE_STATES:
+            return None
+        if job.attempts < MAX_ATTEMPTS:
+            job.state, job.pid, job.heartbeat_at = "queued", None, None
+            log.warning("job %s: %s; queued again to resume from its checkpoint", job_id, reason)
+        else:
+            job.state, job.finished_at = "failed", utcnow()
+            job.error = f"{reason} on each of {job.attempts} attempts; submit the job again"
+            log.warning("job %s marked failed: %s (attempt %d)", job_id, reason, job.attempts)
+        return job.state
 
 
-def recover(db: Database, db_url: str, *, launch_queued: bool = True) -> dict[str, list[str]]:
-    """At server start: fail running jobs whose worker is gone, relaunch stale queued jobs."""
+def recover_lost(db: Database, job_id: str) -> str | None:
+    """Release ``job_id`` if it is active but its worker is gone."""
     with db.read() as session:
-        running = session.scalars(sa.select(Job.id).where(Job.state == "running")).all()
-        cutoff = utcnow() - timedelta(seconds=QUEUED_GRACE_S)
-        queued = session.scalars(
-            sa.select(Job.id).where(Job.state == "queued", Job.created_at < cutoff)
+        job = session.get(Job, job_id)
+    if job is None or job.state not in ACTIVE_STATES or not _worker_gone(job):
+        return None
+    return release(
+        db,
+        job_id,
+        f"the worker process (pid {job.pid} on {job.host}) stopped before the job finished "
+        "(server or machine restarted, or the process was killed)",
+    )
+
+
+def recover(db: Database) -> dict[str, list[str]]:
+    """Release every active job whose worker is gone; the ids queued again and failed."""
+    with db.read() as session:
+        active = session.scalars(sa.select(Job.id).where(Job.state.in_(ACTIVE_STATES))).all()
+    outcome: dict[str, list[str]] = {"queued": [], "failed": []}
+    for job_id in active:
+        state = recover_lost(db, job_id)
+        if state is not None:
+            outcome[state].append(job_id)
+    return outcome
+
+
+def remove_ended_work_dirs(db: Database) -> list[str]:
+    """Delete the work folders of this database's jobs that ended (a killed or cancelled worker leaves
+    its folder behind); folders of unknown ids are left alone. Returns the ids removed."""
+    root = resonance_home() / "jobs"
+    folders = {p.name: p for p in root.iterdir() if p.is_dir()} if root.is_dir() else {}
+    if not folders:
+        return []
+    with db.read() as session:
+        ended = session.scalars(
+            sa.select(Job.id).where(Job.id.in_(list(folders)), Job.state.in_(FINAL_STATES))
         ).all()
-    failed = []
-    for job_id in running:
-        refresh(db, job_id)
-        with db.read() as session:
-            if session.get(Job, job_id).state == "failed":
-                failed.append(job_id)
-    if launch_queued:
-        for job_id in queued:
-            launch(db_url, job_id)
-    return {"failed": failed, "relaunched": list(queued) if launch_queued else []}
+    for job_id in ended:
+        shutil.rmtree(folders[job_id], ignore_errors=True)
+    return list(ended)
+
+
+class JobRunner:
+    """A server process's background thread: every ``TICK_S`` (or when woken) it reaps finished workers,
+    recovers jobs whose worker is gone, removes ended jobs' work folders and launches admitted jobs."""
+
+    def __init__(self, db: Database, limits: JobLimits, checkpoint_every: int = 1) -> None:
+        self.db, self.limits, self.checkpoint_every = db, limits, checkpoint_every
+        self.children: list[subprocess.Popen] = []
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> JobRunner:
+        self._thread = threading.Thread(target=self._loop, name="resonance-job-runner", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop the thread (workers keep running; the next server picks their jobs up)."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception:  # a busy or briefly unreachable database must not stop the runner
+                log.exception("job runner tick failed; retrying")
+            self._wake.wait(TICK_S)
+            self._wake.clear()
+
+    def tick(self) -> list[str]:
+        """One round; returns the ids of the jobs launched."""
+        with self._lock:
+            self.children = [p for p in self.children if p.poll() is None]  # poll() reaps
+            recover(self.db)
+            remove_ended_work_dirs(self.db)
+            launched = admit(self.db, self.limits)
+            for job_id in launched:
+                self._launch(job_id)
+            return launched
+
+    def _launch(self, job_id: str) -> None:
+        try:
+            process = launch(self.db.url, job_id, self.checkpoint_every)
+        except OSError as exc:
+            with self.db.write() as session:
+                session.execute(
+                    sa.update(Job)
+                    .where(Job.id == job_id, Job.state == "starting")
+                    .values(state="failed", finished_at=utcnow(), error=f"cannot start a worker: {exc}")
+                )
+            return
+        self.children.append(process)
+        with self.db.write() as session:  # the worker writes the same pid when it claims the job
+            session.execute(
+                sa.update(Job)
+                .where(Job.id == job_id, Job.state == "starting", Job.pid.is_(None))
+                .values(pid=process.pid)
+            )

@@ -20,6 +20,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 
 from resonance_os.api.db import Database, Job
+from resonance_os.api.jobs import JOB_STATES
 
 REQUESTS = Counter("resonance_http_requests_total", "HTTP requests handled", ["method", "route", "status"])
 REQUEST_LATENCY = Histogram(
@@ -29,8 +30,6 @@ REQUEST_LATENCY = Histogram(
     buckets=(0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
 )
 JOBS_SUBMITTED = Counter("resonance_jobs_submitted_total", "Training jobs submitted", ["kind"])
-
-JOB_STATES = ("queued", "running", "succeeded", "failed")
 
 
 class JobStateCollector:

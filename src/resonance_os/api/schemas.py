@@ -86,16 +86,20 @@ class ScoreResponse(WritingTerms):
 
 
 class HrGenerateRequest(Body):
-    """ResonanceOS's documented body."""
+    """The original ResonanceOS's documented body; ``tenant`` defaults to the API key's own tenant,
+    ``profile_name`` to the default profile."""
 
     prompt: Prompt
-    tenant: Name
-    profile_name: Name
+    tenant: Name | None = None
+    profile_name: Name | None = None
 
 
 class HrGenerateResponse(BaseModel):
     article: str
-    hrv_feedback: dict[str, float] = Field(description="The article's measured HRV.")
+    hrv_feedback: list[float] = Field(
+        description="The article's measured HRV: 8 floats in HRV_DIMENSIONS order, as the original returned it."
+    )
+    hrv: dict[str, float] = Field(description="The same HRV by dimension name.")
     reward: WritingTerms = Field(description="The article's writing reward and its terms.")
 
 
@@ -241,11 +245,16 @@ class TrainRequest(Body):
 class JobOut(BaseModel):
     id: str
     kind: str
-    state: Literal["queued", "running", "succeeded", "failed"]
+    state: Literal["queued", "starting", "running", "succeeded", "failed", "cancelled"]
     progress: float
     metrics: dict[str, Any]
     error: str | None = None
     params: dict[str, Any]
+    attempts: int = Field(0, description="Worker processes that have run it (a killed one is replaced).")
+    checkpoint_timesteps: int | None = Field(None, description="Timesteps in its newest checkpoint.")
+    resumed_from: int | None = Field(
+        None, description="Timesteps of the checkpoint this attempt resumed from."
+    )
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None

@@ -14,6 +14,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Item, Job
+from resonance_os.api.jobs import JobLimits
 from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
@@ -239,10 +240,10 @@ class ResonanceService:
         timesteps: int,
         seed: int,
         use_reward_model: bool,
-        launch: bool = True,
+        limits: JobLimits | None = None,
     ) -> Job:
-        """Queue a PPO job toward the target (with the tenant's newest reward model unless told not to)
-        and start its worker process."""
+        """Queue a PPO job toward the target (with the tenant's newest reward model unless told not to);
+        ``JobQueueFullError`` (429) past ``limits``. A :class:`~resonance_os.api.jobs.JobRunner` starts it."""
         from resonance_os.api import feedback, jobs, training
 
         target, profile_name = self.resolve_target(ctx, profile, target_hrv)
@@ -256,10 +257,7 @@ class ResonanceService:
             "seed": seed,
             "reward_model_version": None if reward is None else reward.version,
         }
-        job = jobs.submit(self.db, ctx.tenant_id, "ppo", trainer, params)
-        if launch:
-            jobs.launch(self.db.url, job.id)
-        return job
+        return jobs.submit(self.db, ctx.tenant_id, "ppo", trainer, params, limits)
 
     # -- profiles ----------------------------------------------------------------------------------
 

@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import importlib
 import json
-import tempfile
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from resonance_os.api import feedback, policies
 from resonance_os.api.job_worker import JobReport, TrainingResult
 from resonance_os.core.errors import ResonanceError
 
 if TYPE_CHECKING:
+    import gymnasium as gym
+
     from resonance_os.generation.human_resonant_writer import Article
+    from resonance_os.rl.algorithms.ppo import PPO
 
 TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
 POLICY_MODULE = "resonance_os.evolution.hr_policy"
@@ -54,32 +56,62 @@ def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
     """Train PPO on ``HRWritingEnv`` toward ``params["target_hrv"]`` (runs in a job worker).
 
     params: ``target_hrv`` (8 floats), ``timesteps``, ``seed``, ``reward_model_version`` (the tenant's
-    reward model blended into the env's reward, or ``None``). Progress comes from the run's metrics
-    log; the result carries the final metrics and the run folder (``hr_policy.save_run``: model and env
-    settings) as a zip.
+    reward model blended into the env's reward, or ``None``). Checkpoints and resumes through
+    :func:`learn_resumable`; progress comes from the run's metrics log; the result carries the final
+    metrics and the run folder (``hr_policy.save_run``: model and env settings) as a zip.
     """
     hr = _import(TRAINING_MODULE)
     reward_model = None
     if params.get("reward_model_version") is not None:
         reward_model = feedback.load_version(report.db, report.tenant_id, params["reward_model_version"])
     env = hr.HRWritingEnv(target_hrv=params["target_hrv"], reward_model=reward_model, seed=params["seed"])
-    total = int(params["timesteps"])
-    with tempfile.TemporaryDirectory(prefix="resonance-job-") as tmp:
-        log_dir = Path(tmp) / "logs"
-        stop = threading.Event()
-        follower = threading.Thread(target=_follow_metrics, args=(log_dir, total, report, stop), daemon=True)
-        follower.start()
-        try:
-            model = hr.train_hr_ppo(
-                env, timesteps=total, seed=params["seed"], log_dir=str(log_dir), progress_bar=False
+    model = learn_resumable(env, hr.hr_ppo_config(None, params["seed"]), int(params["timesteps"]), report)
+    run_dir = _import(POLICY_MODULE).save_run(model, env, report.work_dir / "run")
+    rows = _metrics_rows(report.work_dir / "logs")
+    final = rows[-1] if rows else {}
+    return TrainingResult(metrics=final, artifact=policies.pack(run_dir))
+
+
+def learn_resumable(env: gym.Env, config: dict[str, Any], total: int, report: JobReport) -> PPO:
+    """PPO trained on ``env`` until ``total`` timesteps, surviving a killed worker.
+
+    Starts from the checkpoint in ``report.work_dir/checkpoint`` when an earlier attempt left one
+    (``report.resumed``), else from a new ``PPO("MlpPolicy", env, **config)``; saves the checkpoint
+    (an atomic folder, ``PPO.save``) every ``report.checkpoint_every`` updates (``report.checkpointed``).
+    Metrics go to ``report.work_dir/logs`` and become the job's progress.
+    """
+    from resonance_os.rl.algorithms.ppo import PPO
+
+    checkpoint, log_dir = report.work_dir / "checkpoint", report.work_dir / "logs"
+    if checkpoint.is_dir():
+        model = PPO.load(checkpoint, env=env, log_dir=log_dir)
+        report.resumed(model.num_timesteps)
+    else:
+        model = PPO("MlpPolicy", env, log_dir=log_dir, **config)
+    updates = 0
+
+    def save_every_n(model: PPO, _metrics: dict) -> None:
+        nonlocal updates
+        updates += 1
+        if updates % report.checkpoint_every == 0 and model.num_timesteps < total:
+            model.save(checkpoint)
+            report.checkpointed(model.num_timesteps)
+
+    stop = threading.Event()
+    follower = threading.Thread(target=_follow_metrics, args=(log_dir, total, report, stop), daemon=True)
+    follower.start()
+    try:
+        if model.num_timesteps < total:
+            model.learn(
+                total - model.num_timesteps,
+                callback=save_every_n,
+                progress_bar=False,
+                reset_num_timesteps=False,
             )
-        finally:
-            stop.set()
-            follower.join()
-        run_dir = _import(POLICY_MODULE).save_run(model, env, Path(tmp) / "run")
-        rows = _metrics_rows(log_dir)
-        final = rows[-1] if rows else {}
-        return TrainingResult(metrics=final, artifact=policies.pack(run_dir))
+    finally:
+        stop.set()
+        follower.join()
+    return model
 
 
 train_profile_policy.requires = (TRAINING_MODULE, POLICY_MODULE)

@@ -1,4 +1,5 @@
-"""Training jobs: POST /v1/train starts one in a worker process, GET /v1/jobs/{job_id} follows it."""
+"""Training jobs: POST /v1/train queues one for a worker process, GET /v1/jobs/{job_id} follows it,
+DELETE /v1/jobs/{job_id} (or POST /v1/jobs/{job_id}/cancel) cancels it."""
 
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ def job_out(job: Job) -> dict:
         "metrics": job.metrics or {},
         "error": job.error,
         "params": job.params,
+        "attempts": job.attempts,
+        "checkpoint_timesteps": job.checkpoint_timesteps,
+        "resumed_from": job.resumed_from,
         "created_at": job.created_at,
         "started_at": job.started_at,
         "finished_at": job.finished_at,
@@ -38,7 +42,10 @@ def train(
     ctx: TenantContext = Depends(tenant),
     svc: ResonanceService = Depends(service),
 ) -> dict:
-    """Queue a PPO training job toward a profile or target; poll GET /v1/jobs/{id}."""
+    """Queue a PPO training job toward a profile or target; poll GET /v1/jobs/{id}.
+
+    429 when you already have the most jobs waiting that one tenant may (or the server's queue is full).
+    """
     settings = request.app.state.settings
     trainer = settings.trainers.get("ppo")
     if trainer is None:
@@ -51,10 +58,13 @@ def train(
         timesteps=body.timesteps,
         seed=body.seed,
         use_reward_model=body.use_reward_model,
-        launch=settings.launch_workers,
+        limits=request.app.state.job_limits,
     )
     JOBS_SUBMITTED.labels("ppo").inc()
-    return job_out(job)
+    runner = request.app.state.job_runner
+    if runner is not None:  # admit it now if a slot is free (the runner's own tick would, within a second)
+        runner.tick()
+    return job_out(jobs.get(svc.db, ctx.tenant_id, job.id))
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
@@ -62,3 +72,19 @@ def get_job(
     job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
     return job_out(jobs.get(svc.db, ctx.tenant_id, job_id))
+
+
+@router.delete("/jobs/{job_id}", response_model=JobOut)
+def delete_job(
+    job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+) -> dict:
+    """Cancel your job (same as POST /v1/jobs/{id}/cancel); the job stays listed as ``cancelled``."""
+    return job_out(jobs.cancel(svc.db, ctx.tenant_id, job_id))
+
+
+@router.post("/jobs/{job_id}/cancel", response_model=JobOut)
+def cancel_job(
+    job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+) -> dict:
+    """Cancel your queued or running job: it never starts, or its worker is stopped. 409 if it ended."""
+    return job_out(jobs.cancel(svc.db, ctx.tenant_id, job_id))
