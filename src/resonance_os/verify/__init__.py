@@ -1,0 +1,46 @@
+"""Verifiable rewards: run untrusted Python against test cases in a sandbox and score it.
+
+``Sandbox`` (isolated, unprivileged, limited execution), ``Problem`` with stdin/stdout or assert
+tests (``load_problems`` for TACO/LiveCodeBench-like JSONL, ``load_humaneval`` for HumanEval),
+``verify_rollout`` (hardest tests first, stop at the first failure, reward +1/-1) and
+``VerifierPool`` (many rollouts at once). Imports ``core`` only; see docs/verify.md.
+"""
+
+from __future__ import annotations
+
+from resonance_os.verify.errors import ProblemFormatError, SandboxUnavailableError, VerifyError
+from resonance_os.verify.humaneval import load_completions, load_humaneval
+from resonance_os.verify.outcomes import Outcome
+from resonance_os.verify.pool import VerifierPool
+from resonance_os.verify.problems import (
+    AssertTest,
+    Problem,
+    StdioTest,
+    builtin_problems,
+    load_problems,
+    problem_from_test_file,
+)
+from resonance_os.verify.rollout import TestDifficulty, Verdict, verify_rollout
+from resonance_os.verify.sandbox import Execution, Sandbox, SandboxLimits
+
+__all__ = [
+    "AssertTest",
+    "Execution",
+    "Outcome",
+    "Problem",
+    "ProblemFormatError",
+    "Sandbox",
+    "SandboxLimits",
+    "SandboxUnavailableError",
+    "StdioTest",
+    "TestDifficulty",
+    "Verdict",
+    "VerifierPool",
+    "VerifyError",
+    "builtin_problems",
+    "load_completions",
+    "load_humaneval",
+    "load_problems",
+    "problem_from_test_file",
+    "verify_rollout",
+]

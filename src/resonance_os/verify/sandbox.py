@@ -1,0 +1,351 @@
+"""Run untrusted Python in a separate, isolated, unprivileged process with hard limits.
+
+``Sandbox.run(program, stdin)`` starts ``launcher.py`` as root in a new session; the launcher puts
+the program in new mount, network and PID namespaces (or says it could not), makes every mount
+read-only except a fresh work directory, drops to a uid of its own (one per concurrent run, so
+``RLIMIT_NPROC`` counts only that run and runs cannot read each other's files), applies the limits
+and execs the interpreter. This side feeds stdin from a file, reads stdout and stderr while
+counting bytes, enforces the wall-clock limit, and when the run ends kills the process group, then
+every process left under the run's uid, and deletes the work directory.
+
+The program runs under the base interpreter (``sys.base_prefix``: the standard library, not this
+project's virtual environment) as ``python -I -B -c RUNNER main.py``. The runner turns
+``MemoryError`` into a dedicated exit code and, when namespaces were refused, replaces the
+``socket`` module's constructors with a refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from resonance_os.verify.errors import SandboxUnavailableError
+from resonance_os.verify.outcomes import MEMORY_EXIT_CODE, SETUP_FAILED_EXIT_CODE, Outcome, classify_exit
+
+LAUNCHER = Path(__file__).with_name("launcher.py")
+
+RUNNER = f"""
+import sys
+mode, path = sys.argv[1], sys.argv[2]
+sys.argv = [path]
+if mode == "block-sockets":
+    import socket, _socket
+    def _refuse(*args, **kwargs):
+        raise PermissionError("network access is disabled in this sandbox")
+    socket.socket = socket.create_connection = socket.socketpair = socket.fromfd = _refuse
+    _socket.socket = _socket.socketpair = _refuse
+del mode
+import runpy
+try:
+    runpy.run_path(path, run_name="__main__")
+except MemoryError:
+    import os
+    os.write(2, b"MemoryError\\n")
+    os._exit({MEMORY_EXIT_CODE})
+"""
+"""Run by the sandboxed interpreter: argv is ``[mode, program path]``, mode ``net-namespace`` or
+``block-sockets`` (the launcher switches to the latter when namespaces are refused)."""
+
+STDERR_KEEP_BYTES = 16_384
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Hard limits of one execution (defaults: NousCoder's 15 s and 4 GB).
+
+    ``cpu_seconds`` defaults to the wall limit; ``output_bytes`` caps stdout and stderr each;
+    ``file_bytes`` caps any file the program writes (``RLIMIT_FSIZE``).
+    """
+
+    wall_seconds: float = 15.0
+    cpu_seconds: int | None = None
+    memory_bytes: int = 4 * 1024**3
+    processes: int = 64
+    open_files: int = 64
+    output_bytes: int = 16 * 1024**2
+    file_bytes: int = 16 * 1024**2
+
+    def __post_init__(self) -> None:
+        for name in ("wall_seconds", "memory_bytes", "processes", "open_files", "output_bytes", "file_bytes"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)!r}")
+
+    @property
+    def effective_cpu_seconds(self) -> int:
+        return self.cpu_seconds if self.cpu_seconds is not None else max(1, int(self.wall_seconds + 0.999))
+
+
+@dataclass
+class Execution:
+    """What one sandboxed run did. ``outcome`` is None when the program exited cleanly (the test
+    decides between passed and wrong answer); ``network`` is ``"namespace"`` or ``"socket_blocked"``."""
+
+    outcome: Outcome | None
+    exit_code: int | None
+    signal: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    cpu_seconds: float = 0.0
+    max_rss_kb: int = 0
+    network: str = "namespace"
+    detail: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+class _UidPool:
+    """Distinct unprivileged uids, one per concurrent run (processes and files are per uid)."""
+
+    def __init__(self, first: int, size: int) -> None:
+        self._free = list(range(first + size - 1, first - 1, -1))
+        self._lock = threading.Lock()
+        self._available = threading.Semaphore(size)
+
+    def acquire(self) -> int:
+        self._available.acquire()
+        with self._lock:
+            return self._free.pop()
+
+    def release(self, uid: int) -> None:
+        with self._lock:
+            self._free.append(uid)
+        self._available.release()
+
+
+def processes_of(uid: int) -> list[int]:
+    """PIDs of live processes whose real uid is ``uid`` (read from /proc)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as status:
+                for line in status:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) == uid:
+                            pids.append(int(entry))
+                        break
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+    return pids
+
+
+def kill_processes_of(uid: int, attempts: int = 50) -> None:
+    """SIGKILL every process of ``uid`` until none is left (a fork bomb may still be forking)."""
+    for _ in range(attempts):
+        pids = processes_of(uid)
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.01)
+
+
+class Sandbox:
+    """Runs untrusted Python programs; thread-safe, up to ``max_concurrency`` runs at once.
+
+    Args:
+        limits: default limits of each run (a run may pass its own).
+        max_concurrency: runs allowed at the same time (each holds one uid of the pool).
+        first_uid: first uid of the pool ``[first_uid, first_uid + max_concurrency)``; pick a range
+            no real account uses.
+        python: interpreter for the programs (default: the base interpreter of this Python).
+        work_root: folder for the per-run work directories (default: a new temporary folder).
+    """
+
+    def __init__(
+        self,
+        limits: SandboxLimits | None = None,
+        *,
+        max_concurrency: int = 32,
+        first_uid: int = 61_000,
+        python: str | None = None,
+        work_root: str | Path | None = None,
+    ) -> None:
+        if os.geteuid() != 0:
+            raise SandboxUnavailableError(
+                "the sandbox must start as root to drop each run to its own unprivileged uid and "
+                "to create namespaces; run as root (for example inside a container)"
+            )
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.limits = limits or SandboxLimits()
+        self.python = python or os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
+        self._prefix = sys.base_prefix if python is None else str(Path(self.python).resolve().parent.parent)
+        self._uids = _UidPool(first_uid, max_concurrency)
+        root = (
+            Path(work_root) if work_root is not None else Path(tempfile.mkdtemp(prefix="resonance-verify-"))
+        )
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o711)  # others may enter their own folder but not list the others
+        self.work_root = root
+
+    def close(self) -> None:
+        """Delete the work root (runs delete their own folders as they end)."""
+        shutil.rmtree(self.work_root, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def run(self, program: str, stdin: str = "", limits: SandboxLimits | None = None) -> Execution:
+        """Run ``program`` (Python source) with ``stdin``; never raises for anything the program does."""
+        limits = limits or self.limits
+        uid = self._uids.acquire()
+        workdir = Path(tempfile.mkdtemp(prefix="run-", dir=self.work_root))
+        try:
+            kill_processes_of(uid)  # a previous holder of this uid left nothing behind, make sure
+            return self._run_in(workdir, uid, program, stdin, limits)
+        finally:
+            kill_processes_of(uid)
+            shutil.rmtree(workdir, ignore_errors=True)
+            self._uids.release(uid)
+
+    def _run_in(self, workdir: Path, uid: int, program: str, stdin: str, limits: SandboxLimits) -> Execution:
+        main = workdir / "main.py"
+        main.write_text(program, encoding="utf-8")
+        os.chown(main, uid, uid)
+        os.chmod(main, 0o600)
+        os.chown(workdir, uid, uid)
+        os.chmod(workdir, 0o700)
+        stdin_file = tempfile.TemporaryFile(dir=self.work_root)
+        stdin_file.write(stdin.encode("utf-8"))
+        stdin_file.seek(0)
+        status_read, status_write = os.pipe()
+        argv = [self.python, "-I", "-B", "-c", RUNNER, "net-namespace", "main.py"]
+        config = {
+            "status_fd": status_write,
+            "workdir": str(workdir),
+            "expose": [self._prefix],
+            "uid": uid,
+            "gid": uid,
+            "python": self.python,
+            "argv": argv,
+            "network_flag_index": 5,
+            "env": {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8"},
+            "limits": {
+                "memory_bytes": limits.memory_bytes,
+                "cpu_seconds": limits.effective_cpu_seconds,
+                "processes": limits.processes,
+                "open_files": limits.open_files,
+                "file_bytes": limits.file_bytes,
+            },
+            "setup_failed_exit": SETUP_FAILED_EXIT_CODE,
+        }
+        start = time.perf_counter()
+        try:
+            process = subprocess.Popen(
+                [self.python, "-I", "-S", "-B", str(LAUNCHER), json.dumps(config)],
+                stdin=stdin_file,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=(status_write,),
+                start_new_session=True,
+                env={},
+                cwd="/",
+            )
+        finally:
+            os.close(status_write)
+            stdin_file.close()
+        with os.fdopen(status_read, "rb") as status:
+            stdout, stderr, killed_for = self._collect(process, status, limits, start)
+            reports = [json.loads(line) for line in status.read().splitlines() if line.strip()]
+        seconds = time.perf_counter() - start
+        return self._execution(reports, stdout, stderr, killed_for, seconds)
+
+    def _collect(
+        self, process: subprocess.Popen, status, limits: SandboxLimits, start: float
+    ) -> tuple[bytes, bytes, Outcome | None]:
+        """Read stdout/stderr until the run ends; kill it at the wall limit or the output cap."""
+        selector = selectors.DefaultSelector()
+        out = bytearray()
+        err = bytearray()
+        err_total = 0
+        selector.register(process.stdout, selectors.EVENT_READ, out)
+        selector.register(process.stderr, selectors.EVENT_READ, err)
+        killed_for: Outcome | None = None
+        deadline = start + limits.wall_seconds
+        try:
+            while selector.get_map():
+                remaining = deadline - time.perf_counter()
+                if remaining <= 0:
+                    killed_for = Outcome.TIMEOUT
+                    break
+                for key, _ in selector.select(timeout=min(remaining, 0.5)):
+                    chunk = os.read(key.fd, 65_536)
+                    if not chunk:
+                        selector.unregister(key.fileobj)
+                        continue
+                    if key.data is out:
+                        out += chunk
+                        if len(out) > limits.output_bytes:
+                            killed_for = Outcome.OUTPUT_LIMIT
+                    else:
+                        err_total += len(chunk)
+                        err += chunk
+                        del err[:-STDERR_KEEP_BYTES]
+                        if err_total > limits.output_bytes:
+                            killed_for = Outcome.OUTPUT_LIMIT
+                if killed_for is not None:
+                    break
+        finally:
+            selector.close()
+            if killed_for is not None:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            process.wait()
+            process.stdout.close()
+            process.stderr.close()
+        return bytes(out[: limits.output_bytes]), bytes(err), killed_for
+
+    @staticmethod
+    def _execution(
+        reports: list[dict], stdout: bytes, stderr: bytes, killed_for: Outcome | None, seconds: float
+    ) -> Execution:
+        by_kind = {report["kind"]: report for report in reports}
+        isolation = by_kind.get("isolation", {})
+        network = "namespace" if isolation.get("namespaces") else "socket_blocked"
+        exit_report = by_kind.get("exit", {})
+        text_out = stdout.decode("utf-8", errors="replace")
+        text_err = stderr.decode("utf-8", errors="replace")
+        common = {
+            "exit_code": exit_report.get("exit_code"),
+            "signal": exit_report.get("signal"),
+            "stdout": text_out,
+            "stderr": text_err,
+            "seconds": seconds,
+            "cpu_seconds": exit_report.get("cpu_seconds", 0.0),
+            "max_rss_kb": exit_report.get("max_rss_kb", 0),
+            "network": network,
+        }
+        if killed_for is not None:
+            limit = "wall-clock limit" if killed_for is Outcome.TIMEOUT else "output limit"
+            return Execution(outcome=killed_for, detail=f"killed at the {limit}", **common)
+        if "setup_failed" in by_kind:
+            return Execution(Outcome.SANDBOX_ERROR, detail=by_kind["setup_failed"]["reason"], **common)
+        if not exit_report:
+            return Execution(Outcome.SANDBOX_ERROR, detail="the launcher reported no exit status", **common)
+        outcome = classify_exit(exit_report["exit_code"], exit_report["signal"])
+        detail = text_err.strip().splitlines()[-1] if outcome is not None and text_err.strip() else ""
+        if exit_report["signal"] is not None:
+            detail = f"killed by {signal.Signals(exit_report['signal']).name}" + (
+                f": {detail}" if detail else ""
+            )
+        return Execution(outcome=outcome, detail=detail, **common)
