@@ -93,7 +93,8 @@ def test_hr_generate_keeps_resonance_os_documented_shape(client, make_tenant, ap
         == app.state.service.reward.score(data["article"], HRV, prompt=body["prompt"]).reward
     )
     assert "remote work" in data["article"].lower()
-    assert list(data["hrv_feedback"]) == HRV_DIMENSIONS
+    assert list(data["hrv"]) == HRV_DIMENSIONS
+    assert data["hrv_feedback"] == list(data["hrv"].values())
     unknown = client.post("/hr_generate", json={**body, "profile_name": "nope"}, headers=tenant.headers)
     assert unknown.status_code == 404
 

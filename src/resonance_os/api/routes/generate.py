@@ -1,4 +1,4 @@
-"""Writing: POST /hr_generate (ResonanceOS's documented call) and POST /v1/generate."""
+"""Writing: POST /hr_generate (the original ResonanceOS's documented call) and POST /v1/generate."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from resonance_os.api.schemas import GenerateRequest, GenerateResponse, HrGenera
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import ProfileNotFoundError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
 router = APIRouter(tags=["generation"])
 
@@ -34,11 +35,20 @@ async def hr_generate(
     ctx: TenantContext = Depends(tenant),
     svc: ResonanceService = Depends(service),
 ) -> HrGenerateResponse:
-    """Write toward ``tenant/profile_name``; ``tenant`` must be the key's own tenant (else 404)."""
-    if body.tenant != ctx.tenant:
-        raise ProfileNotFoundError(f"no profile {body.profile_name!r} for tenant {body.tenant!r}")
+    """Write toward ``tenant/profile_name``; ``tenant`` (default: the key's own) must be the key's own
+    tenant (else 404); without ``profile_name``, toward the default profile."""
+    if body.tenant is not None and body.tenant != ctx.tenant:
+        raise ProfileNotFoundError(
+            f"no profile {body.profile_name or 'default'!r} for tenant {body.tenant!r}: this API key "
+            f"belongs to tenant {ctx.tenant!r}; omit tenant to use it"
+        )
     result = await _generate_in_turn(request, svc, ctx, body.prompt, profile=body.profile_name)
-    return HrGenerateResponse(article=result["article"], hrv_feedback=result["hrv"], reward=result["reward"])
+    return HrGenerateResponse(
+        article=result["article"],
+        hrv_feedback=[result["hrv"][name] for name in HRV_DIMENSIONS],
+        hrv=result["hrv"],
+        reward=result["reward"],
+    )
 
 
 @router.post("/v1/generate", response_model=GenerateResponse)
