@@ -267,3 +267,19 @@ def test_the_fast_pair_loop_equals_the_feature_lists_it_was_trained_on():
     for text in paragraphs:
         units = text_units(text)
         assert model.order_gain(units) == pytest.approx(generic(units), abs=1e-9)
+
+
+def test_a_tacked_on_simile_that_repeats_a_word_is_not_cohesion() -> None:
+    """The env's edit policies found that appending a simile sharing a word with another sentence
+    ("the sound of trees ... like an alarm that sounds") raised coherence tenfold; a literal repeat
+    of the same word still links the sentences."""
+    model = coherence_model()
+    base = (
+        "A storm rolled over the harbour before dawn. "
+        "The sound of the bells carried across the water. "
+        "By noon the boats were back at their moorings."
+    )
+    simile = base[:-1] + ", like an alarm that sounds when something breaks."
+    literal = base[:-1] + ", and the sound of their engines filled the bay."
+    assert model.score(simile) == pytest.approx(model.score(base), abs=0.02)
+    assert model.score(literal) > model.score(base) + 0.05

@@ -49,6 +49,7 @@ from functools import cache, cached_property
 from importlib.resources import files
 from pathlib import Path
 
+from resonance_os.profiling.hrv_extractor import simile_vehicle_start
 from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality import damage, reference_lm
 from resonance_os.quality.text_units import is_content, stem
@@ -139,11 +140,17 @@ def unit(
     """A :class:`Unit` from a sentence's lower-cased ``words`` and what its punctuation and capitals
     say: a question, an exclamation, a line of dialogue (opens with a quotation mark), a fragment
     (its first word is not capitalised: "18) A friend ..."), an open end (no closing punctuation),
-    and ``names`` (lower-cased capitalised words after the first: proper names, mostly)."""
+    and ``names`` (lower-cased capitalised words after the first: proper names, mostly).
+
+    A simile's comparison ("like an alarm that sounds ...", to the end of the sentence) adds no content
+    stems: its words name a figure, not the things the paragraph talks about, so a tacked-on simile
+    that repeats a word ("the sound of trees ... like an alarm that sounds") is not cohesion."""
     stems, early, indefinite, definite = set(), set(), set(), set()
     markers, persons = [], set()
     mode: set[str] | None = None
-    for k, word in enumerate(words):
+    vehicle = simile_vehicle_start(list(words))
+    literal = words if vehicle is None else words[:vehicle]
+    for k, word in enumerate(literal):
         if word in _MARKERS:
             markers.append(word)
         if word in _PERSONS:
