@@ -2,7 +2,9 @@
 
 Run it with ``resonance serve`` (or this module); OpenAPI docs at ``/docs``. Configuration: arguments,
 then ``RESONANCE_*`` environment variables (see :class:`resonance_os.api.settings.Settings`), then the
-embedded defaults (SQLite under ``~/.resonance_os/``, 127.0.0.1:8000).
+embedded defaults (SQLite under ``~/.resonance_os/``, 127.0.0.1:8000); the original's ``API_HOST`` and
+``API_PORT`` are read when ``RESONANCE_HOST``/``RESONANCE_PORT`` are unset. The original's in-process
+call, ``hr_generate(SimpleRequest(prompt=...))``, is importable from here (:mod:`resonance_os.api.in_process`).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import asyncio
 import logging
 import os
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
@@ -26,6 +29,12 @@ from resonance_os.api.routes import feedback, generate, health, profiles, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.settings import Settings
+from resonance_os.core.env import getenv
+
+if TYPE_CHECKING:
+    from resonance_os.api.in_process import SimpleRequest, SimpleResponse, hr_generate
+
+__all__ = ["SimpleRequest", "SimpleResponse", "create_app", "hr_generate", "main", "serve"]
 
 log = logging.getLogger("resonance_os.api")
 
@@ -130,13 +139,27 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run the ResonanceOS REST service.")
-    parser.add_argument("--host", default=os.environ.get("RESONANCE_HOST", "127.0.0.1"))
-    parser.add_argument("--port", type=int, default=int(os.environ.get("RESONANCE_PORT", "8000")))
+    parser.add_argument(
+        "--host", default=getenv("RESONANCE_HOST", "127.0.0.1"), help="$RESONANCE_HOST or $API_HOST"
+    )
+    parser.add_argument(
+        "--port", type=int, default=getenv("RESONANCE_PORT", "8000"), help="$RESONANCE_PORT or $API_PORT"
+    )
     parser.add_argument("--db", default=None, help="database URL or SQLite path (default: $RESONANCE_DB)")
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
     serve(args.host, args.port, args.db, args.workers)
+
+
+def __getattr__(name: str) -> Any:
+    """The original's in-process names (``SimpleRequest``, ``SimpleResponse``, ``hr_generate``), loaded
+    on first use so that starting the server does not load the writer."""
+    if name in ("SimpleRequest", "SimpleResponse", "hr_generate"):
+        from resonance_os.api import in_process
+
+        return getattr(in_process, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.core.env import env_names
 
 DB_HELP = "Database URL (postgresql+psycopg://...) or SQLite file/folder; default $RESONANCE_DB or ~/.resonance_os/."
 
@@ -15,8 +16,8 @@ console = Console(highlight=False)
 
 
 def serve(
-    host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
-    port: int = typer.Option(8000, min=1, max=65535, help="TCP port."),
+    host: str = typer.Option("127.0.0.1", envvar=env_names("RESONANCE_HOST"), help="Interface to listen on."),
+    port: int = typer.Option(8000, min=1, max=65535, envvar=env_names("RESONANCE_PORT"), help="TCP port."),
     db: str = typer.Option(None, "--db", help=DB_HELP),
     workers: int = typer.Option(1, min=1, max=64, help="Server worker processes."),
 ) -> None:
