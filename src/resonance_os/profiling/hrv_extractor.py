@@ -270,6 +270,20 @@ def _is_simile(lowers: list[str], i: int) -> bool:
     )
 
 
+def simile_vehicle_start(lowers: list[str]) -> int | None:
+    """Index of the word that opens the first simile's comparison in a sentence's lower-cased words
+    ("like" in "moved like a river", the second "as" in "as cold as a stone"), or None without one."""
+    for i, word in enumerate(lowers):
+        if (word == "like" or (word == "as" and i + 2 < len(lowers))) and _is_simile(lowers, i):
+            return i if word == "like" else i + 2
+    return None
+
+
+def _may_open_simile(lowers: list[str], i: int) -> bool:
+    """ "like" at ``i`` is not the verb ("I like", "would like") nor "feel like", "things like"."""
+    return i == 0 or lowers[i - 1] not in _NOT_SIMILE_BEFORE
+
+
 def _unpunctuated_question(lowers: list[str], flags: list[int]) -> bool:
     """A sentence without end punctuation that opens like a question: "how do we", "can you"."""
     if not flags[0] & FLAG_WH:
