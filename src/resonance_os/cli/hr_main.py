@@ -6,6 +6,8 @@ assembles them and turns user errors into one red line with exit code 2.
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from resonance_os.cli import analyze as analyze_cli
@@ -13,6 +15,7 @@ from resonance_os.cli import classic as classic_cli
 from resonance_os.cli import control as control_cli
 from resonance_os.cli import generate as generate_cli
 from resonance_os.cli import llm as llm_cli
+from resonance_os.cli import original_flags
 from resonance_os.cli import plot as plot_cli
 from resonance_os.cli import profiles as profiles_cli
 from resonance_os.cli import refine as refine_cli
@@ -47,7 +50,13 @@ app.command("demo")(train_cli.demo)
 
 
 def main() -> None:
-    """Run the CLI; user errors print one red line and exit 2, our bugs keep their traceback."""
+    """Run the CLI; user errors print one red line and exit 2, our bugs keep their traceback.
+
+    Arguments that start with the original ResonanceOS's flags (``--prompt "..." [--tenant T]
+    [--profile P]``) run the original's command line (:mod:`resonance_os.cli.original_flags`).
+    """
+    if original_flags.is_original_form(sys.argv[1:]):
+        raise SystemExit(original_flags.main(sys.argv[1:]))
     try:
         app()
     except USER_ERRORS as exc:
