@@ -8,10 +8,10 @@ Definitions (``s_t`` is the similarity of measurement t to its target, ``w`` the
 - **drift** = baseline - recent (positive = the stream got worse). Drift is *detected* when
   ``drift >= drift_threshold``.
 - **drift rate**: least-squares slope of ``s`` over the last ``w`` measurements, per measurement.
-- **direction**: "degrading" / "improving" when the slope moves similarity by at least half the
+- **direction**: "declining" / "improving" when the slope moves similarity by at least half the
   threshold across the window (``|slope| * (w - 1) >= drift_threshold / 2``), else "stable".
-- **severity** from ``drift / drift_threshold``: none (< 1), low (< 2), medium (< 4), high (< 8),
-  critical (>= 8).
+- **severity** from ``drift / drift_threshold``: none (< 1), low (< 2), medium (< 4), high (>= 4); the
+  strings the original ResonanceOS guide compares against (``analysis.severity == "high"``).
 - **affected dimensions**: dimensions whose mean gap ``|current - target|`` over the recent window
   grew by at least ``drift_threshold`` over the same gap in the baseline window.
 """
@@ -41,8 +41,7 @@ SEVERITY_LEVELS: tuple[tuple[float, str], ...] = (
     (1.0, "none"),
     (2.0, "low"),
     (4.0, "medium"),
-    (8.0, "high"),
-    (math.inf, "critical"),
+    (math.inf, "high"),
 )
 """``(upper bound of drift / drift_threshold, severity)``, checked in order."""
 
@@ -70,6 +69,11 @@ class DriftAnalysis:
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
+
+    @property
+    def drift_direction(self) -> str:
+        """The original ResonanceOS's name for :attr:`direction`."""
+        return self.direction
 
 
 @dataclass(frozen=True)
@@ -127,6 +131,8 @@ class DriftDetector:
         self._min = math.inf
         self._max = -math.inf
         self._severity_counts = {name: 0 for _, name in SEVERITY_LEVELS}
+        self._abs_rate_sum = 0.0
+        self._last_target: np.ndarray | None = None
 
     # -- measurements ------------------------------------------------------------------------
 
@@ -145,8 +151,10 @@ class DriftDetector:
         self._m2 += delta * (similarity - self._mean)
         self._min = min(self._min, similarity)
         self._max = max(self._max, similarity)
+        self._last_target = t
         analysis = self._analyse(similarity)
         self._severity_counts[analysis.severity] += 1
+        self._abs_rate_sum += abs(analysis.drift_rate)
         self._history.append(analysis)
         return analysis
 
@@ -166,16 +174,21 @@ class DriftDetector:
         return [s for s, _ in self._recent]
 
     @staticmethod
-    def _slope(values: list[float]) -> float:
+    def _line(values: list[float]) -> tuple[float, float]:
+        """Least-squares ``(slope, intercept)`` of ``values`` against 0, 1, ...; flat for one value."""
         if len(values) < 2:
-            return 0.0
-        x = np.arange(len(values), dtype=np.float64)
-        return float(np.polyfit(x, np.asarray(values), 1)[0])
+            return 0.0, float(values[0]) if values else 0.0
+        slope, intercept = np.polyfit(np.arange(len(values), dtype=np.float64), np.asarray(values), 1)
+        return float(slope), float(intercept)
+
+    @classmethod
+    def _slope(cls, values: list[float]) -> float:
+        return cls._line(values)[0]
 
     def _direction(self, slope: float) -> str:
         change = slope * (self.window_size - 1)
         if change <= -self.drift_threshold / 2:
-            return "degrading"
+            return "declining"
         if change >= self.drift_threshold / 2:
             return "improving"
         return "stable"
@@ -238,9 +251,7 @@ class DriftDetector:
         baseline = self.baseline_similarity
         if not values or baseline is None:
             raise ValidationError("no measurements yet; call add_measurement() before predict()")
-        slope = self._slope(values)
-        x = np.arange(len(values), dtype=np.float64)
-        intercept = float(np.mean(values) - slope * x.mean())
+        slope, intercept = self._line(values)
         predicted = min(max(intercept + slope * (len(values) - 1 + steps_ahead), 0.0), 1.0)
         predicted_drift = baseline - predicted
         return DriftPrediction(
@@ -266,11 +277,28 @@ class DriftDetector:
             "drift_threshold": self.drift_threshold,
         }
 
-    def reset_baseline(self) -> None:
+    def reset_baseline(self, new_baseline: HRVLike | None = None) -> None:
         """Start a new baseline from the next ``window_size`` measurements (after a target change
-        or an accepted shift); statistics and history are kept."""
+        or an accepted shift); statistics and history are kept.
+
+        ``new_baseline`` (the original's argument) is an HRV that stands for the accepted state: it
+        becomes the new baseline's first measurement, scored against the latest target.
+        """
+        seed = None
+        if new_baseline is not None:
+            if self._last_target is None:
+                raise ValidationError(
+                    "reset_baseline(new_baseline=...) scores the HRV against the latest target; "
+                    "call add_measurement() first, or reset_baseline() without an HRV"
+                )
+            v = np.asarray(validate_hrv(new_baseline, what="new_baseline"))
+            t = self._last_target
+            seed = (float(similarity_scores(v, t, self.similarity_method, self._weights)), v - t)
         self._baseline.clear()
         self._recent.clear()
+        if seed is not None:
+            self._baseline.append(seed)
+            self._recent.append(seed)
 
     def export(self) -> dict[str, object]:
         """Configuration, statistics, trend and the kept analyses as a JSON-serialisable dict."""
@@ -286,6 +314,68 @@ class DriftDetector:
             "trend": self.get_trend(),
             "history": [a.to_dict() for a in self._history],
         }
+
+    # -- the original ResonanceOS's names (similarity systems guide) -----------------------------
+
+    def get_drift_trend(self, lookback: int | None = None) -> dict[str, object]:
+        """Trend of the last ``lookback`` similarities (default: the recent window) in the original's
+        shape: ``trend`` ("improving", "declining", "stable"; "insufficient_data" below 2 values),
+        ``similarities``, ``average``, ``variance`` (sample variance), ``slope``."""
+        if lookback is not None and (
+            isinstance(lookback, bool) or not isinstance(lookback, int) or lookback < 1
+        ):
+            raise ValidationError(f"lookback must be a positive integer, got {lookback!r}")
+        values = self._recent_values()[-lookback:] if lookback else self._recent_values()
+        slope = self._slope(values)
+        return {
+            "trend": self._direction(slope) if len(values) >= 2 else "insufficient_data",
+            "similarities": values,
+            "average": float(np.mean(values)) if values else 0.0,
+            "variance": float(np.var(values, ddof=1)) if len(values) >= 2 else 0.0,
+            "slope": slope,
+        }
+
+    def predict_drift(self, steps_ahead: int = 5) -> dict[str, object]:
+        """:meth:`predict` in the original's shape: ``predicted_similarities`` for each of the next
+        ``steps_ahead`` measurements (clipped to [0, 1]), ``confidence`` (R^2 of the line over the
+        recent window), ``prediction`` ("trend_based", or "insufficient_data" below 3 measurements,
+        with no predictions), ``trend_slope`` and ``drift_expected``."""
+        if isinstance(steps_ahead, bool) or not isinstance(steps_ahead, int) or steps_ahead < 1:
+            raise ValidationError(f"steps_ahead must be a positive integer, got {steps_ahead!r}")
+        values = self._recent_values()
+        if len(values) < 3:
+            return {"prediction": "insufficient_data", "predicted_similarities": [], "confidence": 0.0}
+        slope, intercept = self._line(values)
+        x = np.arange(len(values) + steps_ahead, dtype=np.float64)
+        line = intercept + slope * x
+        y = np.asarray(values)
+        total = float(((y - y.mean()) ** 2).sum())
+        r2 = 1.0 - float(((y - line[: len(y)]) ** 2).sum()) / total if total > 0 else 0.0
+        return {
+            "prediction": "trend_based",
+            "predicted_similarities": np.clip(line[len(y) :], 0.0, 1.0).tolist(),
+            "confidence": max(0.0, r2),
+            "trend_slope": slope,
+            "drift_expected": self.predict(steps_ahead).drift_expected,
+        }
+
+    def get_drift_statistics(self) -> dict[str, object]:
+        """:meth:`get_statistics` plus the original's keys: ``total_measurements``,
+        ``average_drift_rate`` (mean |drift rate|), ``drift_episodes`` (measurements with drift
+        detected) and ``drift_frequency`` (their share)."""
+        stats = self.get_statistics()
+        episodes = int(stats["drift_events"])
+        return {
+            **stats,
+            "total_measurements": self._count,
+            "average_drift_rate": self._abs_rate_sum / self._count if self._count else 0.0,
+            "drift_episodes": episodes,
+            "drift_frequency": episodes / self._count if self._count else 0.0,
+        }
+
+    def export_drift_data(self) -> dict[str, object]:
+        """The original's name for :meth:`export`."""
+        return self.export()
 
 
 def _recommendation(a: Mapping[str, object], threshold: float) -> str:
@@ -380,6 +470,31 @@ class AdaptiveDriftDetector(DriftDetector):
         self.feedback_counts[kind.value] += 1
         self.threshold_history.append(self.drift_threshold)
         return self.drift_threshold
+
+    def update_threshold(self, performance_feedback: Mapping[str, object]) -> float:
+        """The original's form of :meth:`add_feedback`: ``{"false_positive": True}`` raises the
+        threshold, ``{"false_negative": True}`` lowers it, anything else counts as correct."""
+        if not isinstance(performance_feedback, Mapping):
+            raise ValidationError(
+                "performance_feedback must be a dict such as {'false_positive': True} or {'false_negative': True}"
+            )
+        if performance_feedback.get("false_positive"):
+            return self.add_feedback(DriftFeedback.FALSE_POSITIVE)
+        if performance_feedback.get("false_negative"):
+            return self.add_feedback(DriftFeedback.MISSED_DRIFT)
+        return self.add_feedback(DriftFeedback.CORRECT)
+
+    def get_adaptive_statistics(self) -> dict[str, float | int]:
+        """The threshold and the feedback so far, in the original's shape."""
+        original = self.threshold_history[0]
+        return {
+            "current_threshold": self.drift_threshold,
+            "original_threshold": original,
+            "threshold_adjustment": self.drift_threshold / original,
+            "false_positives": self.feedback_counts[DriftFeedback.FALSE_POSITIVE.value],
+            "false_negatives": self.feedback_counts[DriftFeedback.MISSED_DRIFT.value],
+            "total_adjustments": len(self.threshold_history) - 1,
+        }
 
     def export(self) -> dict[str, object]:
         data = super().export()

@@ -288,7 +288,9 @@ class MultiMethodSimilarity:
 
     Args:
         methods: methods to use (default: all five).
-        method_weights: importance of each method in ``combined`` (default: equal).
+        method_weights: importance of each method in ``combined`` (default: equal): a mapping
+            method -> weight, or a list with one weight per method as the original's
+            ``MultiMethodSimilarity(methods, weights)``.
         threshold: score at or above which a method votes "resonant" (default 0.92).
         quorum: share of methods that must vote resonant for ``consensus`` (default 0.5, i.e. a
             majority: 3 of 5). ``required_votes = ceil(quorum * len(methods))``, at least 1.
@@ -298,12 +300,22 @@ class MultiMethodSimilarity:
     def __init__(
         self,
         methods: Sequence[SimilarityMethod | str] = tuple(SimilarityMethod),
-        method_weights: Mapping[SimilarityMethod | str, float] | None = None,
+        method_weights: Mapping[SimilarityMethod | str, float] | Sequence[float] | None = None,
         threshold: float = DEFAULT_RESONANCE_THRESHOLD,
         quorum: float = 0.5,
         weights: Mapping[str, float] | None = None,
     ) -> None:
-        self.methods = list(dict.fromkeys(resolve_method(m) for m in methods))
+        methods = [resolve_method(m) for m in methods]
+        if method_weights is not None and not isinstance(method_weights, Mapping):
+            weight_list = list(method_weights)
+            if len(weight_list) != len(methods):
+                raise ValidationError(
+                    f"{len(weight_list)} method weights for {len(methods)} methods; give one weight per method"
+                )
+            if len(set(methods)) != len(methods):
+                raise ValidationError("methods repeat a method; list each method once with its weight")
+            method_weights = dict(zip(methods, weight_list))
+        self.methods = list(dict.fromkeys(methods))
         if not self.methods:
             raise ValidationError("methods is empty; give at least one SimilarityMethod")
         if not 0.0 <= threshold <= 1.0:
@@ -346,3 +358,31 @@ class MultiMethodSimilarity:
     def combined_similarity(self, v1: HRVLike, v2: HRVLike) -> float:
         """Just the combined score of :meth:`compare`."""
         return self.compare(v1, v2).combined
+
+    # -- the original ResonanceOS's names (similarity systems guide) -----------------------------
+
+    def calculate_combined_similarity(self, v1: HRVLike, v2: HRVLike) -> dict[str, object]:
+        """:meth:`compare` in the original's shape: ``{"individual": {method: score}, "combined":
+        float, "weights": {method: weight}}`` (weights normalised to sum to 1)."""
+        result = self.compare(v1, v2)
+        weights = {m.value: float(w) for m, w in zip(self.methods, self._method_w)}
+        return {"individual": result.scores, "combined": result.combined, "weights": weights}
+
+    def get_method_consensus(
+        self, v1: HRVLike, v2: HRVLike, threshold: float | None = None
+    ) -> dict[str, object]:
+        """The methods' vote at ``threshold`` (default: this instance's, 0.92) in the original's shape:
+        ``methods_meeting_threshold``, ``total_methods``, ``consensus_ratio``, ``meets_threshold``
+        (at least ``required_votes`` methods agree) and ``combined_score``."""
+        level = self.threshold if threshold is None else float(threshold)
+        if not 0.0 <= level <= 1.0:
+            raise ValidationError(f"threshold {threshold} is outside [0, 1]")
+        result = self.compare(v1, v2)
+        votes = sum(score >= level for score in result.scores.values())
+        return {
+            "methods_meeting_threshold": votes,
+            "total_methods": len(self.methods),
+            "consensus_ratio": votes / len(self.methods),
+            "meets_threshold": votes >= self.required_votes,
+            "combined_score": result.combined,
+        }
