@@ -168,8 +168,9 @@ def main():
     config = json.loads(sys.argv[1])
     status = os.fdopen(config["status_fd"], "w")
     try:
-        libc_unshare = libc.unshare
-        checked(libc_unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+        if not config["use_namespaces"]:
+            raise OSError("namespaces turned off (Sandbox(use_namespaces=False))")
+        checked(libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
     except OSError as exc:
         status.write(json.dumps({"kind": "isolation", "namespaces": False, "reason": str(exc)}) + "\n")
         status.flush()

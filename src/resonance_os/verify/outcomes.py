@@ -21,6 +21,9 @@ class Outcome(str, Enum):
 MEMORY_EXIT_CODE = 86
 """Exit code the program's runner uses when the program dies of ``MemoryError``."""
 
+FILE_LIMIT_EXIT_CODE = 85
+"""Exit code the program's runner uses when a write fails with ``EFBIG`` (the file-size limit)."""
+
 SETUP_FAILED_EXIT_CODE = 87
 """Exit code of the launcher's child when the program could not even be started."""
 
@@ -35,6 +38,8 @@ def classify_exit(exit_code: int | None, signal_number: int | None) -> Outcome |
         return Outcome.RUNTIME_ERROR
     if exit_code == MEMORY_EXIT_CODE:
         return Outcome.MEMORY_LIMIT
+    if exit_code == FILE_LIMIT_EXIT_CODE:
+        return Outcome.OUTPUT_LIMIT
     if exit_code == SETUP_FAILED_EXIT_CODE:
         return Outcome.SANDBOX_ERROR
     if exit_code:

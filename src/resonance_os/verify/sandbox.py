@@ -10,12 +10,13 @@ every process left under the run's uid, and deletes the work directory.
 
 The program runs under the base interpreter (``sys.base_prefix``: the standard library, not this
 project's virtual environment) as ``python -I -B -c RUNNER main.py``. The runner turns
-``MemoryError`` into a dedicated exit code and, when namespaces were refused, replaces the
+``MemoryError`` and a write past the file-size limit into dedicated exit codes and, when namespaces were refused, replaces the
 ``socket`` module's constructors with a refusal.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import selectors
@@ -30,7 +31,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from resonance_os.verify.errors import SandboxUnavailableError
-from resonance_os.verify.outcomes import MEMORY_EXIT_CODE, SETUP_FAILED_EXIT_CODE, Outcome, classify_exit
+from resonance_os.verify.outcomes import (
+    FILE_LIMIT_EXIT_CODE,
+    MEMORY_EXIT_CODE,
+    SETUP_FAILED_EXIT_CODE,
+    Outcome,
+    classify_exit,
+)
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
 
@@ -52,6 +59,12 @@ except MemoryError:
     import os
     os.write(2, b"MemoryError\\n")
     os._exit({MEMORY_EXIT_CODE})
+except OSError as exc:
+    if exc.errno != 27:  # EFBIG: Python ignores SIGXFSZ, so RLIMIT_FSIZE surfaces here
+        raise
+    import os
+    os.write(2, b"File too large\\n")
+    os._exit({FILE_LIMIT_EXIT_CODE})
 """
 """Run by the sandboxed interpreter: argv is ``[mode, program path]``, mode ``net-namespace`` or
 ``block-sockets`` (the launcher switches to the latter when namespaces are refused)."""
@@ -103,22 +116,44 @@ class Execution:
     extra: dict = field(default_factory=dict)
 
 
-class _UidPool:
-    """Distinct unprivileged uids, one per concurrent run (processes and files are per uid)."""
+UID_LOCKS = Path(tempfile.gettempdir()) / "resonance-verify-uids"
 
-    def __init__(self, first: int, size: int) -> None:
-        self._free = list(range(first + size - 1, first - 1, -1))
+
+class _UidPool:
+    """Unprivileged uids, one per concurrent run (process limits and file access are per uid).
+
+    A uid is held machine-wide through an ``flock`` on ``UID_LOCKS/<uid>``, so sandboxes in other
+    processes (parallel test runs, several trainers) never share one, and a uid freed by a crashed
+    process (its lock dies with it) is reused.
+    """
+
+    def __init__(self, first: int, count: int, max_concurrency: int) -> None:
+        self._uids = range(first, first + count)
+        self._available = threading.Semaphore(max_concurrency)
+        self._held: dict[int, int] = {}
         self._lock = threading.Lock()
-        self._available = threading.Semaphore(size)
+        UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
 
     def acquire(self) -> int:
         self._available.acquire()
-        with self._lock:
-            return self._free.pop()
+        while True:
+            with self._lock:
+                for uid in self._uids:
+                    if uid in self._held:
+                        continue
+                    fd = os.open(UID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    except BlockingIOError:
+                        os.close(fd)
+                        continue
+                    self._held[uid] = fd
+                    return uid
+            time.sleep(0.05)  # every uid of the range is held by other processes
 
     def release(self, uid: int) -> None:
         with self._lock:
-            self._free.append(uid)
+            os.close(self._held.pop(uid))  # closing the descriptor drops the flock
         self._available.release()
 
 
@@ -160,8 +195,11 @@ class Sandbox:
     Args:
         limits: default limits of each run (a run may pass its own).
         max_concurrency: runs allowed at the same time (each holds one uid of the pool).
-        first_uid: first uid of the pool ``[first_uid, first_uid + max_concurrency)``; pick a range
-            no real account uses.
+        first_uid, uid_count: the uids runs may take, ``[first_uid, first_uid + uid_count)``; pick a
+            range no real account uses (shared machine-wide with other sandboxes through locks).
+        use_namespaces: isolate in new mount, network and PID namespaces when the kernel allows;
+            False runs with only the uid, the limits and the socket-layer refusal (weaker: world-
+            writable folders such as /tmp stay writable).
         python: interpreter for the programs (default: the base interpreter of this Python).
         work_root: folder for the per-run work directories (default: a new temporary folder).
     """
@@ -172,6 +210,8 @@ class Sandbox:
         *,
         max_concurrency: int = 32,
         first_uid: int = 61_000,
+        uid_count: int = 1_000,
+        use_namespaces: bool = True,
         python: str | None = None,
         work_root: str | Path | None = None,
     ) -> None:
@@ -180,17 +220,24 @@ class Sandbox:
                 "the sandbox must start as root to drop each run to its own unprivileged uid and "
                 "to create namespaces; run as root (for example inside a container)"
             )
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if not 1 <= max_concurrency <= uid_count:
+            raise ValueError(f"max_concurrency must be in [1, uid_count={uid_count}], got {max_concurrency}")
         self.limits = limits or SandboxLimits()
         self.python = python or os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
         self._prefix = sys.base_prefix if python is None else str(Path(self.python).resolve().parent.parent)
-        self._uids = _UidPool(first_uid, max_concurrency)
+        self._uids = _UidPool(first_uid, uid_count, max_concurrency)
+        self.use_namespaces = use_namespaces
         root = (
             Path(work_root) if work_root is not None else Path(tempfile.mkdtemp(prefix="resonance-verify-"))
         )
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o711)  # others may enter their own folder but not list the others
+        closed = [str(folder) for folder in root.resolve().parents if not folder.stat().st_mode & 0o001]
+        if closed:
+            raise SandboxUnavailableError(
+                f"work_root {str(root)!r} is inside {closed[0]!r}, which other users cannot enter, so the "
+                "unprivileged runs could not reach their folders; choose a folder under /tmp"
+            )
         self.work_root = root
 
     def close(self) -> None:
@@ -246,6 +293,7 @@ class Sandbox:
                 "file_bytes": limits.file_bytes,
             },
             "setup_failed_exit": SETUP_FAILED_EXIT_CODE,
+            "use_namespaces": self.use_namespaces,
         }
         start = time.perf_counter()
         try:
@@ -266,7 +314,7 @@ class Sandbox:
             stdout, stderr, killed_for = self._collect(process, status, limits, start)
             reports = [json.loads(line) for line in status.read().splitlines() if line.strip()]
         seconds = time.perf_counter() - start
-        return self._execution(reports, stdout, stderr, killed_for, seconds)
+        return self._execution(reports, stdout, stderr, killed_for, seconds, limits)
 
     def _collect(
         self, process: subprocess.Popen, status, limits: SandboxLimits, start: float
@@ -317,7 +365,12 @@ class Sandbox:
 
     @staticmethod
     def _execution(
-        reports: list[dict], stdout: bytes, stderr: bytes, killed_for: Outcome | None, seconds: float
+        reports: list[dict],
+        stdout: bytes,
+        stderr: bytes,
+        killed_for: Outcome | None,
+        seconds: float,
+        limits: SandboxLimits,
     ) -> Execution:
         by_kind = {report["kind"]: report for report in reports}
         isolation = by_kind.get("isolation", {})
@@ -343,6 +396,11 @@ class Sandbox:
         if not exit_report:
             return Execution(Outcome.SANDBOX_ERROR, detail="the launcher reported no exit status", **common)
         outcome = classify_exit(exit_report["exit_code"], exit_report["signal"])
+        if (
+            exit_report["signal"] == signal.SIGKILL
+            and exit_report["cpu_seconds"] >= limits.effective_cpu_seconds
+        ):
+            outcome = Outcome.TIMEOUT  # SIGXCPU ignored: the kernel's SIGKILL at the hard CPU limit
         detail = text_err.strip().splitlines()[-1] if outcome is not None and text_err.strip() else ""
         if exit_report["signal"] is not None:
             detail = f"killed by {signal.Signals(exit_report['signal']).name}" + (

@@ -1,0 +1,32 @@
+"""Short sandbox limits for the tests, and a check that a run left the machine clean."""
+
+from __future__ import annotations
+
+import os
+
+from resonance_os.verify.sandbox import Sandbox, SandboxLimits, processes_of
+
+FIRST_UID = 62_000
+UID_COUNT = 64
+SHORT = SandboxLimits(wall_seconds=3.0, cpu_seconds=2, memory_bytes=512 * 1024**2, output_bytes=1024**2)
+
+
+def listeners_of(uids: range) -> list[str]:
+    """Listening TCP sockets (host namespace) owned by any of ``uids``."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                fields = line.split()
+                if fields[3] == "0A" and int(fields[7]) in uids:
+                    found.append(line.strip())
+    return found
+
+
+def assert_clean(sandbox: Sandbox) -> None:
+    """No process, listener or work folder is left by any run of ``sandbox``."""
+    uids = range(FIRST_UID, FIRST_UID + UID_COUNT)
+    assert [pid for uid in uids for pid in processes_of(uid)] == []
+    assert listeners_of(uids) == []
+    assert os.listdir(sandbox.work_root) == []
