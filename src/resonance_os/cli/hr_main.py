@@ -13,6 +13,7 @@ import typer
 from resonance_os.cli import analyze as analyze_cli
 from resonance_os.cli import classic as classic_cli
 from resonance_os.cli import control as control_cli
+from resonance_os.cli import ddpo as ddpo_cli
 from resonance_os.cli import generate as generate_cli
 from resonance_os.cli import llm as llm_cli
 from resonance_os.cli import original_flags
@@ -41,6 +42,7 @@ app.command("refine")(refine_cli.refine)
 app.add_typer(profiles_cli.app, name="profiles")
 app.add_typer(classic_cli.app, name="classic")
 app.add_typer(llm_cli.app, name="llm")
+app.add_typer(ddpo_cli.app, name="ddpo")
 app.add_typer(scaling_cli.app, name="scaling")
 app.command("generate")(generate_cli.generate)
 app.command("plot")(plot_cli.plot)

@@ -1,0 +1,115 @@
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from resonance_os.diffusion.ddim import trajectory_log_prob
+from resonance_os.diffusion.ddpo import DDPO, DDPOConfig
+from resonance_os.diffusion.rewards import make_reward
+from resonance_os.diffusion.unet import ConditionalUNet
+from resonance_os.rl.errors import ConfigError
+
+SMALL = {"samples_per_epoch": 16, "train_batch_size": 8, "num_steps": 4}
+
+
+def brightness(images: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
+    return images.mean(dim=(1, 2, 3)).double().numpy()
+
+
+def _all_log_probs(trainer: DDPO, trajectory) -> torch.Tensor:
+    steps = trajectory.log_probs.shape[1]
+    with torch.no_grad():
+        return torch.stack(
+            [
+                trajectory_log_prob(
+                    trainer.unet,
+                    trajectory,
+                    torch.full((trajectory.labels.shape[0],), s),
+                    num_steps=steps,
+                    guidance_scale=trainer.config.guidance_scale,
+                )
+                for s in range(steps)
+            ],
+            dim=1,
+        )
+
+
+@pytest.mark.parametrize("method", ["is", "sf"])
+def test_a_policy_gradient_update_makes_high_reward_chains_more_likely(tiny_unet, method) -> None:
+    trainer = DDPO(
+        tiny_unet, brightness, DDPOConfig(method=method, learning_rate=1e-6, timestep_fraction=1.0, **SMALL)
+    )
+    trajectory = trainer.sample(torch.arange(16) % 10, seed=3)
+    rewards = brightness(trajectory.images, trajectory.labels)
+    stats = trainer.update(trajectory, rewards)
+    advantage = (rewards - rewards.mean()) / rewards.std()
+    change = (_all_log_probs(trainer, trajectory) - trajectory.log_probs).sum(dim=1).numpy()
+    assert float(np.dot(advantage, change)) > 0.0
+    assert stats["approx_kl"] >= 0.0 and 0.0 <= stats["clip_fraction"] <= 1.0
+
+
+def test_is_clips_the_off_policy_minibatch_and_sf_stays_on_policy(tiny_unet) -> None:
+    sf = DDPO(tiny_unet, brightness, DDPOConfig(method="sf", **SMALL))
+    trajectory = sf.sample(torch.arange(16) % 10, seed=0)
+    on_policy = sf.update(trajectory, brightness(trajectory.images, trajectory.labels))
+    assert on_policy["approx_kl"] == pytest.approx(0.0, abs=1e-9)  # one step, taken after all log-probs
+    torch.manual_seed(0)
+    is_trainer = DDPO(ConditionalUNet(tiny_unet.config), brightness, DDPOConfig(method="is", **SMALL))
+    trajectory = is_trainer.sample(torch.arange(16) % 10, seed=0)
+    stats = is_trainer.update(trajectory, brightness(trajectory.images, trajectory.labels))
+    assert stats["clip_fraction"] > 0.0  # the second minibatch sees the weights after the first step
+
+
+@pytest.mark.parametrize("method", ["rwr", "sparse_rwr"])
+def test_rwr_weights_favour_high_rewards(tiny_unet, method) -> None:
+    trainer = DDPO(tiny_unet, brightness, DDPOConfig(method=method, **SMALL))
+    weights = trainer._rwr_weights(np.arange(8, dtype=float))
+    assert weights.mean().item() == pytest.approx(1.0)
+    assert torch.all(weights[1:] >= weights[:-1]) and weights[-1] > weights[0]
+    if method == "sparse_rwr":
+        assert set(weights.tolist()) <= {0.0, 4.0}  # top quarter kept
+
+
+def test_learn_logs_grids_and_checkpoint_resume_continues_the_run(tiny_unet, tmp_path) -> None:
+    trainer = DDPO(
+        tiny_unet, make_reward("compressibility"), DDPOConfig(**SMALL), log_dir=tmp_path, grid_every=1
+    )
+    trainer.learn(2)
+    trainer.close()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["timesteps"] for r in rows] == [16, 32]
+    assert {"episode_reward_mean", "episode_reward_std", "approx_kl", "clip_fraction", "fps"} <= set(rows[0])
+    assert sorted(p.name for p in (tmp_path / "samples").iterdir()) == [
+        "epoch_0000.png",
+        "epoch_0001.png",
+        "epoch_0002.png",
+    ]
+    resumed = DDPO.load(tmp_path / "checkpoint", make_reward("compressibility"), log_dir=tmp_path)
+    assert resumed.epoch == 2 and resumed.samples_seen == 32
+    for name, tensor in tiny_unet.state_dict().items():
+        assert torch.equal(tensor, resumed.unet.state_dict()[name])
+    resumed.learn(1)
+    resumed.close()
+    rows = (tmp_path / "metrics.jsonl").read_text().splitlines()
+    assert json.loads(rows[-1])["timesteps"] == 48
+
+
+def test_same_seed_same_run(tiny_unet) -> None:
+    state = {k: v.clone() for k, v in tiny_unet.state_dict().items()}
+    first = DDPO(tiny_unet, brightness, DDPOConfig(**SMALL)).learn(1)
+    copy = ConditionalUNet(tiny_unet.config)
+    copy.load_state_dict(state)
+    second = DDPO(copy, brightness, DDPOConfig(**SMALL)).learn(1)
+    assert first.logger.history[0]["episode_reward_mean"] == second.logger.history[0]["episode_reward_mean"]
+    for name, tensor in first.unet.state_dict().items():
+        assert torch.equal(tensor, second.unet.state_dict()[name])
+
+
+def test_config_errors_name_the_setting() -> None:
+    with pytest.raises(ConfigError, match="unknown method 'ppo'"):
+        DDPOConfig(method="ppo")
+    with pytest.raises(ConfigError, match="timestep_fraction"):
+        DDPOConfig(timestep_fraction=0.0)
+    with pytest.raises(ConfigError, match="unknown DDPO settings"):
+        DDPOConfig.from_dict({"lr": 1.0})
