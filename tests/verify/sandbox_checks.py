@@ -8,7 +8,7 @@ from resonance_os.verify.sandbox import Sandbox, SandboxLimits, processes_of
 
 FIRST_UID = 62_000
 UID_COUNT = 64
-SHORT = SandboxLimits(wall_seconds=3.0, cpu_seconds=2, memory_bytes=512 * 1024**2, output_bytes=1024**2)
+SHORT = SandboxLimits(wall_seconds=1.5, cpu_seconds=1, memory_bytes=512 * 1024**2, output_bytes=1024**2)
 
 
 def listeners_of(uids: range) -> list[str]:
@@ -27,6 +27,6 @@ def listeners_of(uids: range) -> list[str]:
 def assert_clean(sandbox: Sandbox) -> None:
     """No process, listener or work folder is left by any run of ``sandbox``."""
     uids = range(FIRST_UID, FIRST_UID + UID_COUNT)
-    assert [pid for uid in uids for pid in processes_of(uid)] == []
+    assert processes_of(uids) == []
     assert listeners_of(uids) == []
     assert os.listdir(sandbox.work_root) == []

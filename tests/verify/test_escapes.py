@@ -138,10 +138,10 @@ def test_a_listener_opened_inside_is_gone_afterwards(sandbox):
 
 
 def test_a_rollout_cannot_read_another_rollouts_files(sandbox):
-    victim = "open('secret.txt', 'w').write('s3cret')\nimport time\ntime.sleep(2)\n"
+    victim = "open('secret.txt', 'w').write('s3cret')\nimport time\ntime.sleep(1.2)\n"
     thief = (
         "import glob, os, time\n"
-        "time.sleep(0.7)\n"
+        "time.sleep(0.4)\n"
         f"root = {str(sandbox.work_root)!r}\n"
         "try:\n    print('listed', os.listdir(root))\nexcept OSError as exc:\n    print('list refused', type(exc).__name__)\n"
         "for path in glob.glob(root + '/*/secret.txt') + glob.glob('/proc/*/cwd/secret.txt'):\n"
@@ -149,7 +149,9 @@ def test_a_rollout_cannot_read_another_rollouts_files(sandbox):
     )
     results = {}
     threads = [
-        threading.Thread(target=lambda k=k, p=p: results.__setitem__(k, sandbox.run(p)))
+        threading.Thread(
+            target=lambda k=k, p=p: results.__setitem__(k, sandbox.run(p, "", SandboxLimits(wall_seconds=10)))
+        )
         for k, p in (("victim", victim), ("thief", thief))
     ]
     for thread in threads:
@@ -184,16 +186,23 @@ def test_closing_stdout_gives_no_answer_and_does_not_hang(sandbox):
     assert execution.outcome is not Outcome.TIMEOUT
 
 
-def test_ignoring_signals_does_not_survive_the_cpu_limit(sandbox):
+def test_ignoring_signals_does_not_survive_the_wall_limit(sandbox):
     program = (
-        "import signal\n"
+        "import signal, time\n"
         "for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGXCPU):\n"
         "    signal.signal(number, signal.SIG_IGN)\n"
-        "while True:\n    pass\n"
+        "while True:\n    time.sleep(0.01)\n"
     )
-    execution = run(sandbox, program, limits=SandboxLimits(wall_seconds=30.0, cpu_seconds=1))
+    execution = run(sandbox, program)
     assert execution.outcome is Outcome.TIMEOUT
-    assert execution.signal == 9
+
+
+@pytest.mark.slow
+def test_ignoring_sigxcpu_does_not_survive_the_cpu_limit(sandbox):
+    program = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    pass\n"
+    execution = run(sandbox, program, limits=SandboxLimits(wall_seconds=60.0, cpu_seconds=1))
+    assert execution.outcome is Outcome.TIMEOUT
+    assert execution.signal == 9  # the kernel's SIGKILL at the hard CPU limit (soft + 1 s)
 
 
 def test_a_daemonized_child_dies_with_the_run(sandbox):

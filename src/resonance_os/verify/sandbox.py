@@ -157,8 +157,9 @@ class _UidPool:
         self._available.release()
 
 
-def processes_of(uid: int) -> list[int]:
-    """PIDs of live processes whose real uid is ``uid`` (read from /proc)."""
+def processes_of(uids: range | int) -> list[int]:
+    """PIDs of live processes whose real uid is ``uids`` (or in that range), read from /proc in one pass."""
+    wanted = range(uids, uids + 1) if isinstance(uids, int) else uids
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -167,7 +168,7 @@ def processes_of(uid: int) -> list[int]:
             with open(f"/proc/{entry}/status") as status:
                 for line in status:
                     if line.startswith("Uid:"):
-                        if int(line.split()[1]) == uid:
+                        if int(line.split()[1]) in wanted:
                             pids.append(int(entry))
                         break
         except (FileNotFoundError, ProcessLookupError, PermissionError):
