@@ -59,6 +59,9 @@ def fit(
     ),
     loss: str = typer.Option("soft_l1", help="Robust loss: soft_l1, huber, cauchy or linear."),
     bootstrap: int = typer.Option(200, help="Bootstrap refits for the intervals."),
+    block_length: int | None = typer.Option(
+        None, help="Points per bootstrap block (default n^(1/3): neighbouring points share noise; 1: single points)."
+    ),
     confidence: float = typer.Option(0.95, help="Two-sided level of the intervals."),
     seed: int = typer.Option(0, help="Seed of the bootstrap."),
     plot: Path | None = typer.Option(None, help="Write the fitted curves side by side to this .png."),
@@ -79,6 +82,7 @@ def fit(
                 fit_fraction=fit_fraction,
                 loss=loss,
                 n_bootstrap=bootstrap,
+                block_length=block_length,
                 confidence=confidence,
                 seed=seed,
                 label=name,

@@ -18,8 +18,9 @@ is approached. For comparison a saturating power law, the pre-training form, is 
 Fits are robust nonlinear least squares (``scipy.optimize.least_squares``, soft-L1 loss whose scale is the
 curve's own noise) on the metric rescaled to its declared bounds, with A and R0 kept inside them, several
 starting points, optionally a fixed R0 and a grid over A (the paper's procedure), per-point weights and an
-early-compute prefix left out. Intervals come from the bootstrap: points are resampled with replacement,
-and when several runs (seeds) of one config are pooled, runs are resampled first, then points within them.
+early-compute prefix left out. Intervals come from the bootstrap: blocks of neighbouring points are
+resampled with replacement (a moving-block bootstrap, since successive evaluations of a run share noise),
+and when several runs (seeds) of one config are pooled, runs are resampled first, then blocks within them.
 ``fit_compute_curve`` does all of it and, given ``fit_fraction``, fits only the first part of the compute
 and reports how well each model predicts the rest.
 """
@@ -171,6 +172,7 @@ def fit_compute_curve(
     fit_fraction: float | None = None,
     loss: str = "soft_l1",
     n_bootstrap: int = 200,
+    block_length: int | None = None,
     confidence: float = 0.95,
     seed: int = 0,
     label: str | None = None,
@@ -187,6 +189,8 @@ def fit_compute_curve(
             absolute error of both models on the rest (``extrapolation_error``).
         loss: ``least_squares`` loss: soft_l1 (default), huber, cauchy or linear.
         n_bootstrap: bootstrap refits for the intervals (0: no intervals, the point estimate twice).
+        block_length: points per block of the moving-block bootstrap within a run (None: n^(1/3),
+            since neighbouring evaluations share noise; 1: resample single points).
         confidence: two-sided level of the percentile intervals.
         seed: seed of the bootstrap resampling.
         label: name of the fit; defaults to the first run's label.
@@ -195,7 +199,7 @@ def fit_compute_curve(
     if not runs:
         raise CurveFitError("no runs to fit; pass at least one run")
     low, high = _check_settings(
-        bounds, r0, a_grid, exclude_below, fit_fraction, loss, n_bootstrap, confidence
+        bounds, r0, a_grid, exclude_below, fit_fraction, loss, n_bootstrap, block_length, confidence
     )
     name = label if label is not None else runs[0].label
     for run in runs:
@@ -221,7 +225,7 @@ def fit_compute_curve(
     rng = np.random.default_rng(seed)
     samples, failures = [], 0
     for _ in range(n_bootstrap):
-        resampled = _resample(fitted, rng)
+        resampled = _resample(fitted, rng, block_length)
         if np.unique(resampled.compute).size < 3:
             failures += 1
             continue
@@ -272,6 +276,7 @@ def _check_settings(
     fit_fraction: float | None,
     loss: str,
     n_bootstrap: int,
+    block_length: int | None,
     confidence: float,
 ) -> tuple[float, float]:
     low, high = (float(v) for v in bounds)
@@ -291,6 +296,8 @@ def _check_settings(
         raise CurveFitError(f"fit_fraction {fit_fraction} must lie strictly between 0 and 1 (e.g. 0.5)")
     if loss not in LOSSES:
         raise CurveFitError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
+    if block_length is not None and block_length < 1:
+        raise CurveFitError(f"block_length {block_length} must be >= 1 (1 resamples single points)")
     if n_bootstrap < 0:
         raise CurveFitError(f"n_bootstrap {n_bootstrap} must be >= 0")
     if not 0.0 < confidence < 1.0:
@@ -562,16 +569,24 @@ def _pool(runs: Sequence[ComputeCurve]) -> ComputeCurve:
     )
 
 
-def _resample(runs: Sequence[ComputeCurve], rng: np.random.Generator) -> ComputeCurve:
-    """Runs with replacement (when there are several), then points with replacement within each."""
+def _resample(
+    runs: Sequence[ComputeCurve], rng: np.random.Generator, block_length: int | None
+) -> ComputeCurve:
+    """Runs with replacement (when there are several), then blocks of neighbouring points within each."""
     chosen = [runs[i] for i in rng.integers(0, len(runs), len(runs))] if len(runs) > 1 else list(runs)
-    return _pool(
-        [
-            run.select(rng.integers(0, run.compute.size, run.compute.size))
-            for run in chosen
-            if run.compute.size
-        ]
-    )
+    return _pool([run.select(_block_indices(run, rng, block_length)) for run in chosen])
+
+
+def _block_indices(run: ComputeCurve, rng: np.random.Generator, block_length: int | None) -> np.ndarray:
+    """Moving-block bootstrap: contiguous blocks along compute keep the curve's autocorrelated noise.
+
+    ``block_length`` None picks n^(1/3) (rounded up), the usual rate; 1 is the plain point bootstrap.
+    """
+    n = run.compute.size
+    block = min(n, block_length or int(np.ceil(n ** (1.0 / 3.0))))
+    order = np.argsort(run.compute, kind="stable")
+    starts = rng.integers(0, n - block + 1, int(np.ceil(n / block)))
+    return order[(starts[:, None] + np.arange(block)).ravel()[:n]]
 
 
 def _percentile_intervals(
