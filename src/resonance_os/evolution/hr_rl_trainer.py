@@ -37,6 +37,7 @@ from resonance_os.profiles.targets import resolve_target, resolve_target_item
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 from resonance_os.quality.reward import REWARD_TERMS, WritingReward
 from resonance_os.rl.algorithms.ppo import PPO, PPOConfig
+from resonance_os.rl.env_check import check_env_api
 from resonance_os.rl.policies import HRV_POLICY_KWARGS
 from resonance_os.similarity.metrics import SimilarityMethod, resolve_method
 
@@ -137,6 +138,8 @@ class HRWritingEnv(gym.Env):
             raise ValidationError(f"max_edits must be a whole number from 1 to 5, got {max_edits!r}")
         if not 0.0 <= reward_model_weight <= 1.0:
             raise ValidationError(f"reward_model_weight must be in [0, 1], got {reward_model_weight!r}")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValidationError(f"seed must be a non-negative integer or None, got {seed!r}")
         if render_mode not in (None, "ansi"):
             raise ValidationError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if reward_model is not None and not callable(getattr(reward_model, "predict", None)):
@@ -331,9 +334,14 @@ def train_hr_ppo(
     clip 0.2, entropy 0.01, value 0.5, grad-norm 0.5, 10 epochs) and HRV network on ``env``.
 
     Returns the trained model; metrics go to ``log_dir/metrics.jsonl`` when ``log_dir`` is given.
+    Before training, a single env is reset and stepped once (``rl.env_check.check_env_api``), so an env
+    with the old gym API or observations outside its space fails at once with a message saying so.
+    Use the model as in Gymnasium: ``obs, info = env.reset(); action, _ = model.predict(obs)``.
     """
-    if not isinstance(timesteps, int) or timesteps < 1:
+    if isinstance(timesteps, bool) or not isinstance(timesteps, int) or timesteps < 1:
         raise ValidationError(f"timesteps must be a positive integer, got {timesteps!r}")
+    if isinstance(env, gym.Env):
+        check_env_api(env)
     model = PPO("MlpPolicy", env, log_dir=log_dir, **hr_ppo_config(config, seed))
     model.learn(timesteps, progress_bar=progress_bar)
     return model

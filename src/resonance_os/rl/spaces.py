@@ -26,6 +26,30 @@ def flatten_obs(space: gym.Space, obs: np.ndarray) -> np.ndarray:
     return np.asarray(obs).reshape(len(obs), -1)
 
 
+def as_observation(observation: Any, space: gym.Space) -> np.ndarray:
+    """``observation`` (one, shape ``space.shape``, or a batch ``(n, *space.shape)``) as an array for
+    ``predict``; ``EnvMismatchError`` names the fix for anything else, including the ``(obs, info)``
+    pair ``env.reset()`` returns (as Stable-Baselines3 does)."""
+    if isinstance(observation, tuple) and len(observation) == 2 and isinstance(observation[1], dict):
+        raise EnvMismatchError(
+            "predict() got the (obs, info) pair that env.reset() returns (the Gymnasium API); pass the "
+            "observation alone: obs, info = env.reset(); action, _ = model.predict(obs)"
+        )
+    try:
+        obs = np.asarray(observation)
+    except ValueError as exc:
+        raise EnvMismatchError(
+            f"predict() cannot read the observation as an array ({exc}); pass one observation of shape "
+            f"{space.shape} or a batch of them"
+        ) from None
+    if obs.dtype == object or (obs.shape != space.shape and obs.shape[1:] != space.shape):
+        raise EnvMismatchError(
+            f"observation of shape {obs.shape} does not fit the model's observation space {space}; pass one "
+            f"observation of shape {space.shape} or a batch of shape (n, *{space.shape})"
+        )
+    return obs
+
+
 def space_to_dict(space: gym.Space) -> dict[str, Any]:
     """JSON description of a Box or Discrete space."""
     if isinstance(space, gym.spaces.Box):

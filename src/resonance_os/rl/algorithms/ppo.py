@@ -45,7 +45,14 @@ from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchErro
 from resonance_os.rl.logger import MetricsLogger
 from resonance_os.rl.normalization import Normalizer
 from resonance_os.rl.policies import ActorCritic, make_actor_critic
-from resonance_os.rl.spaces import check_same_space, flat_obs_dim, flatten_obs, space_from_dict, space_to_dict
+from resonance_os.rl.spaces import (
+    as_observation,
+    check_same_space,
+    flat_obs_dim,
+    flatten_obs,
+    space_from_dict,
+    space_to_dict,
+)
 from resonance_os.rl.vec_env import as_vector_env
 
 Schedule = Callable[[float], float]
@@ -514,7 +521,7 @@ class PPO:
 
         Box actions are clipped to the bounds; Discrete actions are integers.
         """
-        obs = np.asarray(observation)
+        obs = as_observation(observation, self.observation_space)
         single = obs.shape == self.observation_space.shape
         batch = obs[None] if single else obs
         with torch.inference_mode():
