@@ -8,8 +8,9 @@ and execs the interpreter. This side feeds stdin from a file, reads stdout and s
 counting bytes, enforces the wall-clock limit, and when the run ends kills the process group, then
 every process left under the run's uid, and deletes the work directory.
 
-The program runs under the base interpreter (``sys.base_prefix``: the standard library, not this
-project's virtual environment) as ``python -I -B -c RUNNER main.py``. The runner turns
+The launcher and the program run under the base interpreter (``python -I -S -B``: the standard
+library only, not this project's virtual environment); the program runs as ``main.py`` in the
+launcher's forked, unprivileged child through ``RUNNER``, which turns
 ``MemoryError`` and a write past the file-size limit into dedicated exit codes and, when namespaces were refused, replaces the
 ``socket`` module's constructors with a refusal.
 """
@@ -42,9 +43,10 @@ from resonance_os.verify.outcomes import (
 LAUNCHER = Path(__file__).with_name("launcher.py")
 
 RUNNER = f"""
-import sys
-mode, path = sys.argv[1], sys.argv[2]
+import builtins, sys
+mode, path = sys.argv[0], sys.argv[1]
 sys.argv = [path]
+builtins.exit = builtins.quit = sys.exit  # what site.py would add
 if mode == "block-sockets":
     import socket, _socket
     def _refuse(*args, **kwargs):
@@ -66,8 +68,8 @@ except OSError as exc:
     os.write(2, b"File too large\\n")
     os._exit({FILE_LIMIT_EXIT_CODE})
 """
-"""Run by the sandboxed interpreter: argv is ``[mode, program path]``, mode ``net-namespace`` or
-``block-sockets`` (the launcher switches to the latter when namespaces are refused)."""
+"""Run by the launcher's child once it is unprivileged: argv is ``[mode, program path]``, mode
+``net-namespace`` or ``block-sockets`` (when the kernel refused namespaces)."""
 
 STDERR_KEEP_BYTES = 16_384
 
@@ -201,7 +203,8 @@ class Sandbox:
         use_namespaces: isolate in new mount, network and PID namespaces when the kernel allows;
             False runs with only the uid, the limits and the socket-layer refusal (weaker: world-
             writable folders such as /tmp stay writable).
-        python: interpreter for the programs (default: the base interpreter of this Python).
+        python: interpreter of the launcher and the programs (default: the base interpreter of
+            this Python; programs get its standard library only).
         work_root: folder for the per-run work directories (default: a new temporary folder).
     """
 
@@ -275,16 +278,13 @@ class Sandbox:
         stdin_file.write(stdin.encode("utf-8"))
         stdin_file.seek(0)
         status_read, status_write = os.pipe()
-        argv = [self.python, "-I", "-B", "-c", RUNNER, "net-namespace", "main.py"]
         config = {
             "status_fd": status_write,
             "workdir": str(workdir),
             "expose": [self._prefix],
             "uid": uid,
             "gid": uid,
-            "python": self.python,
-            "argv": argv,
-            "network_flag_index": 5,
+            "runner": RUNNER,
             "env": {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8"},
             "limits": {
                 "memory_bytes": limits.memory_bytes,
