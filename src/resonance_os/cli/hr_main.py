@@ -24,6 +24,7 @@ from resonance_os.cli import scaling as scaling_cli
 from resonance_os.cli import score as score_cli
 from resonance_os.cli import serve as serve_cli
 from resonance_os.cli import train as train_cli
+from resonance_os.cli import verify as verify_cli
 from resonance_os.cli.errors import USER_ERRORS, fail
 
 app = typer.Typer(
@@ -42,6 +43,7 @@ app.command("refine")(refine_cli.refine)
 app.add_typer(profiles_cli.app, name="profiles")
 app.add_typer(classic_cli.app, name="classic")
 app.add_typer(llm_cli.app, name="llm")
+app.add_typer(verify_cli.app, name="verify")
 app.add_typer(ddpo_cli.app, name="ddpo")
 app.add_typer(scaling_cli.app, name="scaling")
 app.command("generate")(generate_cli.generate)
