@@ -57,6 +57,13 @@ from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
 from resonance_os.llm.sampling import sample_ids
 from resonance_os.rl.checkpoint import load_checkpoint
 from resonance_os.rl.config import JsonConfig
+from resonance_os.rl.contract import (
+    Callback,
+    as_callback,
+    checkpoint_metadata,
+    draw_seed,
+    timesteps_from_metadata,
+)
 from resonance_os.rl.errors import CheckpointError, ConfigError
 from resonance_os.rl.logger import MetricsLogger
 
@@ -100,7 +107,8 @@ class GRPOConfig(JsonConfig):
         scale_rewards: "group", "batch" or "none" (see ``group_advantages``). "group".
         filter_zero_variance: drop groups whose rewards are all equal before the update (ScaleRL). False.
         max_grad_norm: clip the global gradient norm; None = no clipping (the norm is still logged). 1.0.
-        seed: seeds prompt order, sampling, minibatch order and dropout; None draws one (stored, so a
+        seed: seeds prompt order, sampling, minibatch order and dropout, through local generators and
+            a forked RNG (torch's global RNG is left as it was); None draws one (stored, so a
             checkpoint resumes with it). None.
     """
 
@@ -255,6 +263,10 @@ def _call_reward(name: str, fn: RewardFn, prompts: list[Any], completions: list[
 class GRPO:
     """Group Relative Policy Optimisation of an ``LMPolicy`` on plain-callable rewards.
 
+    Follows the trainers' shared surface (``resonance_os.rl.contract``) as PPO and SAC do:
+    ``learn(steps, callback, progress_bar=False, reset_num_timesteps)``, ``history``,
+    ``num_timesteps`` (optimiser steps), ``num_timesteps``/``last_metrics`` in checkpoints.
+
     Args:
         policy: the ``LMPolicy`` to train (LoRA or full); its trainable parameters get an AdamW.
         reward_fn: ``(prompts, completions) -> list[float]``, or a list of such callables and
@@ -288,7 +300,7 @@ class GRPO:
         if overrides:
             config = GRPOConfig.from_dict({**config.to_dict(), **overrides})
         if config.seed is None:  # drawn once and kept, so save/load resumes the same streams
-            config = replace(config, seed=int(torch.randint(0, 2**31 - 1, (1,)).item()))
+            config = replace(config, seed=draw_seed(None))
         self.config = config
         self.policy = policy
         self.reward_functions = _reward_functions(reward_fn)
@@ -332,8 +344,8 @@ class GRPO:
     def learn(
         self,
         steps: int,
-        callback: Callable[[GRPO, dict[str, Any]], bool | None] | None = None,
-        progress_bar: bool = True,
+        callback: Callback | None = None,
+        progress_bar: bool = False,
         reset_num_timesteps: bool = True,
     ) -> GRPO:
         """Run ``steps`` GRPO steps; returns ``self``.
@@ -343,6 +355,7 @@ class GRPO:
         """
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
             raise ConfigError(f"steps={steps!r} must be an integer >= 0")
+        callback = as_callback(callback, "GRPO")
         if reset_num_timesteps:
             self.num_timesteps = 0
         target = self.num_timesteps + steps
@@ -487,8 +500,7 @@ class GRPO:
             metadata={
                 "trainer": TRAINER_KIND,
                 "grpo_config": self.config.to_dict(),
-                "num_timesteps": self.num_timesteps,
-                "last_metrics": self.history[-1] if self.history else {},
+                **checkpoint_metadata(self),
             },
             states={"optimizer": self.optimizer.state_dict()},
         )
@@ -545,7 +557,7 @@ class GRPO:
             if isinstance(exc, (ConfigError, LLMError)):
                 raise
             raise CheckpointError(f"checkpoint {path} does not fit this policy: {exc}") from exc
-        trainer.num_timesteps = int(ckpt.metadata.get("num_timesteps", 0))
+        trainer.num_timesteps = timesteps_from_metadata(ckpt.metadata)
         return trainer
 
 

@@ -122,7 +122,7 @@ def train_controller(
         model = SAC("MlpPolicy", make_env(name), seed=seed, **spec.sac)
         act = lambda obs: model.predict(obs, deterministic=True)[0]  # noqa: E731
 
-        def sac_callback(m: SAC) -> None:
+        def sac_callback(m: SAC, _metrics: dict[str, Any]) -> None:
             nonlocal eval_time
             if m.num_timesteps % eval_every == 0:
                 t0 = time.perf_counter()
@@ -138,7 +138,7 @@ def train_controller(
         act = lambda obs: model.predict(obs)[0]  # noqa: E731
         best = [np.inf]
 
-        def gp_callback(m: GPController) -> None:
+        def gp_callback(m: GPController, _metrics: dict[str, Any]) -> None:
             nonlocal eval_time
             if m.history_costs[-1] < best[0]:  # the incumbent changed: measure it
                 best[0] = m.history_costs[-1]

@@ -36,6 +36,7 @@ from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
 from resonance_os.rl.config import JsonConfig
+from resonance_os.rl.contract import Callback, as_callback, checkpoint_metadata, timesteps_from_metadata
 from resonance_os.rl.errors import ConfigError, EnvMismatchError
 from resonance_os.rl.logger import MetricsLogger
 
@@ -89,7 +90,8 @@ class GPController:
 
     ``learn(total_timesteps)`` runs BO within that many env steps; ``predict(obs)`` returns
     ``(u, None)``; ``save``/``load`` use a checkpoint folder. ``self.params`` (d,) holds ``theta``,
-    ``self.history_params`` (n, d) and ``self.history_costs`` (n,) every evaluation.
+    ``self.history_params`` (n, d) and ``self.history_costs`` (n,) every evaluation. Callbacks, ``history``
+    and checkpoint keys follow ``resonance_os.rl.contract``, as PPO's and SAC's do.
     """
 
     algorithm = "GPController"
@@ -126,6 +128,7 @@ class GPController:
         self.history_params = np.empty((0, self.dim))
         self.history_costs = np.empty(0)
         self.num_timesteps = 0
+        self.history: list[dict[str, Any]] = []
         self.log_dir = log_dir
         self.logger = MetricsLogger(None)
 
@@ -170,13 +173,23 @@ class GPController:
             )
         return cost, steps
 
-    def learn(self, total_timesteps: int, callback: Any = None, progress_bar: bool = False) -> GPController:
+    def learn(
+        self,
+        total_timesteps: int,
+        callback: Callback | None = None,
+        progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
+    ) -> GPController:
         """Bayesian optimisation within ``total_timesteps`` env steps (the last evaluation may overrun it).
 
-        ``callback(self)`` is called after each evaluation; returning ``False`` stops early.
+        ``callback(model, metrics)`` runs after each evaluation with the row just appended to
+        ``self.history``; returning ``False`` stops early.
         """
         if total_timesteps < 1:
             raise ConfigError(f"total_timesteps={total_timesteps} must be >= 1")
+        callback = as_callback(callback, "GPController")
+        if reset_num_timesteps:
+            self.num_timesteps = 0
         cfg = self.config
         rng = np.random.default_rng(cfg.seed)
         low, high = -cfg.gain_bound * np.ones(self.dim), cfg.gain_bound * np.ones(self.dim)
@@ -203,13 +216,14 @@ class GPController:
                 self.history_params = np.vstack([self.history_params, params])
                 self.history_costs = np.append(self.history_costs, cost)
                 self.params = self.history_params[int(np.argmin(self.history_costs))]
-                self.logger.record(
+                row = self.logger.record(
                     {"cost": cost, "best_cost": float(self.history_costs.min()),
                      "episode_reward_mean": -cost * steps / cfg.n_eval_starts,
                      "evaluations": len(self.history_costs)},
                     self.num_timesteps,
                 )  # fmt: skip
-                if callback is not None and callback(self) is False:
+                self.history.append(row)
+                if callback is not None and callback(self, row) is False:
                     break
         finally:
             self.logger.close()
@@ -250,7 +264,7 @@ class GPController:
             config=self.config.to_dict(),
             metadata={
                 "algorithm": self.algorithm,
-                "timesteps": self.num_timesteps,
+                **checkpoint_metadata(self),
                 "equilibrium": self.equilibrium.tolist(),
                 "observation_space": {
                     "low": self.observation_space.low.tolist(),
@@ -287,5 +301,5 @@ class GPController:
         model.params = params
         model.history_params = ckpt.states["history"]["params"].numpy()
         model.history_costs = ckpt.states["history"]["costs"].numpy()
-        model.num_timesteps = int(meta.get("timesteps", 0))
+        model.num_timesteps = timesteps_from_metadata(meta)
         return model

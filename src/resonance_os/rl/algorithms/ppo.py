@@ -41,6 +41,14 @@ import torch
 from resonance_os.rl.buffers import RolloutBuffer
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
 from resonance_os.rl.config import JsonConfig
+from resonance_os.rl.contract import (
+    Callback,
+    as_callback,
+    checkpoint_metadata,
+    draw_seed,
+    seeded_torch,
+    timesteps_from_metadata,
+)
 from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchError
 from resonance_os.rl.logger import MetricsLogger
 from resonance_os.rl.normalization import Normalizer
@@ -81,7 +89,8 @@ class PPOConfig(JsonConfig):
         normalize_obs / normalize_reward: running normalisation (like VecNormalize). False / False.
         clip_obs / clip_reward: clipping after normalisation. 10.0 / 10.0.
         adam_eps: Adam epsilon (SB3 uses 1e-5). 1e-5.
-        seed: seeds weights, sampling, shuffling and the first env reset; None draws one.
+        seed: seeds weights, sampling, shuffling and the first env reset (never torch's global RNG);
+            None draws one.
         policy_kwargs: network options (``net_arch``, ``activation``, ``share_features_extractor``,
             ``squash_output``, ``log_std_init``, ``ortho_init``), see ``resonance_os.rl.policies``.
     """
@@ -233,7 +242,7 @@ class PPO:
     Args:
         policy: ``"MlpPolicy"`` (the architecture comes from ``policy_kwargs``).
         env: an env id, a ``gymnasium.Env``, or a ``gymnasium.vector.VectorEnv``.
-        log_dir: folder for ``metrics.jsonl`` (and TensorBoard); None keeps metrics in ``self.history``.
+        log_dir: folder for ``metrics.jsonl`` (and TensorBoard); every row is also kept in ``self.history``.
         tensorboard: also write TensorBoard scalars.
         learning_rate: a float, or a callable schedule ``progress_remaining -> rate``.
         **config: any :class:`PPOConfig` field.
@@ -264,11 +273,14 @@ class PPO:
     def _setup(self, observation_space: gym.Space, action_space: gym.Space, n_envs: int) -> None:
         cfg = self.config
         self.observation_space, self.action_space, self.n_envs = observation_space, action_space, n_envs
-        seed = cfg.seed if cfg.seed is not None else int(np.random.SeedSequence().generate_state(1)[0])
+        seed = draw_seed(cfg.seed)
         self._rng = torch.Generator().manual_seed(seed)
         self._reset_seed: int | None = seed
         self.obs_dim = flat_obs_dim(observation_space)
-        self.policy: ActorCritic = make_actor_critic(self.obs_dim, action_space, cfg.policy_kwargs, self._rng)
+        with seeded_torch(seed):  # nn.Linear's default init draws from the global RNG: fork it
+            self.policy: ActorCritic = make_actor_critic(
+                self.obs_dim, action_space, cfg.policy_kwargs, self._rng
+            )
         self.optimizer = torch.optim.Adam(
             [self.policy.flat.param], lr=cfg.learning_rate, eps=cfg.adam_eps, fused=True
         )
@@ -295,13 +307,14 @@ class PPO:
     def learn(
         self,
         total_timesteps: int,
-        callback: Callable[[PPO, dict[str, Any]], bool | None] | None = None,
-        progress_bar: bool = True,
+        callback: Callback | None = None,
+        progress_bar: bool = False,
         reset_num_timesteps: bool = True,
     ) -> PPO:
         """Train for ``total_timesteps`` env steps (rounded up to whole rollouts); returns ``self``.
 
-        ``callback(model, metrics)`` runs after every update; returning ``False`` stops training.
+        ``callback(model, metrics)`` runs after every update with the row just appended to
+        ``self.history``; returning ``False`` stops training (``resonance_os.rl.contract``).
         With ``reset_num_timesteps=False`` the step counter (and the env state) continue from the
         previous call or the loaded checkpoint, so schedules and logs resume where they stopped.
         """
@@ -311,6 +324,7 @@ class PPO:
             raise ConfigError(
                 "the model was trained with a callable learning_rate; pass learning_rate= to PPO.load"
             )
+        callback = as_callback(callback, "PPO")
         if reset_num_timesteps:
             self.num_timesteps, self._last_obs = 0, None
         start_steps, target = self.num_timesteps, self.num_timesteps + int(total_timesteps)
@@ -546,11 +560,10 @@ class PPO:
             config=json.loads(self.config.to_json()),
             metadata={
                 "algorithm": "PPO",
-                "num_timesteps": self.num_timesteps,
+                **checkpoint_metadata(self),
                 "observation_space": space_to_dict(self.observation_space),
                 "action_space": space_to_dict(self.action_space),
                 "n_envs": self.n_envs,
-                "last_metrics": self.history[-1] if self.history else {},
             },
             states={
                 "optimizer": self.optimizer.state_dict(),
@@ -603,7 +616,7 @@ class PPO:
             raise CheckpointError(
                 f"checkpoint {path} does not fit a PPO model with its config: {exc}"
             ) from exc
-        model.num_timesteps = int(ckpt.metadata.get("num_timesteps", 0))
+        model.num_timesteps = timesteps_from_metadata(ckpt.metadata)
         model._reset_seed = None
         return model
 

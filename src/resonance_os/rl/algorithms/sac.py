@@ -18,9 +18,10 @@ the gradient step runs without autograd, with hand-written backward passes
 (:mod:`~resonance_os.rl.mlp_backprop`) -- the twin critics are one stacked network (``baddbmm``), the
 actor runs once on ``[s; s']``, the actor step back-propagates each sample through the critic
 member attaining the minimum only and w.r.t. the action only (no critic weight gradients), each
-network's weights, gradients and Adam state are one flat tensor (fused Adam kernel called directly,
-Polyak averaging one ``lerp_``). ``_train_step_autograd`` is the same update through autograd (used
-for bfloat16 autocast, and by the tests as the reference the fast update must match).
+network's weights, gradients and Adam state are one flat tensor (fused Adam kernel called directly
+where this torch has it, else ``optimizer.step()``; Polyak averaging one ``lerp_``).
+``_train_step_autograd`` is the same update through autograd (used for bfloat16 autocast, and by
+the tests as the reference the fast update must match).
 """
 
 from __future__ import annotations
@@ -41,12 +42,21 @@ from torch import nn
 
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
 from resonance_os.rl.config import JsonConfig
+from resonance_os.rl.contract import (
+    Callback,
+    as_callback,
+    checkpoint_metadata,
+    draw_seed,
+    seeded_torch,
+    timesteps_from_metadata,
+)
 from resonance_os.rl.errors import CheckpointError, ConfigError, EnvMismatchError
 from resonance_os.rl.flat_params import FlatParameters
 from resonance_os.rl.logger import MetricsLogger
 from resonance_os.rl.mlp_backprop import Cache, mlp_backward, mlp_forward
 from resonance_os.rl.networks import activation_class, build_mlp
 from resonance_os.rl.replay_buffer import ReplayBuffer
+from resonance_os.rl.spaces import check_same_space, flat_obs_dim, flatten_obs, space_from_dict, space_to_dict
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOSS_NAMES = ("policy_loss", "value_loss", "entropy_loss", "ent_coef")
@@ -204,13 +214,15 @@ def _squash(
 
 
 class SAC:
-    """Soft actor-critic with SB3's surface: ``SAC("MlpPolicy", env, **config)``.
+    """Soft actor-critic with SB3's surface: ``SAC("MlpPolicy", env, **config)``; follows
+    :mod:`resonance_os.rl.contract` (callbacks, ``history``, checkpoint keys, seeding) as PPO does.
 
     Args:
         policy: ``"MlpPolicy"`` (the only one).
-        env: a gymnasium env (or its id) with 1-D Box observations and bounded 1-D Box actions;
-            ``None`` only together with ``observation_space`` and ``action_space`` (inference only).
-        log_dir: folder for ``metrics.jsonl`` (``None``: metrics kept in ``self.logger.history``).
+        env: a gymnasium env (or its id) with Box observations (flattened) or Discrete ones (one-hot),
+            as PPO takes them, and bounded 1-D Box actions; ``None`` only together with
+            ``observation_space`` and ``action_space`` (inference only).
+        log_dir: folder for ``metrics.jsonl``; every row is also kept in ``self.history``.
         tensorboard: also write TensorBoard scalars to ``log_dir``.
         **config: fields of :class:`SACConfig`.
     """
@@ -239,24 +251,20 @@ class SAC:
         _check_spaces(observation_space, action_space)
         self.observation_space, self.action_space = observation_space, action_space
         self.log_dir, self.tensorboard = log_dir, tensorboard
-        obs_dim = int(np.prod(observation_space.shape))
+        obs_dim = flat_obs_dim(observation_space)
         self.act_dim = int(np.prod(action_space.shape))
         self._low = action_space.low.astype(np.float32)
         self._scale = ((action_space.high - action_space.low) / 2.0).astype(np.float32)
         cfg = self.config
-        if cfg.seed is not None:
-            torch.manual_seed(cfg.seed)
-        self._generator = torch.Generator()
-        self._generator.manual_seed(
-            cfg.seed if cfg.seed is not None else int(torch.randint(2**31, ()).item())
-        )
-        self._rng = np.random.default_rng(cfg.seed)
-
-        self.actor = Actor(obs_dim, self.act_dim, cfg.net_arch, cfg.activation)
-        self.critic = EnsembleCritic(obs_dim + self.act_dim, cfg.net_arch, cfg.n_critics, cfg.activation)
-        self.critic_target = EnsembleCritic(
-            obs_dim + self.act_dim, cfg.net_arch, cfg.n_critics, cfg.activation
-        )
+        seed = draw_seed(cfg.seed)
+        self._generator = torch.Generator().manual_seed(seed)
+        self._rng = np.random.default_rng(seed)
+        with seeded_torch(seed):  # nn.Linear's default init draws from the global RNG: fork it
+            self.actor = Actor(obs_dim, self.act_dim, cfg.net_arch, cfg.activation)
+            self.critic = EnsembleCritic(obs_dim + self.act_dim, cfg.net_arch, cfg.n_critics, cfg.activation)
+            self.critic_target = EnsembleCritic(
+                obs_dim + self.act_dim, cfg.net_arch, cfg.n_critics, cfg.activation
+            )
         self.critic_target.load_state_dict(self.critic.state_dict())
         self.critic_target.requires_grad_(False)
         alpha0, self.learn_ent_coef = cfg.initial_ent_coef()
@@ -282,20 +290,34 @@ class SAC:
         self.ent_coef_optimizer = (
             torch.optim.Adam([self.log_ent_coef], **adam) if self.learn_ent_coef else None
         )
-        self.replay_buffer = ReplayBuffer(cfg.buffer_size, obs_dim, self.act_dim, seed=cfg.seed)
+        self.replay_buffer = ReplayBuffer(cfg.buffer_size, obs_dim, self.act_dim, seed=seed)
         self.num_timesteps = 0
         self._n_updates = 0
-        self.logger = MetricsLogger(None)
+        self.history: list[dict[str, Any]] = []
+        self.logger = MetricsLogger(None)  # the current (or last) learn call's logger
+
+    def _flat_obs(self, observation: Any) -> np.ndarray:
+        """One env observation -> flat float32 ``(obs_dim,)`` (Discrete: one-hot)."""
+        return flatten_obs(self.observation_space, np.asarray(observation)[None])[0].astype(
+            np.float32, copy=False
+        )
 
     # --- acting ------------------------------------------------------------------------------------
     def predict(
         self, observation: np.ndarray, state: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, None]:
         """Action(s) for ``observation`` (shape ``obs_shape`` or ``(batch, *obs_shape)``), scaled to the bounds."""
-        obs = np.asarray(observation, dtype=np.float32)
-        single = obs.ndim == len(self.observation_space.shape)
+        obs = np.asarray(observation)
+        single = obs.shape == self.observation_space.shape
+        flat = flatten_obs(self.observation_space, obs[None] if single else obs).astype(
+            np.float32, copy=False
+        )
+        if flat.shape[1] != self._obs_dim:
+            raise EnvMismatchError(
+                f"observation of shape {obs.shape} does not fit the model's observation space {self.observation_space}"
+            )
         with torch.no_grad():
-            mean, log_std = self.actor(torch.from_numpy(obs.reshape(-1, self.actor.trunk[0].in_features)))
+            mean, log_std = self.actor(torch.from_numpy(flat))
             if deterministic:
                 squashed = torch.tanh(mean)
             else:
@@ -308,17 +330,22 @@ class SAC:
     def learn(
         self,
         total_timesteps: int,
-        callback: Callable[[SAC], bool | None] | None = None,
+        callback: Callback | None = None,
         progress_bar: bool = False,
         reset_num_timesteps: bool = True,
     ) -> SAC:
-        """Interact for ``total_timesteps`` env steps, training after each; ``callback(self)`` returning
-        ``False`` stops early. Metrics rows are written every ``log_interval`` episodes."""
+        """Interact for ``total_timesteps`` env steps, training after each; returns ``self``.
+
+        A metrics row is recorded (``self.history``, ``log_dir``) every ``log_interval`` episodes.
+        ``callback(model, metrics)`` runs after every env step (SAC's update), with the latest row's
+        values and ``metrics["timesteps"] == model.num_timesteps``; returning ``False`` stops.
+        """
         if self.env is None:
             raise ConfigError("this SAC model has no env; pass env= to SAC.load to keep training")
         if total_timesteps < 1:
             raise ConfigError(f"total_timesteps={total_timesteps} must be >= 1")
         cfg = self.config
+        callback = as_callback(callback, "SAC")
         if reset_num_timesteps:
             self.num_timesteps = 0
         end = self.num_timesteps + int(total_timesteps)
@@ -326,8 +353,9 @@ class SAC:
             self.log_dir, tensorboard=self.tensorboard, progress_bar=progress_bar,
             total_timesteps=end, description="SAC",
         )  # fmt: skip
-        obs = np.asarray(self.env.reset(seed=cfg.seed)[0], dtype=np.float32)
+        obs = self._flat_obs(self.env.reset(seed=cfg.seed)[0])
         episode_return, episodes = 0.0, 0
+        last_row: dict[str, Any] = {}
         returns: deque[float] = deque(maxlen=100)
         losses: torch.Tensor | None = (
             None  # [policy_loss, value_loss, entropy_loss, ent_coef] of the last step
@@ -348,29 +376,34 @@ class SAC:
                 action = self._low + (squashed + 1.0) * self._scale
                 next_obs, reward, terminated, truncated, _ = self.env.step(action)
                 self.num_timesteps += 1
-                self.replay_buffer.add(obs, squashed, reward, next_obs, terminated)
                 episode_return += float(reward)
-                obs = np.asarray(next_obs, dtype=np.float32)
+                next_obs = self._flat_obs(next_obs)
+                self.replay_buffer.add(obs, squashed, reward, next_obs, terminated)
+                obs = next_obs
                 if terminated or truncated:
                     returns.append(episode_return)
                     episodes += 1
                     episode_return = 0.0
-                    obs = np.asarray(self.env.reset()[0], dtype=np.float32)
+                    obs = self._flat_obs(self.env.reset()[0])
                     if episodes % cfg.log_interval == 0:
                         fps = (self.num_timesteps - start_steps) / max(time.perf_counter() - start, 1e-9)
-                        self.logger.record(
+                        last_row = self.logger.record(
                             {"episode_reward_mean": float(np.mean(returns)),
                              "episode_reward_std": float(np.std(returns)), "fps": fps,
                              "episodes": episodes, "n_updates": self._n_updates,
                              **(dict(zip(LOSS_NAMES, losses.tolist())) if losses is not None else {})},
                             self.num_timesteps,
                         )  # fmt: skip
+                        self.history.append(last_row)
                 if self.num_timesteps > cfg.learning_starts and self.num_timesteps % cfg.train_freq == 0:
                     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.precision == "bfloat16"):
                         for _ in range(cfg.gradient_steps):
                             losses = self._train_step()
                 self.logger.advance(self.num_timesteps)
-                if callback is not None and callback(self) is False:
+                if (
+                    callback is not None
+                    and callback(self, {**last_row, "timesteps": self.num_timesteps}) is False
+                ):
                     break
         finally:
             self.logger.close()
@@ -522,17 +555,18 @@ class SAC:
             config=self.config.to_dict(),
             metadata={
                 "algorithm": self.algorithm,
+                **checkpoint_metadata(self),
                 "sac_format": CHECKPOINT_FORMAT,
-                "timesteps": self.num_timesteps,
                 "n_updates": self._n_updates,
-                "observation_space": _box_to_dict(self.observation_space),
-                "action_space": _box_to_dict(self.action_space),
+                "observation_space": space_to_dict(self.observation_space),
+                "action_space": space_to_dict(self.action_space),
             },
         )
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], env: gymnasium.Env | str | None = None, **kwargs: Any) -> SAC:
-        """Load a checkpoint written by :meth:`save`; ``env`` is needed only to keep training."""
+        """Load a checkpoint written by :meth:`save` (also by builds before the shared contract);
+        ``env`` is needed only to keep training, and must have the checkpoint's spaces."""
         ckpt = load_checkpoint(path, expected_algorithm=cls.algorithm)
         found = ckpt.metadata.get("sac_format", 1)
         if found != CHECKPOINT_FORMAT:
@@ -540,17 +574,18 @@ class SAC:
                 f"checkpoint {path} has SAC format {found}, this version reads format {CHECKPOINT_FORMAT} "
                 "(optimizer states are now one flat tensor per network); retrain and re-save it"
             )
-        obs_space = _box_from_dict(ckpt.metadata["observation_space"])
-        act_space = _box_from_dict(ckpt.metadata["action_space"])
+        try:
+            obs_space = _space_from_metadata(ckpt.metadata["observation_space"])
+            act_space = _space_from_metadata(ckpt.metadata["action_space"])
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
+            raise CheckpointError(
+                f"checkpoint {path} has no readable space description ({exc}); re-save it"
+            ) from exc
         model = cls(
             "MlpPolicy", env, observation_space=obs_space, action_space=act_space, **kwargs, **ckpt.config
         )
-        if model.observation_space.shape != obs_space.shape or model.action_space.shape != act_space.shape:
-            raise EnvMismatchError(
-                f"checkpoint {path} was trained on observations {obs_space.shape} and actions "
-                f"{act_space.shape}, the env has {model.observation_space.shape} and "
-                f"{model.action_space.shape}; pass a matching env"
-            )
+        check_same_space(obs_space, model.observation_space, "observation")
+        check_same_space(act_space, model.action_space, "action")
         model.actor.load_state_dict(ckpt.weights["actor"])
         model.critic.load_state_dict(ckpt.weights["critic"])
         model.critic_target.load_state_dict(ckpt.weights["critic_target"])
@@ -561,27 +596,41 @@ class SAC:
         model.critic_optimizer.load_state_dict(optimizers["critic"])
         if model.ent_coef_optimizer is not None and "ent_coef" in optimizers:
             model.ent_coef_optimizer.load_state_dict(optimizers["ent_coef"])
-        model.num_timesteps = int(ckpt.metadata.get("timesteps", 0))
+        model.num_timesteps = timesteps_from_metadata(ckpt.metadata)
         model._n_updates = int(ckpt.metadata.get("n_updates", 0))
         return model
 
 
+_fused_adam_kernel: Callable[..., Any] | None = getattr(torch, "_fused_adam_", None)
+"""torch's private fused Adam op (what ``Adam(fused=True).step()`` runs), or None where torch lacks it."""
+
+
 def _adam_step(optimizer: torch.optim.Adam) -> None:
     """``optimizer.step()`` for a fused Adam over one tensor (under ``no_grad``), calling the fused
-    kernel directly: the same update and state, without ``torch.optim``'s per-call Python overhead."""
+    kernel directly: the same update and state, without ``torch.optim``'s per-call Python overhead.
+
+    The kernel is private to torch: where it is missing or its signature changed, this falls back to
+    ``optimizer.step()`` for the rest of the process (same maths, tested by tests/rl/test_contract.py).
+    """
+    global _fused_adam_kernel
     group = optimizer.param_groups[0]
     (param,) = group["params"]
     state = optimizer.state[param]
-    if not state:  # the first step creates the state
+    if not state or _fused_adam_kernel is None:  # the first step creates the state
         optimizer.step()
         return
-    state["step"] += 1
     beta1, beta2 = group["betas"]
-    torch._fused_adam_(
-        [param], [param.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [], [state["step"]],
-        amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"],
-        eps=group["eps"], maximize=False,
-    )  # fmt: skip
+    state["step"] += 1
+    try:
+        _fused_adam_kernel(
+            [param], [param.grad], [state["exp_avg"]], [state["exp_avg_sq"]], [], [state["step"]],
+            amsgrad=False, lr=group["lr"], beta1=beta1, beta2=beta2, weight_decay=group["weight_decay"],
+            eps=group["eps"], maximize=False,
+        )  # fmt: skip
+    except TypeError:  # another torch's signature: nothing was updated; use the public step from now on
+        state["step"] -= 1
+        _fused_adam_kernel = None
+        optimizer.step()
 
 
 def _autograd_step(loss: torch.Tensor, flat: FlatParameters, optimizer: torch.optim.Optimizer) -> None:
@@ -606,9 +655,10 @@ def _grad_buffer(
 
 
 def _check_spaces(observation_space: gymnasium.Space, action_space: gymnasium.Space) -> None:
-    if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
+    if not isinstance(observation_space, (spaces.Box, spaces.Discrete)):
         raise EnvMismatchError(
-            f"SAC needs a 1-D Box observation space, got {observation_space}; flatten the observations"
+            f"SAC needs a Box or Discrete observation space (as PPO), got {observation_space}; "
+            "wrap the env in gymnasium.wrappers.FlattenObservation"
         )
     if not isinstance(action_space, spaces.Box) or len(action_space.shape) != 1:
         raise EnvMismatchError(f"SAC needs a 1-D Box action space, got {action_space}")
@@ -616,11 +666,11 @@ def _check_spaces(observation_space: gymnasium.Space, action_space: gymnasium.Sp
         raise EnvMismatchError(f"SAC needs bounded actions, got {action_space}; give the Box finite bounds")
 
 
-def _box_to_dict(box: spaces.Box) -> dict[str, Any]:
-    return {"low": box.low.tolist(), "high": box.high.tolist(), "shape": list(box.shape)}
-
-
-def _box_from_dict(data: dict[str, Any]) -> spaces.Box:
+def _space_from_metadata(data: dict[str, Any]) -> spaces.Space:
+    """A space from ``rl.spaces.space_to_dict``, or from the ``{low, high, shape}`` Box description that
+    checkpoints of builds before the shared contract hold."""
+    if "type" in data:
+        return space_from_dict(data)
     shape = tuple(data["shape"])
     return spaces.Box(np.array(data["low"], np.float32).reshape(shape),
                       np.array(data["high"], np.float32).reshape(shape), dtype=np.float32)  # fmt: skip
