@@ -7,7 +7,7 @@
 
 One pass over the text: clean-up and sentence splitting (``sentences``), one lexicon lookup per word
 (``lexicons``), VADER-rule sentiment per sentence (``sentiment``), passive detection on the same tokens
-(``passive``). Linear in the length of the text. Each dimension's counts, normalisation and meaning
+(``passive``), unmarked metaphor at the few words that can start one (``metaphor``). Linear in the length of the text. Each dimension's counts, normalisation and meaning
 are defined in ``docs/hrv.md``; the formulas are the ``_score_*`` functions below.
 """
 
@@ -26,6 +26,7 @@ from resonance_os.profiling.lexicons import (
     FLAG_AUX,
     FLAG_BE,
     FLAG_BOOSTER,
+    FLAG_COPULA,
     FLAG_CURIOSITY,
     FLAG_DETERMINER,
     FLAG_FIGURATIVE,
@@ -33,6 +34,7 @@ from resonance_os.profiling.lexicons import (
     FLAG_FRAME,
     FLAG_GET,
     FLAG_HEDGE,
+    FLAG_MOTION,
     FLAG_NOT_PARTICIPLE,
     FLAG_PAST,
     FLAG_PERSON,
@@ -45,6 +47,7 @@ from resonance_os.profiling.lexicons import (
     Lexicon,
     get_lexicon,
 )
+from resonance_os.profiling.metaphor import APPOSITION, appositive_metaphors, is_bare_simile, metaphor_at
 from resonance_os.profiling.passive import find_passives
 from resonance_os.profiling.sentences import Sentence, clean_text, split_sentences
 from resonance_os.profiling.sentiment import score_sentence
@@ -53,6 +56,9 @@ _LISTED = FLAG_HEDGE | FLAG_BOOSTER | FLAG_CURIOSITY | FLAG_TIME | FLAG_FIGURATI
 _WORD_MARKERS = _LISTED | FLAG_PHRASE | FLAG_PERSON | FLAG_SPEECH | FLAG_FRAME | FLAG_SIMILE
 _VERB_MARKERS = FLAG_PAST | FLAG_FINITE | FLAG_SUBJECT
 _MARKERS = _WORD_MARKERS | _VERB_MARKERS
+_METAPHOR_CUES = FLAG_COPULA | FLAG_MOTION
+"""Words where a nominal (copula) or verb metaphor may start."""
+_MARKERS_AND_CUES = _MARKERS | _METAPHOR_CUES
 _CAPITALS = re.compile(r"[A-Z\u00c0-\u00de][A-Z\u00c0-\u00de]")
 _VERB_CHAIN = FLAG_AUX | FLAG_BE | FLAG_GET
 _NOT_PAST_AFTER = _VERB_CHAIN | FLAG_DETERMINER
@@ -60,7 +66,8 @@ _NOT_VERB_AFTER_SUBJECT = _VERB_CHAIN | FLAG_PAST | FLAG_DETERMINER
 _SIMILE_DETERMINERS = frozenset("a an the his her my their our your".split())
 _NOT_SIMILE_BEFORE = frozenset(
     "i you we they would 'd don't didn't do did to something anything nothing things stuff much more just "
-    "really feel felt looks seem seems".split()
+    "really feel felt looks seem seems materials foods animals tools items products languages countries "
+    "cities places companies substances ingredients elements".split()
 )
 _NOT_SIMILE_AS = frozenset("well soon long far much many few little often".split())
 _NOT_SIMILE_AFTER_AS = frozenset(
@@ -132,6 +139,8 @@ class _Counts:
     boosters: list[str] = field(default_factory=list)
     curiosity: list[str] = field(default_factory=list)
     figurative: list[str] = field(default_factory=list)
+    figure_kinds: list[str] = field(default_factory=list)
+    """Construction of each ``figurative`` entry: simile, frame, signal, nominal, appositive, verb."""
     past: list[str] = field(default_factory=list)
     time: list[str] = field(default_factory=list)
     persons: list[str] = field(default_factory=list)
@@ -145,8 +154,11 @@ class _Counts:
         return sum(self.lengths)
 
 
-def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_capitals: bool) -> None:
-    """Add one sentence's words to the counts; ``has_capitals``: the text has an ALL-CAPS word somewhere."""
+def _count_sentence(
+    s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_capitals: bool, appositions: list[int]
+) -> None:
+    """Add one sentence's words to the counts; ``has_capitals``: the text has an ALL-CAPS word somewhere;
+    ``appositions``: text offsets of the sentence's commas before a determiner (``APPOSITION``)."""
     lowers = s.lowers
     n = len(lowers)
     words = s.words if has_capitals else lowers  # as written only where ALL-CAPS emphasis can matter
@@ -176,9 +188,16 @@ def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_c
     phrases = lexicon.phrases
     covered = -1  # last word index already consumed by a matched phrase
     speech = False
+    if appositions:
+        for kind, phrase in appositive_metaphors(s, flags, appositions, lexicon):
+            c.figurative.append(phrase)
+            c.figure_kinds.append(kind)
     for i, flag in enumerate(flags):
-        if not flag & _MARKERS:
+        if not flag & _MARKERS_AND_CUES:
             continue
+        if flag & _METAPHOR_CUES and (figure := metaphor_at(s, flags, i, lexicon)):
+            c.figurative.append(figure[1])
+            c.figure_kinds.append(figure[0])
         if flag & _VERB_MARKERS:
             previous = flags[i - 1] if i else 0
             if flag & FLAG_FINITE:
@@ -217,8 +236,13 @@ def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_c
             and lowers[i + 1] == "of"
         ):
             c.figurative.append(f"{lowers[i - 1]} {low} of")
-        if flag & FLAG_SIMILE and _is_simile(lowers, i):
+            c.figure_kinds.append("frame")
+        if flag & FLAG_SIMILE and (
+            _is_simile(lowers, i)
+            or (low == "like" and _may_open_simile(lowers, i) and is_bare_simile(lowers, i, lexicon))
+        ):
             c.figurative.append(" ".join(lowers[i : i + 3]))
+            c.figure_kinds.append("simile")
         if flag & FLAG_PERSON:
             c.persons.append(low)
         if flag & FLAG_SPEECH:
@@ -249,17 +273,14 @@ def _add_marker(c: _Counts, kind: int, text: str) -> None:
         c.time.append(text)
     if kind & FLAG_FIGURATIVE:
         c.figurative.append(text)
+        c.figure_kinds.append("signal")
 
 
 def _is_simile(lowers: list[str], i: int) -> bool:
     """ "like a/the ..." not after a subject or quantity word; "as ADJ as ..." except fixed phrases."""
     n = len(lowers)
     if lowers[i] == "like":
-        return (
-            i + 1 < n
-            and lowers[i + 1] in _SIMILE_DETERMINERS
-            and (i == 0 or lowers[i - 1] not in _NOT_SIMILE_BEFORE)
-        )
+        return i + 1 < n and lowers[i + 1] in _SIMILE_DETERMINERS and _may_open_simile(lowers, i)
     return (
         i + 3 < n
         and lowers[i + 2] == "as"
@@ -365,8 +386,12 @@ def _score_curiosity(c: _Counts, n_words: int) -> tuple[float, dict[str, object]
 
 def _score_metaphor(c: _Counts, n_words: int) -> tuple[float, dict[str, object]]:
     per_100 = 100.0 * len(c.figurative) / n_words
+    constructions: dict[str, int] = {}
+    for kind in c.figure_kinds:
+        constructions[kind] = constructions.get(kind, 0) + 1
     return 1.0 - math.exp(-per_100 / FIGURATIVE_SCALE), {
         "figurative_markers": c.figurative,
+        "constructions": constructions,
         "markers_per_100_words": per_100,
     }
 
@@ -436,8 +461,12 @@ class HRVExtractor:
         counts = _Counts()
         lexicon = self._lexicon
         has_capitals = _CAPITALS.search(text) is not None
+        appositions = [m.start() for m in APPOSITION.finditer(text)]
         for index, sentence in enumerate(sentences):
-            _count_sentence(sentence, index, lexicon, counts, has_capitals)
+            inside = (
+                [o for o in appositions if sentence.start <= o < sentence.end] if appositions else appositions
+            )
+            _count_sentence(sentence, index, lexicon, counts, has_capitals, inside)
         return counts, sentences
 
     @staticmethod

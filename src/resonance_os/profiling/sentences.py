@@ -110,6 +110,18 @@ class Sentence:
         """(start, end) offsets of each word in the text, in the order of ``lowers``."""
         return [m.span() for m in self._pattern.finditer(self._text, self.start, self.end)]
 
+    def words_before(self, offset: int) -> int:
+        """How many of the sentence's words lie before text offset ``offset``."""
+        return len(self._pattern.findall(self._text, self.start, offset))
+
+    def separators(self) -> list[str]:
+        """The text before each word back to the previous word (punctuation and spaces), in word order."""
+        gaps, previous = [], self.start
+        for start, end in self.word_spans():
+            gaps.append(self._text[previous:start])
+            previous = end
+        return gaps
+
     def span(self) -> tuple[int, int]:
         """(start, end) offsets of the sentence without surrounding white space."""
         text, start, end = self._text, self.start, self.end
