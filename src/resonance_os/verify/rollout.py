@@ -41,6 +41,8 @@ class TestRecord:
 class TestDifficulty:
     """Thread-safe record of each test's failure rate and runtime, shared by all verifiers."""
 
+    __test__ = False  # a library class, not a pytest test class
+
     def __init__(self) -> None:
         self._records: dict[tuple[str, int], TestRecord] = {}
         self._lock = threading.Lock()
