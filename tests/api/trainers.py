@@ -1,10 +1,12 @@
-"""A stand-in trainer for job-machinery tests: counts slowly, reporting progress (imported by the worker
-process through PYTHONPATH)."""
+"""Trainers for job-machinery tests (imported by the worker process through PYTHONPATH): a stand-in
+that counts slowly, reporting progress, and real PPO on CartPole that checkpoints and resumes."""
 
 from __future__ import annotations
 
 import os
 import time
+
+import gymnasium as gym
 
 from resonance_os.api.job_worker import JobReport, TrainingResult
 from resonance_os.core.errors import ValidationError
@@ -19,3 +21,21 @@ def count(params: dict, report: JobReport) -> TrainingResult:
     if params.get("seed") == 13:
         raise ValidationError("seed 13 is unlucky; pick another seed")
     return TrainingResult(metrics={"steps": steps, "pid": os.getpid()}, artifact=b"weights")
+
+
+class _Slow(gym.Wrapper):
+    """Sleeps ``TEST_STEP_DELAY`` seconds per step, so a test can kill the worker mid-run."""
+
+    def step(self, action):
+        time.sleep(float(os.environ.get("TEST_STEP_DELAY", "0.002")))
+        return self.env.step(action)
+
+
+def cartpole_ppo(params: dict, report: JobReport) -> TrainingResult:
+    """Real PPO on CartPole through the service's checkpoint/resume path (``learn_resumable``)."""
+    from resonance_os.api.training import learn_resumable
+
+    env = _Slow(gym.make("CartPole-v1"))
+    config = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "seed": int(params["seed"])}
+    model = learn_resumable(env, config, int(params["timesteps"]), report)
+    return TrainingResult(metrics={"timesteps": model.num_timesteps}, artifact=b"weights")
