@@ -455,15 +455,18 @@ def merge(first: str, second: str) -> str | None:
 
 
 # -- wording: valence and intensity --------------------------------------------------------------
+_WORD_RUN = re.compile(r"\w+")
+
+
 def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) -> str | None:
     """Replace the first whole-word match of a pair's left word by its right (``forward``) or back."""
     if _UNSAFE.search(sentence):
         return None
+    present = set(_WORD_RUN.findall(sentence))  # the pairs are single words: whole-word runs
     for left, right in pairs:
         old, new = (left, right) if forward else (right, left)
-        pattern = re.compile(rf"\b{old}\b")
-        if pattern.search(sentence):
-            return pattern.sub(new, sentence, count=1)
+        if old in present:
+            return re.sub(rf"\b{old}\b", new, sentence, count=1)
     return None
 
 

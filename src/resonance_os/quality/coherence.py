@@ -45,7 +45,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 from importlib.resources import files
 from pathlib import Path
 
@@ -99,6 +99,7 @@ _RANKS = {
 }
 
 Features = list[tuple[str, float]]
+UNIT_CACHE_SIZE = 65_536
 _SINGULAR = frozenset(("he", "she"))
 _PAIR_FEATURES = (
     *("ov", "top", "an", "na", "pp", "qa", "qq", "nq", "rk", "nm"),
@@ -187,6 +188,11 @@ def unit(
     )
 
 
+_cached_unit = lru_cache(maxsize=UNIT_CACHE_SIZE)(unit)
+"""``unit`` remembered per sentence: an edit changes one or two sentences of a paragraph, so the env
+and the refiner score the same sentences again and again."""
+
+
 def text_units(text: str) -> list[Unit]:
     """The :class:`Unit` of each sentence of ``text`` (``profiling.sentences`` splitter)."""
     return [sentence_unit(s) for s in split_sentences(text)]
@@ -198,8 +204,8 @@ def sentence_unit(s: Sentence) -> Unit:
     names = frozenset(
         low for w, low in zip(written[1:], s.lowers[1:]) if w[:1].isupper() and len(low) > 1 and low.isalpha()
     )
-    return unit(
-        s.lowers,
+    return _cached_unit(
+        tuple(s.lowers),
         s.questions > 0,
         s.exclamations > 0,
         s.opens_with_quote,

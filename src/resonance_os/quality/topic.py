@@ -21,6 +21,7 @@ prompt about a subject that prose never discusses is judged by its mentions alon
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import cache
 from importlib import resources
 
@@ -63,14 +64,36 @@ class TopicModel:
         split = split_sentences(text) if sentences is None else sentences
         return self._parts([content_stems(s.lowers) for s in split], prompt)
 
-    def _parts(self, stems: list[list[str]], prompt: str) -> tuple[float, float | None]:
+    def _parts(
+        self, stems: list[list[str]], prompt: str, text_sum: tuple[Counter[str], np.ndarray] | None = None
+    ) -> tuple[float, float | None]:
         prompt_stems, p = self._prompt(prompt)
         if not prompt_stems or not stems:
             return 0.0, None
         share = sum(bool(prompt_stems.intersection(s)) for s in stems) / len(stems)
-        around = [s for sentence in stems for s in sentence if s not in prompt_stems]
-        t = self.mean_vector(around)
+        t = self._around_vector(text_sum or self._vector_sum(stems), prompt_stems)
         return min(1.0, share / MENTION_FULL), (None if p is None or t is None else float(p @ t))
+
+    def _vector_sum(self, stems: list[list[str]]) -> tuple[Counter[str], np.ndarray]:
+        """How often each stem with a vector occurs in the text, and the sum of their vectors."""
+        counts = Counter(s for sentence in stems for s in sentence if s in self._index)
+        rows = [self._index[s] for s in counts.elements()]
+        return counts, self._vectors[rows].sum(axis=0, dtype=np.float64)
+
+    def _around_vector(
+        self, text_sum: tuple[Counter[str], np.ndarray], prompt_stems: frozenset[str]
+    ) -> np.ndarray | None:
+        """``mean_vector`` of the text's stem occurrences that are not prompt stems, from the text's
+        sum (one sum serves every prompt ``score_many`` asks about)."""
+        counts, total = text_sum
+        n = sum(counts.values())
+        for s in prompt_stems.intersection(counts):
+            total = total - counts[s] * self._vectors[self._index[s]]
+            n -= counts[s]
+        if n == 0:
+            return None
+        norm = float(np.linalg.norm(total))
+        return (total / norm).astype(np.float32) if norm > 1e-9 * n else None
 
     def _prompt(self, prompt: str) -> tuple[frozenset[str], np.ndarray | None]:
         """The prompt's content stems and their mean vector, kept per prompt (an RL run asks about a
@@ -90,7 +113,8 @@ class TopicModel:
     def score_many(self, text: str, prompts: list[str]) -> list[float]:
         """``score(text, prompt)`` for each of ``prompts``, reading the text once."""
         stems = [content_stems(s.lowers) for s in split_sentences(text)]
-        return [self._blend(*self._parts(stems, prompt)) for prompt in prompts]
+        text_sum = self._vector_sum(stems)
+        return [self._blend(*self._parts(stems, prompt, text_sum)) for prompt in prompts]
 
     @staticmethod
     def _blend(mention: float, related: float | None) -> float:
