@@ -68,6 +68,18 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
             "We WON the final! Everyone was SO happy!",
             "We won the final. Everyone was happy.",
         ),
+        (  # exclamatory triumph over its flat paraphrase (issue 14), though VADER reads "crushed" as negative
+            "We crushed it, we smashed every record, and the crowd went absolutely wild!",
+            "We did well, we set new records, and the crowd cheered.",
+        ),
+        (
+            "Victory! After ten years of waiting, we are finally champions, and I cannot stop grinning!",
+            "After ten years, we won the championship, and I am content.",
+        ),
+        (
+            "Goal! He buried it in the top corner and the stadium shook!",
+            "He scored a goal in the corner and the spectators clapped.",
+        ),
     ],
     "assertiveness_index": [
         (
@@ -109,6 +121,14 @@ PAIRS: dict[str, list[tuple[str, str]]] = {
         (
             "The news hit the market like a storm, and a wave of panic swept through the traders.",
             "The news reached the market in the morning and many traders sold their shares.",
+        ),
+        (
+            "Time is a thief. Grief was an ocean, and the market was a roaring lion that swallowed small companies whole.",
+            "Time passes quickly. Grief was overwhelming, and the market was strong enough to ruin small companies.",
+        ),
+        (
+            "Prices soared all spring, and doubt gnawed at every buyer.",
+            "Prices rose sharply all spring, and every buyer was uncertain.",
         ),
     ],
     "storytelling_index": [

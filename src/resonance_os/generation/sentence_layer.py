@@ -28,9 +28,9 @@ from resonance_os.profiling.hrv_extractor import (
     FIGURATIVE_SCALE,
     PAST_FULL,
     PERSON_FULL,
-    SENTIMENT_SHARE_FULL,
     TIME_FULL,
 )
+from resonance_os.profiling.hrv_extractor import intensity as predicted_intensity
 
 MEAN_WORDS = 14.0
 """Mean target sentence length in words; lengths spread around it for cadence."""
@@ -125,9 +125,7 @@ def _tables(n: int) -> dict[str, np.ndarray]:
         mean_abs = (TONE_COMPOUND[1] * (p1 + n1) + TONE_COMPOUND[2] * (p2 + n2)) / n
         share = (SENTIMENT_WORDS[1] * (p1 + n1) + SENTIMENT_WORDS[2] * (p2 + n2)) / words
         for e in range(min(2, toned) + 1):
-            intensity = (
-                0.55 * mean_abs + 0.25 * min(1.0, share / SENTIMENT_SHARE_FULL) + 0.12 * min(1.0, 2 * e / n)
-            )
+            intensity = predicted_intensity(mean_abs, share, e / n)
             tones.append((p1, p2, n1, n2, e, compound, intensity, 0.001 * (toned + e)))
     stances = np.array([(b, h, 0.003 * (b + h)) for b in range(n + 1) for h in range(n + 1) if b + h <= n])
     stories = []

@@ -23,6 +23,7 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVVector
 from resonance_os.profiling.lexicons import (
+    FLAG_AROUSAL,
     FLAG_AUX,
     FLAG_BE,
     FLAG_BOOSTER,
@@ -53,7 +54,7 @@ from resonance_os.profiling.sentences import Sentence, clean_text, split_sentenc
 from resonance_os.profiling.sentiment import score_sentence
 
 _LISTED = FLAG_HEDGE | FLAG_BOOSTER | FLAG_CURIOSITY | FLAG_TIME | FLAG_FIGURATIVE
-_WORD_MARKERS = _LISTED | FLAG_PHRASE | FLAG_PERSON | FLAG_SPEECH | FLAG_FRAME | FLAG_SIMILE
+_WORD_MARKERS = _LISTED | FLAG_PHRASE | FLAG_PERSON | FLAG_SPEECH | FLAG_FRAME | FLAG_SIMILE | FLAG_AROUSAL
 _VERB_MARKERS = FLAG_PAST | FLAG_FINITE | FLAG_SUBJECT
 _MARKERS = _WORD_MARKERS | _VERB_MARKERS
 _METAPHOR_CUES = FLAG_COPULA | FLAG_MOTION
@@ -82,6 +83,8 @@ CV_HALF = 0.5
 """Coefficient of variation of sentence lengths at which sentence_variance is 0.5."""
 SENTIMENT_SHARE_FULL = 0.2
 """Share of sentiment-bearing words at which that intensity component is full."""
+AROUSAL_SHARE_FULL = 0.06
+"""Share of high-arousal cue words at which that intensity component is full."""
 CURIOSITY_MARKERS_FULL = 3.0
 """Curiosity markers per 100 words at which that component is full."""
 FIGURATIVE_SCALE = 2.0
@@ -133,6 +136,7 @@ class _Counts:
     positive: list[str] = field(default_factory=list)
     negative: list[str] = field(default_factory=list)
     capitals: list[str] = field(default_factory=list)
+    arousal: list[str] = field(default_factory=list)
     exclamatory: list[int] = field(default_factory=list)
     questions: list[int] = field(default_factory=list)
     hedges: list[str] = field(default_factory=list)
@@ -243,6 +247,8 @@ def _count_sentence(
         ):
             c.figurative.append(" ".join(lowers[i : i + 3]))
             c.figure_kinds.append("simile")
+        if flag & FLAG_AROUSAL:
+            c.arousal.append(low)
         if flag & FLAG_PERSON:
             c.persons.append(low)
         if flag & FLAG_SPEECH:
@@ -342,25 +348,37 @@ def _score_valence(c: _Counts) -> tuple[float, dict[str, object]]:
     }
 
 
+def intensity(
+    mean_abs_compound: float,
+    sentiment_share: float,
+    exclamatory_share: float,
+    arousal_share: float = 0.0,
+    all_caps_share: float = 0.0,
+) -> float:
+    """emotional_intensity from its five cues (docs/hrv.md): mean |compound| over sentences, share of
+    sentiment-bearing words, share of exclamatory sentences, share of high-arousal cue words and share
+    of ALL-CAPS words. Sentiment magnitude is one cue among several, so an exclamatory, emphatic text
+    outranks a flat one that merely holds a few mild feeling words."""
+    value = (
+        0.35 * mean_abs_compound
+        + 0.10 * _clip(sentiment_share / SENTIMENT_SHARE_FULL)
+        + 0.25 * _clip(2.0 * exclamatory_share)
+        + 0.20 * _clip(arousal_share / AROUSAL_SHARE_FULL)
+        + 0.10 * _clip(10.0 * all_caps_share)
+    )
+    return _clip(value)
+
+
 def _score_intensity(c: _Counts, n_words: int) -> tuple[float, dict[str, object]]:
     n_sentences = len(c.lengths)
-    mean_abs = sum(abs(x) for x in c.compounds) / n_sentences
-    share = (len(c.positive) + len(c.negative)) / n_words
-    exclaim = len(c.exclamatory) / n_sentences
-    caps = len(c.capitals) / n_words
     parts = {
-        "mean_abs_compound": mean_abs,
-        "sentiment_word_share": share,
-        "exclamatory_sentence_share": exclaim,
-        "all_caps_word_share": caps,
+        "mean_abs_compound": sum(abs(x) for x in c.compounds) / n_sentences,
+        "sentiment_word_share": (len(c.positive) + len(c.negative)) / n_words,
+        "exclamatory_sentence_share": len(c.exclamatory) / n_sentences,
+        "arousal_word_share": len(c.arousal) / n_words,
+        "all_caps_word_share": len(c.capitals) / n_words,
     }
-    value = (
-        0.55 * mean_abs
-        + 0.25 * _clip(share / SENTIMENT_SHARE_FULL)
-        + 0.12 * _clip(2.0 * exclaim)
-        + 0.08 * _clip(10.0 * caps)
-    )
-    return _clip(value), {**parts, "all_caps_words": c.capitals}
+    return intensity(*parts.values()), {**parts, "arousal_words": c.arousal, "all_caps_words": c.capitals}
 
 
 def _score_assertiveness(c: _Counts) -> tuple[float, dict[str, object]]:

@@ -47,6 +47,9 @@ FLAG_WH = 1 << 22  # wh-word or auxiliary that can open a question
 FLAG_SIMILE = 1 << 23  # "like" or "as": may open a simile
 FLAG_COPULA = 1 << 24  # finite "be" or "become": may link a subject to a nominal metaphor
 FLAG_MOTION = 1 << 25  # finite form of a concrete-action verb ("soared", "swallows")
+FLAG_AROUSAL = (
+    1 << 26
+)  # high-arousal cue: emphatic degree adverb or word of excitement ("absolutely", "wild")
 
 # Word classes for metaphor detection, kept in Lexicon.word_classes rather than in ``flags`` so that
 # the per-word table stays small (its size shows in the extractor's speed); looked up only near a cue.
@@ -72,6 +75,7 @@ WORD_LISTS: dict[str, int] = {
     "figurative_frames": FLAG_FRAME,
     "passive_exceptions": FLAG_NOT_PARTICIPLE,
     "ed_adjectives": FLAG_NOT_PARTICIPLE,
+    "arousal_words": FLAG_AROUSAL,
 }
 """Data files of single words, and the flag each word gets."""
 
