@@ -8,7 +8,12 @@ from resonance_os.verify.sandbox import Sandbox, SandboxLimits, processes_of
 
 FIRST_UID = 62_000
 UID_COUNT = 64
-SHORT = SandboxLimits(wall_seconds=1.5, cpu_seconds=1, memory_bytes=512 * 1024**2, output_bytes=1024**2)
+SHORT = SandboxLimits(wall_seconds=10.0, cpu_seconds=5, memory_bytes=512 * 1024**2, output_bytes=1024**2)
+"""Limits of most tests: small memory and output caps, a wall limit no loaded machine reaches."""
+QUICK_TIMEOUT = SandboxLimits(
+    wall_seconds=1.5, cpu_seconds=1, memory_bytes=512 * 1024**2, output_bytes=1024**2
+)
+"""Limits of the tests whose programs must time out."""
 
 
 def listeners_of(uids: range) -> list[str]:

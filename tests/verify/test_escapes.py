@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from sandbox_checks import SHORT, assert_clean
+from sandbox_checks import FIRST_UID, QUICK_TIMEOUT, SHORT, UID_COUNT, assert_clean
 
 from resonance_os.verify import Outcome
 from resonance_os.verify.sandbox import SandboxLimits
@@ -21,7 +21,7 @@ def run(sandbox, program: str, stdin: str = "", limits: SandboxLimits | None = N
 
 
 def test_fork_bomb_hits_the_process_limit(sandbox):
-    execution = run(sandbox, "import os\nwhile True:\n    os.fork()\n")
+    execution = run(sandbox, "import os\nwhile True:\n    os.fork()\n", limits=QUICK_TIMEOUT)
     # the first process dies when one of its forks is refused, or keeps forking into the wall limit
     assert execution.outcome in (Outcome.RUNTIME_ERROR, Outcome.TIMEOUT)
     assert "BlockingIOError" in execution.stderr  # forks beyond RLIMIT_NPROC were refused
@@ -33,12 +33,12 @@ def test_memory_bomb_is_a_memory_limit(sandbox):
 
 
 def test_infinite_loop_times_out(sandbox):
-    execution = run(sandbox, "while True:\n    pass\n")
+    execution = run(sandbox, "while True:\n    pass\n", limits=QUICK_TIMEOUT)
     assert execution.outcome is Outcome.TIMEOUT
 
 
 def test_sleeping_forever_times_out_at_the_wall_limit(sandbox):
-    execution = run(sandbox, "import time\ntime.sleep(3600)\n")
+    execution = run(sandbox, "import time\ntime.sleep(3600)\n", limits=QUICK_TIMEOUT)
     assert execution.outcome is Outcome.TIMEOUT
     assert execution.detail == "killed at the wall-clock limit"
 
@@ -65,14 +65,14 @@ def test_killing_the_parent_is_refused(sandbox):
     assert "PermissionError" in execution.detail
 
 
-def test_killing_every_process_it_may_reaches_nothing(sandbox):
+def test_killing_every_process_it_may_reaches_nothing(sandbox, namespaces):
     execution = run(sandbox, "import os, signal\nos.kill(-1, signal.SIGKILL)\n")
     assert execution.outcome is Outcome.RUNTIME_ERROR
     assert "ProcessLookupError" in execution.detail  # alone in its PID namespace under its own uid
 
 
 @pytest.mark.parametrize("target", ["/tmp", "/var/tmp", "/dev/shm", "/work", "/etc", "HOST_ROOT"])
-def test_nothing_outside_the_work_directory_is_writable(sandbox, target):
+def test_nothing_outside_the_work_directory_is_writable(sandbox, namespaces, target):
     folder = str(sandbox.work_root) if target == "HOST_ROOT" else target
     path = os.path.join(folder, f"escape-{os.getpid()}")
     execution = run(sandbox, f"open({path!r}, 'w').write('escaped')\n")
@@ -85,7 +85,7 @@ def test_the_work_directory_is_writable(sandbox):
     assert execution.outcome is None and execution.stdout == "kept\n"
 
 
-def test_no_secrets_in_the_environment_or_root_home(sandbox):
+def test_no_secrets_in_the_environment_or_root_home(sandbox, namespaces):
     os.environ["RESONANCE_TEST_SECRET"] = "hunter2"
     try:
         program = "import os\nprint(sorted(os.environ))\nprint(os.listdir('/root'))\nprint(os.getuid())\n"
@@ -99,7 +99,7 @@ def test_no_secrets_in_the_environment_or_root_home(sandbox):
     assert int(uid) != 0
 
 
-def test_a_socket_cannot_reach_a_listener_on_the_host(sandbox):
+def test_a_socket_cannot_reach_a_listener_on_the_host(sandbox, namespaces):
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     port = listener.getsockname()[1]
@@ -193,7 +193,7 @@ def test_ignoring_signals_does_not_survive_the_wall_limit(sandbox):
         "    signal.signal(number, signal.SIG_IGN)\n"
         "while True:\n    time.sleep(0.01)\n"
     )
-    execution = run(sandbox, program)
+    execution = run(sandbox, program, limits=QUICK_TIMEOUT)
     assert execution.outcome is Outcome.TIMEOUT
 
 
@@ -205,7 +205,7 @@ def test_ignoring_sigxcpu_does_not_survive_the_cpu_limit(sandbox):
     assert execution.signal == 9  # the kernel's SIGKILL at the hard CPU limit (soft + 1 s)
 
 
-def test_a_daemonized_child_dies_with_the_run(sandbox):
+def test_a_daemonized_child_dies_with_the_run(sandbox, namespaces):
     program = (
         "import os, time\n"
         "if os.fork() == 0:\n"
@@ -219,3 +219,26 @@ def test_a_daemonized_child_dies_with_the_run(sandbox):
     execution = run(sandbox, program)  # run() asserts no process of a sandbox uid is left
     assert execution.outcome is None and execution.stdout == "parent done\n"
     assert time.perf_counter() - started < SHORT.wall_seconds  # ended with the parent, not at the limit
+
+
+def test_without_namespaces_sockets_are_refused_and_nothing_is_left():
+    from resonance_os.verify import Sandbox
+
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox starts as root (it drops each run to its own uid)")
+    candidates = [python for python in (None, "/usr/bin/python3") if python is None or os.path.exists(python)]
+    for python in candidates:  # the base interpreter may live where only root may go (/root/.pyenv)
+        plain = Sandbox(SHORT, first_uid=FIRST_UID, uid_count=UID_COUNT, use_namespaces=False, python=python)
+        probe = plain.run("pass")
+        if probe.outcome is None:
+            break
+        assert probe.outcome is Outcome.SANDBOX_ERROR and "cannot enter" in probe.detail
+        plain.close()
+    else:
+        pytest.skip("no interpreter here that an unprivileged uid can read without a mount namespace")
+    with plain:
+        program = "import os, socket, time\nif os.fork() == 0:\n    time.sleep(60)\nsocket.socket()\n"
+        execution = plain.run(program)
+        assert execution.network == "socket_blocked"
+        assert execution.outcome is Outcome.RUNTIME_ERROR and "network access is disabled" in execution.detail
+        assert_clean(plain)  # the sleeping child was found by its uid and killed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from sandbox_checks import QUICK_TIMEOUT
+
 from resonance_os.verify import (
     Outcome,
     Problem,
@@ -51,7 +53,7 @@ def test_runtime_errors_and_timeouts_cost_minus_one(sandbox):
     assert (
         crash.outcome is Outcome.RUNTIME_ERROR and crash.reward == -1.0 and "ValueError: boom" in crash.detail
     )
-    slow = verify_rollout(sandbox, ECHO_TWICE, "while True:\n    pass\n")
+    slow = verify_rollout(sandbox, ECHO_TWICE, "while True:\n    pass\n", limits=QUICK_TIMEOUT)
     assert slow.outcome is Outcome.TIMEOUT and slow.reward == -1.0 and slow.tests_run == 1
 
 

@@ -182,6 +182,14 @@ def main():
     except OSError as exc:
         status.write(json.dumps({"kind": "isolation", "namespaces": False, "reason": str(exc)}) + "\n")
         status.flush()
+        closed = [hidden_ancestor(path) for path in config["expose"] if hidden_ancestor(path)]
+        if closed:  # without a mount namespace the interpreter cannot be made reachable
+            reason = (
+                f"no namespaces ({exc}) and the interpreter's folder is inside {closed[0]}, which the "
+                "unprivileged uid cannot enter; give Sandbox(python=...) an interpreter others can read"
+            )
+            status.write(json.dumps({"kind": "setup_failed", "reason": reason}) + "\n")
+            return
         run_and_report(config, status, "block-sockets")
         return
     status.write(json.dumps({"kind": "isolation", "namespaces": True}) + "\n")

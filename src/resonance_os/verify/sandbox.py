@@ -160,7 +160,7 @@ class _UidPool:
 
 
 def processes_of(uids: range | int) -> list[int]:
-    """PIDs of live processes whose real uid is ``uids`` (or in that range), read from /proc in one pass."""
+    """PIDs of live (not zombie) processes whose real uid is ``uids`` (or in that range), from /proc."""
     wanted = range(uids, uids + 1) if isinstance(uids, int) else uids
     pids = []
     for entry in os.listdir("/proc"):
@@ -169,6 +169,8 @@ def processes_of(uids: range | int) -> list[int]:
         try:
             with open(f"/proc/{entry}/status") as status:
                 for line in status:
+                    if line.startswith("State:") and line.split()[1] in ("Z", "X"):
+                        break  # dead, waiting to be reaped by its parent: holds nothing
                     if line.startswith("Uid:"):
                         if int(line.split()[1]) in wanted:
                             pids.append(int(entry))
@@ -190,6 +192,13 @@ def kill_processes_of(uid: int, attempts: int = 50) -> None:
             except ProcessLookupError:
                 pass
         time.sleep(0.01)
+
+
+def _kill_group(process: subprocess.Popen) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 class Sandbox:
@@ -312,35 +321,48 @@ class Sandbox:
             os.close(status_write)
             stdin_file.close()
         with os.fdopen(status_read, "rb") as status:
-            stdout, stderr, killed_for = self._collect(process, status, limits, start)
-            reports = [json.loads(line) for line in status.read().splitlines() if line.strip()]
+            stdout, stderr, status_bytes, killed_for = self._collect(process, status, limits, start)
+        reports = [json.loads(line) for line in status_bytes.splitlines() if line.strip()]
         seconds = time.perf_counter() - start
         return self._execution(reports, stdout, stderr, killed_for, seconds, limits)
 
     def _collect(
         self, process: subprocess.Popen, status, limits: SandboxLimits, start: float
-    ) -> tuple[bytes, bytes, Outcome | None]:
-        """Read stdout/stderr until the run ends; kill it at the wall limit or the output cap."""
+    ) -> tuple[bytes, bytes, bytes, Outcome | None]:
+        """Read stdout, stderr and the launcher's status until the run ends; kill it at the wall
+        limit (unless the program's exit is already reported) or at the output cap."""
         selector = selectors.DefaultSelector()
         out = bytearray()
         err = bytearray()
+        status_bytes = bytearray()
         err_total = 0
         selector.register(process.stdout, selectors.EVENT_READ, out)
         selector.register(process.stderr, selectors.EVENT_READ, err)
+        selector.register(status, selectors.EVENT_READ, status_bytes)
         killed_for: Outcome | None = None
         deadline = start + limits.wall_seconds
         try:
+            launcher_done = False
             while selector.get_map():
                 remaining = deadline - time.perf_counter()
                 if remaining <= 0:
-                    killed_for = Outcome.TIMEOUT
+                    if b'"kind": "exit"' not in status_bytes:
+                        killed_for = Outcome.TIMEOUT
                     break
-                for key, _ in selector.select(timeout=min(remaining, 0.5)):
+                # Once the launcher has exited the program has ended; a process it left behind may
+                # still hold the pipes (only without a PID namespace): read what is there and stop.
+                ready = selector.select(timeout=0 if launcher_done else min(remaining, 0.1))
+                if launcher_done and not ready:
+                    break
+                launcher_done = process.poll() is not None
+                for key, _ in ready:
                     chunk = os.read(key.fd, 65_536)
                     if not chunk:
                         selector.unregister(key.fileobj)
                         continue
-                    if key.data is out:
+                    if key.data is status_bytes:
+                        status_bytes += chunk
+                    elif key.data is out:
                         out += chunk
                         if len(out) > limits.output_bytes:
                             killed_for = Outcome.OUTPUT_LIMIT
@@ -355,14 +377,15 @@ class Sandbox:
         finally:
             selector.close()
             if killed_for is not None:
-                try:
-                    os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            process.wait()
+                _kill_group(process)
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:  # the launcher itself is stuck: end it and its group
+                _kill_group(process)
+                process.wait()
             process.stdout.close()
             process.stderr.close()
-        return bytes(out[: limits.output_bytes]), bytes(err), killed_for
+        return bytes(out[: limits.output_bytes]), bytes(err), bytes(status_bytes), killed_for
 
     @staticmethod
     def _execution(
