@@ -35,7 +35,12 @@ def test_hr_generate_with_only_a_prompt_returns_the_original_shape(db_url, live_
         assert len(data["hrv_feedback"]) == 8 and all(0.0 <= v <= 1.0 for v in data["hrv_feedback"])
         assert data["hrv_feedback"] == [data["hrv"][name] for name in HRV_DIMENSIONS]
         default = api.post(
-            "/v1/score", json={"text": data["article"], "prompt": "Benefits of machine learning"}
+            "/v1/score",
+            json={
+                "text": data["article"],
+                "profile": "professional",
+                "prompt": "Benefits of machine learning",
+            },
         )
         assert data["reward"]["reward"] == default.json()["reward"]  # toward the default profile
 
