@@ -28,7 +28,10 @@ def test_fork_bomb_hits_the_process_limit(sandbox):
 
 
 def test_memory_bomb_is_a_memory_limit(sandbox):
-    execution = run(sandbox, "chunks = []\nwhile True:\n    chunks.append(bytearray(64 * 1024 * 1024))\n")
+    limits = SandboxLimits(wall_seconds=10.0, memory_bytes=160 * 1024**2)
+    execution = run(
+        sandbox, "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n", limits=limits
+    )
     assert execution.outcome is Outcome.MEMORY_LIMIT
 
 

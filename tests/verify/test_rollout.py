@@ -58,7 +58,7 @@ def test_runtime_errors_and_timeouts_cost_minus_one(sandbox):
 
 
 def test_the_three_pool_modes_agree(sandbox):
-    problems = builtin_problems()[:3]
+    problems = builtin_problems()[:2]
     rollouts = [(p, p.solution) for p in problems] + [(p, "print(0)") for p in problems]
     rewards = {}
     for mode in ("rollout", "problem", "test"):
@@ -66,4 +66,4 @@ def test_the_three_pool_modes_agree(sandbox):
             verdicts = pool.verify(rollouts)
         rewards[mode] = [v.reward for v in verdicts]
         assert [v.problem_id for v in verdicts] == [p.problem_id for p, _ in rollouts]
-    assert rewards["rollout"] == rewards["problem"] == rewards["test"] == [1.0] * 3 + [-1.0] * 3
+    assert rewards["rollout"] == rewards["problem"] == rewards["test"] == [1.0] * 2 + [-1.0] * 2
