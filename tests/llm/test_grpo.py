@@ -14,8 +14,9 @@ pytest.importorskip("peft", reason="the LM policy needs the local extra (transfo
 from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
 from resonance_os.llm.errors import PromptTooLongError
-from resonance_os.llm.grpo import GRPO, GRPOConfig, RewardError
+from resonance_os.llm.grpo import GRPO, GRPOConfig, RewardError, soft_overlong_punishment
 from resonance_os.llm.policy import LMPolicy, PolicyConfig
+from resonance_os.llm.sampling import concat_samples, sample
 from resonance_os.rl.errors import CheckpointError, ConfigError
 from resonance_os.rl.logger import read_metrics
 
@@ -152,6 +153,61 @@ def test_zero_variance_filter_skips_the_update():
     assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.trainable_parameters()))
 
 
+def test_dynamic_sampling_samples_more_prompts_until_groups_differ():
+    """At the random init most groups score 0 on cat_freq (no "cat" at all): filtering keeps few of
+    them, dynamic sampling generates more rounds to fill the step; the step's own reward metrics are
+    the same (they describe the step's prompts, not the extra draws)."""
+    filtered = GRPO(
+        make_policy(), cat_freq, PROMPTS, small_config(filter_zero_variance=True, max_new_tokens=8)
+    )
+    dynamic = GRPO(make_policy(), cat_freq, PROMPTS, small_config(dynamic_sampling=True, max_new_tokens=8,
+                                                                  max_sampling_rounds=4))  # fmt: skip
+    (f,), (d,) = filtered.learn(1).history, dynamic.learn(1).history
+    assert f["groups_kept"] < 1.0 and d["sampling_rounds"] > 1 and d["groups_kept"] > f["groups_kept"]
+    assert d["episode_reward_mean"] == f["episode_reward_mean"]
+    same_for_all = GRPO(
+        make_policy(), lambda p, c: [1.0] * len(c), PROMPTS, small_config(dynamic_sampling=True)
+    )
+    before = [p.detach().clone() for p in same_for_all.policy.trainable_parameters()]
+    (row,) = same_for_all.learn(1).history
+    assert row["sampling_rounds"] == 3 and row["groups_kept"] == 0 and row["loss"] is None
+    assert all(torch.equal(a, b) for a, b in zip(before, same_for_all.policy.trainable_parameters()))
+
+
+def test_overlong_filter_gives_truncated_completions_no_gradient():
+    def trained(**kw) -> bool:
+        letters = lambda p, c: [float(len(x)) for x in c]  # noqa: E731  (differs within a group)
+        trainer = GRPO(make_policy(), letters, PROMPTS, small_config(max_new_tokens=1, **kw))
+        before = [p.detach().clone() for p in trainer.policy.trainable_parameters()]
+        (row,) = trainer.learn(1).history
+        assert row["truncated_fraction"] == 1.0  # one token each, none of them EOS (seeded)
+        return not all(torch.equal(a, b) for a, b in zip(before, trainer.policy.trainable_parameters()))
+
+    assert trained() and not trained(overlong_filter=True)
+
+
+def test_soft_overlong_punishment_is_dapos_linear_ramp_and_enters_the_reward():
+    lengths = torch.tensor([0, 12, 13, 14, 16])
+    assert soft_overlong_punishment(lengths, 16, 4, 0.5).tolist() == [0.0, 0.0, -0.125, -0.25, -0.5]
+    trainer = GRPO(make_policy(), cat_freq, PROMPTS, small_config(max_new_tokens=8, overlong_buffer=6))
+    (row,) = trainer.learn(1).history
+    assert row["reward_overlong"] < 0
+    assert row["episode_reward_mean"] == pytest.approx(
+        row["reward_cat_freq"] + row["reward_overlong"], abs=1e-6
+    )
+
+
+def test_concatenated_samples_keep_their_log_probs():
+    policy = make_policy()
+    a = sample(policy, PROMPTS[:2], n=2, max_new_tokens=5, seed=1, chat_template=False)
+    b = sample(policy, PROMPTS[2:], n=2, max_new_tokens=3, seed=2, chat_template=False)
+    merged = concat_samples([a, b], int(policy.tokenizer.pad_token_id))
+    assert merged.prompt_index == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4] and merged.texts == a.texts + b.texts
+    with torch.no_grad():
+        logp = policy.token_logprobs(merged.input_ids, merged.attention_mask, merged.completion_mask)
+    assert torch.allclose(logp, merged.logprobs, atol=1e-4)
+
+
 def test_callback_can_stop_training():
     seen = []
     trainer = GRPO(make_policy(), cat_freq, PROMPTS, small_config())
@@ -192,6 +248,11 @@ def test_config_json_round_trip_and_overrides():
         ("scale_rewards", "std"),
         ("max_grad_norm", 0.0),
         ("seed", "zero"),
+        ("dynamic_sampling", "yes"),
+        ("max_sampling_rounds", 0),
+        ("overlong_filter", 1),
+        ("overlong_buffer", 64),
+        ("overlong_penalty", -1.0),
     ],
 )
 def test_config_validation_names_field_and_fix(field, value):
@@ -215,8 +276,10 @@ def test_config_rejects_unknown_settings_and_bad_json():
         {"loss_type": "gspo"},
         {"loss_type": "dr_grpo", "scale_rewards": "none"},
         {"loss_type": "dapo", "epsilon_high": 0.28, "num_iterations": 2, "minibatch_size": 16, "beta": 0.01},
+        {"loss_type": "gspo_plus"},
+        {"loss_type": "dapo", "dynamic_sampling": True, "overlong_filter": True, "overlong_buffer": 4},
     ],
-    ids=["dapo", "grpo", "cispo", "gspo", "dr_grpo", "dapo-K2-minibatch-kl"],
+    ids=["dapo", "grpo", "cispo", "gspo", "dr_grpo", "dapo-K2-minibatch-kl", "gspo_plus", "dapo-full"],
 )
 def test_learns_to_say_the_target_word(options):
     """Reward = share of "cat" in the completion; from the random init at temperature 1 it starts near 0."""

@@ -251,6 +251,23 @@ def test_gspo_token_takes_per_token_advantages():
     )
 
 
+def test_gspo_plus_weighs_every_token_alike_whatever_its_sequence_length():
+    """GSPO+ = GSPO-token's weight, token-mean aggregation: with the policy equal to the sampling
+    one (s = 1, nothing clipped) a token's gradient is -A_i / N for every sequence, where GSPO gives
+    -A_i / (B |y_i|): a token of a short sequence counts more there."""
+    logp, _, adv, mask, _ = random_batch(6)
+    grads = {}
+    for loss_type in ("gspo", "gspo_plus"):
+        leaf = logp.clone().requires_grad_(True)
+        policy_loss(leaf, logp.detach(), adv, mask, loss_type=loss_type)[0].backward()
+        grads[loss_type] = leaf.grad
+    lengths = mask.sum(-1, keepdim=True).clamp(min=1.0)
+    expected_plus = -adv[:, None] * mask / mask.sum()
+    expected_gspo = -adv[:, None] * mask / (lengths * mask.shape[0])
+    assert torch.allclose(grads["gspo_plus"], expected_plus.to(logp.dtype), atol=1e-9)
+    assert torch.allclose(grads["gspo"], expected_gspo.to(logp.dtype), atol=1e-9)
+
+
 def test_cispo_gradient_is_detached_capped_weight_times_advantage():
     logp, old_logp, adv, mask, ref_logp = random_batch(5, spread=0.6)
     cap = 1.2

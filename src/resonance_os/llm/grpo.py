@@ -54,7 +54,7 @@ from resonance_os.llm.losses import (
     policy_loss,
 )
 from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
-from resonance_os.llm.sampling import sample_ids
+from resonance_os.llm.sampling import Samples, concat_samples, sample_ids
 from resonance_os.rl.checkpoint import load_checkpoint
 from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.contract import (
@@ -106,6 +106,17 @@ class GRPOConfig(JsonConfig):
             "constant"); None = the loss type's own. None.
         scale_rewards: "group", "batch" or "none" (see ``group_advantages``). "group".
         filter_zero_variance: drop groups whose rewards are all equal before the update (ScaleRL). False.
+        dynamic_sampling: DAPO's dynamic sampling: groups whose rewards are all equal are dropped and
+            more prompts sampled (up to ``max_sampling_rounds`` generations per step) until
+            ``prompts_per_step`` groups with differing rewards are collected. False.
+        max_sampling_rounds: generations per step at most with ``dynamic_sampling``. 3.
+        overlong_filter: completions cut at ``max_new_tokens`` (no EOS or stop string) get advantage
+            0: they are not judged on an answer they could not finish (DAPO's overlong filtering,
+            NousCoder). False.
+        overlong_buffer: DAPO's soft overlong punishment L_cache: a completion longer than
+            ``max_new_tokens - overlong_buffer`` tokens loses ``overlong_penalty`` times the share of the
+            buffer it used (all of it at ``max_new_tokens``), added to its reward. 0 = off.
+        overlong_penalty: the punishment at full length. 1.0.
         max_grad_norm: clip the global gradient norm; None = no clipping (the norm is still logged). 1.0.
         seed: seeds prompt order, sampling, minibatch order and dropout, through local generators and
             a forked RNG (torch's global RNG is left as it was); None draws one (stored, so a
@@ -132,6 +143,11 @@ class GRPOConfig(JsonConfig):
     aggregation: str | None = None
     scale_rewards: str | None = "group"
     filter_zero_variance: bool = False
+    dynamic_sampling: bool = False
+    max_sampling_rounds: int = 3
+    overlong_filter: bool = False
+    overlong_buffer: int = 0
+    overlong_penalty: float = 1.0
     max_grad_norm: float | None = 1.0
     seed: int | None = None
 
@@ -189,8 +205,18 @@ class GRPOConfig(JsonConfig):
             raise fail("beta", "must be a number >= 0 (the KL coefficient; 0 = no reference pass)")
         if self.scale_rewards is not None and self.scale_rewards not in SCALE_REWARDS:
             raise fail("scale_rewards", f"must be one of {', '.join(SCALE_REWARDS)} or None")
-        if not isinstance(self.filter_zero_variance, bool):
-            raise fail("filter_zero_variance", "must be true or false")
+        for name in ("filter_zero_variance", "dynamic_sampling", "overlong_filter"):
+            if not isinstance(getattr(self, name), bool):
+                raise fail(name, "must be true or false")
+        if not is_int(self.max_sampling_rounds) or self.max_sampling_rounds < 1:
+            raise fail("max_sampling_rounds", "must be an integer >= 1 (generations per step)")
+        if not is_int(self.overlong_buffer) or not 0 <= self.overlong_buffer < self.max_new_tokens:
+            raise fail(
+                "overlong_buffer",
+                f"must be an integer from 0 (off) to max_new_tokens - 1 = {self.max_new_tokens - 1}",
+            )
+        if not is_num(self.overlong_penalty) or self.overlong_penalty < 0:
+            raise fail("overlong_penalty", "must be a number >= 0 (the punishment at full length; 1.0)")
         if self.max_grad_norm is not None and (not is_num(self.max_grad_norm) or not self.max_grad_norm > 0):
             raise fail("max_grad_norm", "must be a number > 0, or None for no clipping")
         if self.seed is not None and not is_int(self.seed):
@@ -255,6 +281,20 @@ def _call_reward(name: str, fn: RewardFn, prompts: list[Any], completions: list[
             )
         out.append(float(value))
     return torch.tensor(out, dtype=torch.float32)
+
+
+def soft_overlong_punishment(
+    lengths: torch.Tensor, max_new_tokens: int, buffer: int, penalty: float = 1.0
+) -> torch.Tensor:
+    """DAPO's soft overlong punishment (Yu et al. 2025, eq. 13), added to the reward: 0 up to
+    ``max_new_tokens - buffer`` tokens, then falling linearly to ``-penalty`` at ``max_new_tokens``."""
+    start = max_new_tokens - buffer
+    return -penalty * ((lengths.float() - start) / buffer).clamp(min=0.0, max=1.0)
+
+
+def _varied_groups(rewards: torch.Tensor, group_size: int) -> int:
+    """How many groups of ``rewards`` have differing rewards (a gradient to give)."""
+    return int(nonzero_variance_mask(rewards, group_size).sum()) // group_size
 
 
 # ---------------------------------------------------------------------------------------------- trainer
@@ -327,7 +367,8 @@ class GRPO:
 
     # ------------------------------------------------------------------------------ seeded streams
     def _stream_seed(self, step: int, stream: int) -> int:
-        """A seed for (step, purpose): sampling (0), minibatch order (1), dropout (2), prompt order (3)."""
+        """A seed for (step, purpose): sampling (0), minibatch order (1), dropout (2), prompt order (3),
+        dynamic sampling's extra prompts (10 + round) and their sampling (20 + round)."""
         return (int(self.config.seed) * 1_000_003 + step * 7_919 + stream * 104_729) % (2**62)
 
     def _prompt_indices(self, step: int) -> list[int]:
@@ -339,6 +380,40 @@ class GRPO:
             order = torch.randperm(n, generator=torch.Generator().manual_seed(self._stream_seed(epoch, 3)))
             out.append(int(order[pos]))
         return out
+
+    def _extra_prompt_indices(self, step: int, sampling_round: int) -> list[int]:
+        """Dynamic sampling's prompts for extra round ``sampling_round`` of ``step``: a seeded draw."""
+        order = torch.randperm(
+            len(self.prompts),
+            generator=torch.Generator().manual_seed(self._stream_seed(step, 10 + sampling_round)),
+        )
+        return order[: self.config.prompts_per_step].tolist()
+
+    def _generate_and_score(
+        self, indices: list[int], seed: int
+    ) -> tuple[Samples, torch.Tensor, dict[str, torch.Tensor], list[float]]:
+        """G completions of each prompt in ``indices``, every reward function's scores, the weighted
+        sum R (plus DAPO's soft overlong punishment when ``overlong_buffer`` > 0), and the seconds spent
+        generating and scoring."""
+        cfg, G = self.config, self.config.group_size
+        t0 = time.perf_counter()
+        samples = sample_ids(
+            self.policy, [self._prompt_ids[i] for i in indices], n=G, max_new_tokens=cfg.max_new_tokens,
+            temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop, seed=seed,
+        )  # fmt: skip
+        t1 = time.perf_counter()
+        prompts = [self.prompts[indices[k]] for k in samples.prompt_index]
+        per_function: dict[str, torch.Tensor] = {}
+        rewards = torch.zeros(len(samples.texts))
+        for name, fn, weight in self.reward_functions:
+            per_function[name] = _call_reward(name, fn, prompts, list(samples.texts))
+            rewards += weight * per_function[name]
+        if cfg.overlong_buffer:
+            per_function["overlong"] = soft_overlong_punishment(
+                samples.completion_lengths, cfg.max_new_tokens, cfg.overlong_buffer, cfg.overlong_penalty
+            )
+            rewards += per_function["overlong"]
+        return samples, rewards, per_function, [t1 - t0, time.perf_counter() - t1]
 
     # ------------------------------------------------------------------------------ learning
     def learn(
@@ -382,33 +457,51 @@ class GRPO:
         cfg, policy, G = self.config, self.policy, self.config.group_size
         t_start = time.perf_counter()
 
-        # -- 1. generate: P prompts x G completions, with the sampling log-probs as pi_old
+        # -- 1-2. generate P prompts x G completions (the sampling log-probs are pi_old) and score them;
+        #         DAPO's dynamic sampling generates more rounds until P groups have differing rewards
         indices = self._prompt_indices(step)
-        samples = sample_ids(
-            policy, [self._prompt_ids[i] for i in indices], n=G, max_new_tokens=cfg.max_new_tokens,
-            temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop, seed=self._stream_seed(step, 0),
-        )  # fmt: skip
+        samples, rewards, per_function, times = self._generate_and_score(indices, self._stream_seed(step, 0))
+        on_policy_rows = len(rewards)  # the step's own prompts: what the reward metrics describe
+        rounds = 1
+        if cfg.dynamic_sampling:
+            parts, reward_parts, function_parts = [samples], [rewards], [per_function]
+            while rounds < cfg.max_sampling_rounds and _varied_groups(torch.cat(reward_parts), G) < len(
+                indices
+            ):
+                more = self._extra_prompt_indices(step, rounds)
+                part, part_rewards, part_functions, part_times = self._generate_and_score(
+                    more, self._stream_seed(step, 20 + rounds)
+                )
+                indices += more
+                parts.append(part), reward_parts.append(part_rewards), function_parts.append(part_functions)
+                times = [a + b for a, b in zip(times, part_times)]
+                rounds += 1
+            samples = concat_samples(parts, int(policy.tokenizer.pad_token_id))
+            rewards = torch.cat(reward_parts)
+            per_function = {name: torch.cat([f[name] for f in function_parts]) for name in per_function}
         mask = samples.completion_mask
         input_ids, attention_mask, old_logp = samples.input_ids, samples.attention_mask, samples.logprobs
-        t_generated = time.perf_counter()
+        t_generated = t_start + times[0]
+        t_scored = t_generated + times[1]
 
-        # -- 2. score: every reward function, then the weighted sum
-        prompts = [self.prompts[indices[k]] for k in samples.prompt_index]
-        per_function: dict[str, torch.Tensor] = {}
-        rewards = torch.zeros(len(samples.texts))
-        for name, fn, weight in self.reward_functions:
-            per_function[name] = _call_reward(name, fn, prompts, list(samples.texts))
-            rewards += weight * per_function[name]
-        t_scored = time.perf_counter()
-
-        # -- 3. advantages, zero-variance filter, reference log-probs
-        if cfg.filter_zero_variance:
+        # -- 3. advantages, zero-variance filter or dynamic sampling's choice, overlong filter,
+        #       reference log-probs
+        if cfg.dynamic_sampling:  # the first P groups with differing rewards
+            varied = nonzero_variance_mask(rewards, G).view(-1, G)[:, 0].nonzero().flatten()
+            keep = torch.zeros(len(rewards), dtype=torch.bool)
+            for g in varied[: cfg.prompts_per_step].tolist():
+                keep[g * G : (g + 1) * G] = True
+        elif cfg.filter_zero_variance:
             keep = nonzero_variance_mask(rewards, G)
         else:
             keep = torch.ones(len(rewards), dtype=torch.bool)
         kept_groups = keep.nonzero().flatten().view(-1, G)  # row indices, one group per line
         device = policy.device
-        advantages = group_advantages(rewards, G, cfg.scale_rewards).to(device)
+        advantages = group_advantages(rewards, G, cfg.scale_rewards)
+        truncated = torch.tensor([reason == "length" for reason in samples.finish_reasons])
+        if cfg.overlong_filter:
+            advantages = advantages.masked_fill(truncated, 0.0)
+        advantages = advantages.to(device)
         ref_logp = None
         if cfg.beta > 0 and len(kept_groups):
             ref_logp = torch.zeros_like(old_logp)
@@ -463,14 +556,17 @@ class GRPO:
 
         # -- 5. metrics of the step
         tokens = mask.sum().item()
-        lengths = samples.completion_lengths.float()
+        own = slice(0, on_policy_rows)
+        lengths = samples.completion_lengths[own].float()
         metrics: dict[str, float] = {
-            "episode_reward_mean": rewards.mean().item(),
-            "episode_reward_std": rewards.std().item() if len(rewards) > 1 else 0.0,
-            **{f"reward_{name}": values.mean().item() for name, values in per_function.items()},
-            "pass_rate": (rewards > 0).float().mean().item(),
-            "groups_kept": len(kept_groups) / len(indices),
+            "episode_reward_mean": rewards[own].mean().item(),
+            "episode_reward_std": rewards[own].std().item() if on_policy_rows > 1 else 0.0,
+            **{f"reward_{name}": values[own].mean().item() for name, values in per_function.items()},
+            "pass_rate": (rewards[own] > 0).float().mean().item(),
+            "groups_kept": len(kept_groups) / cfg.prompts_per_step,
         }
+        if cfg.dynamic_sampling:
+            metrics["sampling_rounds"] = rounds
         for key in ("loss", "kl", "approx_kl", "clip_fraction", "grad_norm"):
             if key == "kl" and cfg.beta == 0:
                 continue
@@ -479,7 +575,7 @@ class GRPO:
             {
                 "entropy": (-(old_logp * mask).sum() / max(tokens, 1)).item(),
                 "completion_length": lengths.mean().item(),
-                "truncated_fraction": sum(r == "length" for r in samples.finish_reasons) / len(rewards),
+                "truncated_fraction": truncated[own].float().mean().item(),
                 "learning_rate": self.optimizer.param_groups[0]["lr"],
                 "tokens_per_second": tokens / max(t_trained - t_start, 1e-9),
                 "time_generate": t_generated - t_start,

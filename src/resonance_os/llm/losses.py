@@ -9,6 +9,8 @@ batch of B completions y_i (G per prompt, T padded tokens, mask m_{i,t}, |y_i| =
     token ratio     r_{i,t}(θ) = π_θ(y_{i,t}) / π_θold(y_{i,t}) = exp(logp - old_logp)
     sequence ratio  s_i(θ) = exp((1/|y_i|) Σ_t m_{i,t} log r_{i,t})                        (GSPO)
     GSPO-token      s_{i,t}(θ) = sg[s_i(θ)] · π_θ(y_{i,t}) / sg[π_θ(y_{i,t})]              (GSPO, eq. 13)
+    GSPO+           the GSPO-token weight with "token" aggregation: the sequence-level correction
+                    stays, every token weighs the same whatever its sequence's length (NousCoder)
     clipped term    ℓ_{i,t} = -min(w A_i, clip(w, 1 - ε_low, 1 + ε_high) A_i)   w = r, s or s_{i,t}
                     (GRPO/PPO surrogate; DAPO's "clip-higher" is ε_high > ε_low)
     CISPO term      ℓ_{i,t} = -sg[min(r_{i,t}, ε_max)] A_i log π_θ(y_{i,t})                (MiniMax-M1)
@@ -18,8 +20,8 @@ batch of B completions y_i (G per prompt, T padded tokens, mask m_{i,t}, |y_i| =
 and the loss is the aggregation of ℓ over the unmasked tokens:
 
     "sequence"  mean_i (1/|y_i|) Σ_t ℓ_{i,t}                 grpo, gspo, gspo_token (the papers' 1/G Σ 1/|y| Σ)
-    "token"     Σ_{i,t} ℓ_{i,t} / N                           bnpo (N = tokens in this batch), dapo and cispo
-                                                              (N = tokens of the whole accumulated batch)
+    "token"     Σ_{i,t} ℓ_{i,t} / N                           bnpo (N = tokens in this batch), dapo, cispo and
+                                                              gspo_plus (N = tokens of the accumulated batch)
     "constant"  Σ_{i,t} ℓ_{i,t} / (B · max_completion_length) dr_grpo (Dr. GRPO)
     "prompt"    mean_prompts Σ_{group} ℓ / Σ_{group} |y|      ScaleRL's prompt-level average
 
@@ -36,7 +38,7 @@ import torch
 
 from resonance_os.rl.errors import ConfigError, RLError
 
-LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "gspo", "gspo_token")
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "cispo", "gspo", "gspo_token", "gspo_plus")
 """The supported ``loss_type`` values."""
 
 AGGREGATIONS = ("token", "sequence", "prompt", "constant")
@@ -50,6 +52,7 @@ DEFAULT_AGGREGATION = {
     "cispo": "token",
     "gspo": "sequence",
     "gspo_token": "sequence",
+    "gspo_plus": "token",
 }
 
 SCALE_REWARDS = ("group", "batch", "none")
@@ -239,7 +242,7 @@ def policy_loss(
 
     # -- 1. importance ratio: per token, per sequence (GSPO), or per token carrying the sequence's value
     log_ratio = logp - old_logp
-    if loss_type in ("gspo", "gspo_token"):
+    if loss_type in ("gspo", "gspo_token", "gspo_plus"):
         seq_log_ratio = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # log s_i
         seq_log_ratio = seq_log_ratio.unsqueeze(-1)  # (B, 1)
         if loss_type == "gspo":

@@ -72,6 +72,35 @@ class Samples:
         return self.completion_mask.sum(-1)
 
 
+def concat_samples(parts: Sequence[Samples], pad_id: int) -> Samples:
+    """One batch of several ``Samples`` (e.g. DAPO's extra sampling rounds), rows in order: prompts
+    left-padded and completions right-padded to the widest part with ``pad_id`` (mask 0, log-prob 0);
+    ``prompt_index`` of part k is offset by the prompts of the parts before it."""
+    if not parts:
+        raise ConfigError("concat_samples needs at least one batch")
+    prompt_width = max(p.prompt_ids.shape[1] for p in parts)
+    completion_width = max(p.completion_ids.shape[1] for p in parts)
+
+    def widen(x: torch.Tensor, width: int, value: float, left: bool) -> torch.Tensor:
+        extra = width - x.shape[1]
+        return torch.nn.functional.pad(x, (extra, 0) if left else (0, extra), value=value)
+
+    offsets, total = [], 0
+    for p in parts:
+        offsets.append(total)
+        total += max(p.prompt_index, default=-1) + 1
+    return Samples(
+        prompt_ids=torch.cat([widen(p.prompt_ids, prompt_width, pad_id, True) for p in parts]),
+        prompt_mask=torch.cat([widen(p.prompt_mask, prompt_width, 0, True) for p in parts]),
+        completion_ids=torch.cat([widen(p.completion_ids, completion_width, pad_id, False) for p in parts]),
+        completion_mask=torch.cat([widen(p.completion_mask, completion_width, 0, False) for p in parts]),
+        logprobs=torch.cat([widen(p.logprobs, completion_width, 0.0, False) for p in parts]),
+        texts=[t for p in parts for t in p.texts],
+        finish_reasons=[r for p in parts for r in p.finish_reasons],
+        prompt_index=[i + k for p, k in zip(parts, offsets) for i in p.prompt_index],
+    )
+
+
 def sample(
     policy: LMPolicy,
     prompts: Sequence[Any],
