@@ -34,7 +34,11 @@ def test_top_level_names_and_the_readme_programmatic_snippet():
         "HRVVector",
         "HumanResonantWriter",
     }
-    assert OldPathExtractor is HRVExtractor and len(HRV_DIMENSIONS) == 8
+    from resonance_os.profiles import HRVExtractor as ProfilesExtractor
+    from resonance_os.profiles import HRVProfileManager as ProfilesManager
+
+    assert OldPathExtractor is HRVExtractor is ProfilesExtractor and ProfilesManager is HRVProfileManager
+    assert len(HRV_DIMENSIONS) == 8
     assert HRVVector(PROFESSIONAL).to_list() == PROFESSIONAL
     assert HRVProfile(name="p", vector=PROFESSIONAL).vector.to_list() == PROFESSIONAL
     assert HRVProfileManager.__module__ == "resonance_os.profiles.multi_tenant_hr_profiles"

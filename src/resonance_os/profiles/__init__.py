@@ -1,4 +1,9 @@
-"""Tenants' target HRV profiles: versioned storage, built-in templates and the default target."""
+"""Tenants' target HRV profiles: versioned storage, built-in templates and the default target.
+
+``HRVExtractor`` is also importable from here, as in the original ResonanceOS (loaded on first use).
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager, validate_name
 from resonance_os.profiles.templates import (
@@ -8,11 +13,23 @@ from resonance_os.profiles.templates import (
     DEFAULT_PROFILE_NAME,
 )
 
+if TYPE_CHECKING:
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+
 __all__ = [
     "BUILTIN_TEMPLATES",
     "BUILTIN_TENANT",
     "DEFAULT_PROFILE",
     "DEFAULT_PROFILE_NAME",
+    "HRVExtractor",
     "HRVProfileManager",
     "validate_name",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "HRVExtractor":
+        from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+        return HRVExtractor
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
