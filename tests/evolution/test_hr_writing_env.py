@@ -150,3 +150,14 @@ def test_baselines_share_the_edit_budget_and_report_the_final_draft(env):
     assert refiner["gain"] >= 0.0
     rule = evaluate_writing_policy(env, feedback_rule(), episodes=4, seed=0)
     assert rule == evaluate_writing_policy(env, "feedback", episodes=4, seed=0)
+
+
+def test_preview_is_the_score_the_step_gives_without_taking_it(env):
+    env.reset(seed=4)
+    action = np.array([0.0, 0.0, 0.0, 1.0, 0.0, 0.5, 0.0, -1.0])
+    text = env.paragraph.text
+    expected = env.preview(action)
+    assert env.paragraph.text == text  # nothing applied yet
+    _, reward, _, _, info = env.step(action)
+    assert info["score"] == pytest.approx(expected) and reward == pytest.approx(expected - info["first_score"])
+    assert env.preview(np.zeros(8)) == pytest.approx(info["score"])

@@ -234,6 +234,17 @@ class HRWritingEnv(gym.Env):
         terminated = episode.steps >= self.max_episode_steps  # the revision budget is spent
         return self._observation(), reward, terminated, False, self._info()
 
+    def preview(self, action: Sequence[float]) -> float:
+        """The draft's score after ``step(action)``, without taking the step: a planner's (or a search
+        baseline's) lookahead. The revision is cached, so the ``step`` that follows costs nothing."""
+        if self._episode is None:
+            raise gym.error.ResetNeeded("call reset() before preview()")
+        episode = self._episode
+        edits = edit_counts(action, self.max_edits)
+        return self._value(
+            self._revise(episode.draft, episode.target, episode.paragraph.text, edits), episode.target
+        )
+
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self._episode is None:
             return None
