@@ -19,11 +19,18 @@ HERE = Path(__file__).parent
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 
 
+METRICS_TOKEN = "operator-scrape-token"
+
+
 @pytest.fixture
 def job_app(db_url, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     return create_app(
-        db_url, trainers={"ppo": "trainers:count"}, rate_limit_per_s=1000.0, rate_limit_burst=1000.0
+        db_url,
+        trainers={"ppo": "trainers:count"},
+        rate_limit_per_s=1000.0,
+        rate_limit_burst=1000.0,
+        metrics_token=METRICS_TOKEN,
     )
 
 
@@ -53,7 +60,8 @@ def test_job_runs_in_a_worker_process_with_progress_and_metrics(job_app, make_te
         assert done["progress"] == 1.0
         assert done["metrics"]["steps"] == 10
         assert done["metrics"]["pid"] != os.getpid()
-        assert 'resonance_jobs{state="succeeded"}' in client.get("/metrics").text
+        operator = {"Authorization": f"Bearer {METRICS_TOKEN}"}
+        assert 'resonance_jobs{state="succeeded"}' in client.get("/metrics", headers=operator).text
 
 
 def test_trainer_errors_fail_the_job_with_the_message(job_app, make_tenant_for):

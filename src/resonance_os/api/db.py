@@ -184,10 +184,14 @@ class Database:
         self.is_sqlite = make_url(self.url).get_backend_name() == "sqlite"
         try:
             if self.is_sqlite:
-                self.engine = sa.create_engine(self.url, pool_size=20, max_overflow=20, pool_pre_ping=False)
+                self.engine = sa.create_engine(
+                    self.url, pool_size=20, max_overflow=20, pool_pre_ping=False, hide_parameters=True
+                )
                 configure_sqlite(self.engine)
             else:
-                self.engine = sa.create_engine(self.url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+                self.engine = sa.create_engine(
+                    self.url, pool_size=10, max_overflow=20, pool_pre_ping=True, hide_parameters=True
+                )
         except (ArgumentError, ImportError) as exc:
             raise StorageError(
                 f"cannot open the database {self.redacted_url}: {exc} "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import Request
 
+from resonance_os.api.auth_cache import AuthCache
+from resonance_os.api.auth_failures import FailedAuthLimiter
 from resonance_os.api.http_errors import ApiError
 from resonance_os.api.ratelimit import RateLimiter
 from resonance_os.api.service import ResonanceService
@@ -21,21 +23,36 @@ async def service(request: Request) -> ResonanceService:
 
 
 async def tenant(request: Request) -> TenantContext:
-    """The tenant behind the request's Bearer key; 401 if missing, malformed or revoked, 429 if over rate.
+    """The tenant behind the request's Bearer key; 401 if missing, malformed or revoked, 429 if over rate
+    or if the client address has failed authentication too often (checked first, from memory).
 
     Runs on the event loop: a key verified in the last ``auth_cache_s`` seconds is taken from memory,
     others cost one indexed point query, cheaper than the hop to the thread pool that sync
     dependencies take."""
+    failures: FailedAuthLimiter = request.app.state.auth_failures
+    cache: AuthCache = request.app.state.auth_cache
+    address = request.client.host if request.client else "unknown"
     header = request.headers.get("authorization")
-    if header is None:
-        raise _unauthorized(f"missing Authorization header; {_BEARER_HINT}")
-    scheme, _, token = header.partition(" ")
+    scheme, _, token = (header or "").partition(" ")
     token = token.strip()
+    blocked = failures.wait(address)
+    if blocked > 0 and (not token or cache.cached(token) is None):
+        raise ApiError(
+            429,
+            "TooManyFailedLogins",
+            f"too many failed authentications from {address}; retry after {blocked:.1f} s with a valid key",
+            {"Retry-After": RateLimiter.retry_after_header(blocked)},
+        )
+    if header is None:
+        failures.failed(address)
+        raise _unauthorized(f"missing Authorization header; {_BEARER_HINT}")
     if scheme.lower() != "bearer" or not token or " " in token:
+        failures.failed(address)
         raise _unauthorized(f"malformed Authorization header; {_BEARER_HINT}")
     db = request.app.state.service.db
-    context = request.app.state.auth_cache.lookup(token, lambda key: authenticate(db, key))
+    context = cache.lookup(token, lambda key: authenticate(db, key))
     if context is None:
+        failures.failed(address)
         raise _unauthorized("invalid or revoked API key")
     limiter: RateLimiter = request.app.state.rate_limiter
     wait = limiter.acquire(context.key_id)

@@ -8,8 +8,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Feedback, Item, RewardModelVersion
+from resonance_os.api.quotas import charge, text_bytes
 from resonance_os.api.tenants import TenantContext
-from resonance_os.core.errors import NotFoundError
+from resonance_os.core.errors import NotFoundError, ValidationError
 from resonance_os.evolution.resonance_reward_model import (
     PreferenceExample,
     RatingExample,
@@ -34,12 +35,22 @@ def record(
     prompt: str | None = None,
 ) -> Feedback:
     """Store a rating of ``item`` or a preference between ``item`` ("a") and ``other`` ("b"), with a copy
-    of their text and HRV. The target and the prompt default to the item's own (then ``other``'s)."""
+    of their text and HRV. The target and the prompt default to the item's own (then ``other``'s).
+    Items not stored yet (``ResonanceService.measure_submitted``) are stored in the same transaction."""
     target = target_hrv or item.target_hrv or (other.target_hrv if other is not None else None)
     prompt = prompt or item.prompt or (other.prompt if other is not None else None)
     if target is None:
         target, _ = service.resolve_target(ctx, None, None)
     with service.db.write() as session:
+        new_items = [i for i in (item, other) if i is not None and sa.inspect(i).transient]
+        stored_texts = [t for i in new_items for t in (i.text, i.prompt)]
+        copied_texts = [item.text, None if other is None else other.text, prompt]
+        charge(session, ctx.tenant_id, service.quota, 1 + len(new_items), text_bytes(*stored_texts, *copied_texts))
+        for new in new_items:
+            session.add(new)
+        session.flush()
+        if other is not None and item.id == other.id:
+            raise ValidationError("a preference compares two different items; item and other are the same")
         row = Feedback(
             tenant_id=ctx.tenant_id,
             kind=kind,

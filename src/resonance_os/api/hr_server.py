@@ -10,7 +10,6 @@ call, ``hr_generate(SimpleRequest(prompt=...))``, is importable from here (:mod:
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
 import os
 from contextlib import asynccontextmanager
@@ -21,14 +20,18 @@ from fastapi import FastAPI
 from resonance_os import __version__
 from resonance_os.api import jobs
 from resonance_os.api.auth_cache import AuthCache
+from resonance_os.api.auth_failures import FailedAuthLimiter
 from resonance_os.api.db import Database
 from resonance_os.api.http_errors import install_error_handlers
-from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware
+from resonance_os.api.http_protocol import HeaderTimeoutProtocol
+from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
+from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
 from resonance_os.api.routes import feedback, generate, health, profiles, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.settings import Settings
+from resonance_os.api.turns import WriterTurns
 from resonance_os.core.env import getenv
 
 if TYPE_CHECKING:
@@ -55,7 +58,11 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     db = Database(settings.db_url)
     if settings.migrate:
         db.migrate()
-    svc = ResonanceService(db)
+    svc = ResonanceService(
+        db,
+        WriterTurns(settings.generate_per_tenant, settings.generate_total),
+        StorageQuota(rows=settings.quota_rows, bytes=settings.quota_bytes),
+    )
 
     limits = jobs.JobLimits(
         running=settings.max_running_jobs,
@@ -94,7 +101,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     else:
         app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.state.auth_cache = AuthCache(settings.auth_cache_s)
-    app.state.generation_queue = asyncio.Lock()
+    app.state.auth_failures = FailedAuthLimiter(settings.failed_auth_per_s, settings.failed_auth_burst)
     install_error_handlers(app)
     for router in (
         health.router,
@@ -105,7 +112,10 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         job_routes.router,
     ):
         app.include_router(router)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        BodyLimitMiddleware, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s
+    )
+    app.add_middleware(NulGuardMiddleware)
     app.add_middleware(MetricsMiddleware)
     return app
 
@@ -134,6 +144,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, 
         log_level="info",
         access_log=False,
         timeout_keep_alive=KEEP_ALIVE_S,
+        http=HeaderTimeoutProtocol,
     )
 
 

@@ -7,10 +7,13 @@ User errors (``ResonanceError``/``RLError``) carry their own ``http_status``; re
 from __future__ import annotations
 
 import logging
+import sys
+import traceback
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import SQLAlchemyError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from resonance_os.core.errors import ResonanceError
@@ -44,6 +47,20 @@ def _field(loc: tuple | list) -> str:
     return ".".join(parts) or "body"
 
 
+def describe_body_error(cause: BaseException | None) -> str:
+    """Why a body that is not ``JSONDecodeError``-invalid still could not be parsed, and the fix."""
+    if isinstance(cause, RecursionError):
+        return "request body is nested too deeply to parse; request bodies are at most a few levels deep"
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        return (
+            f"request body has a number with more than {sys.get_int_max_str_digits()} digits; "
+            "send numbers of ordinary size"
+        )
+    if isinstance(cause, UnicodeDecodeError):
+        return "request body is not valid JSON (not UTF-8 text)"
+    return "request body is not valid JSON"
+
+
 def describe_validation(exc: RequestValidationError) -> str:
     messages = []
     for err in exc.errors():
@@ -53,6 +70,16 @@ def describe_validation(exc: RequestValidationError) -> str:
         else:
             messages.append(f"{_field(err.get('loc', ()))}: {err.get('msg', 'invalid value')}")
     return "; ".join(messages) or "invalid request"
+
+
+def describe_database_error(exc: SQLAlchemyError) -> str:
+    """The error's class, the driver's class and SQLSTATE: never its message, which may quote values."""
+    orig = getattr(exc, "orig", None)
+    if orig is None:
+        return type(exc).__name__
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    driver = f"{type(orig).__module__}.{type(orig).__name__}"
+    return f"{type(exc).__name__} from {driver}" + (f" (SQLSTATE {sqlstate})" if sqlstate else "")
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -74,15 +101,22 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        if exc.status_code == 400 and exc.detail == BODY_PARSE_ERROR:  # e.g. bytes that are not UTF-8
-            return error_response(
-                422, "RequestValidationError", "request body is not valid JSON (not UTF-8 text)"
-            )
+        if exc.status_code == 400 and exc.detail == BODY_PARSE_ERROR:
+            return error_response(422, "RequestValidationError", describe_body_error(exc.__cause__))
         return error_response(
             exc.status_code, "HTTPException", str(exc.detail), getattr(exc, "headers", None)
         )
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("internal error on %s %s", request.method, request.url.path)
+        if isinstance(exc, SQLAlchemyError):  # its message can quote the statement's values: tenant text
+            log.error(
+                "database error on %s %s: %s\n%s",
+                request.method,
+                request.url.path,
+                describe_database_error(exc),
+                "".join(traceback.format_tb(exc.__traceback__)),
+            )
+        else:
+            log.exception("internal error on %s %s", request.method, request.url.path)
         return error_response(500, "InternalError", "internal server error; the server log has the details")

@@ -1,4 +1,5 @@
-"""Prometheus metrics: requests, latencies and jobs (``GET /metrics``).
+"""Prometheus metrics: requests, latencies and jobs (``GET /metrics``; job series only for the operator's
+token, ``$RESONANCE_METRICS_TOKEN``).
 
 With several server workers set ``PROMETHEUS_MULTIPROC_DIR`` (``resonance serve --workers N`` does) so
 that counters from every worker are summed at scrape time.
@@ -47,8 +48,24 @@ class JobStateCollector:
         yield family
 
 
-def render(db: Database) -> tuple[bytes, str]:
-    """The exposition text of every metric and its content type."""
+JOB_METRICS_PREFIX = "resonance_jobs"
+"""Job series (states, submissions) are shown only to the operator: they describe other tenants' work."""
+
+
+def _without_job_series(text: bytes) -> bytes:
+    lines = text.decode().splitlines(keepends=True)
+    kept = [
+        line
+        for line in lines
+        if not line.startswith(JOB_METRICS_PREFIX)
+        and not line.startswith(("# HELP " + JOB_METRICS_PREFIX, "# TYPE " + JOB_METRICS_PREFIX))
+    ]
+    return "".join(kept).encode()
+
+
+def render(db: Database, include_jobs: bool = False) -> tuple[bytes, str]:
+    """The exposition text and its content type: request metrics, and with ``include_jobs`` (the
+    operator's scrape) the training jobs by state and submissions."""
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         from prometheus_client import multiprocess
 
@@ -56,6 +73,9 @@ def render(db: Database) -> tuple[bytes, str]:
         multiprocess.MultiProcessCollector(process_registry)
     else:
         process_registry = REGISTRY
+    text = generate_latest(process_registry)
+    if not include_jobs:
+        return _without_job_series(text), CONTENT_TYPE_LATEST
     jobs_registry = CollectorRegistry()
     jobs_registry.register(JobStateCollector(db))
-    return generate_latest(process_registry) + generate_latest(jobs_registry), CONTENT_TYPE_LATEST
+    return text + generate_latest(jobs_registry), CONTENT_TYPE_LATEST

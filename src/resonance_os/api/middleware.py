@@ -1,7 +1,8 @@
-"""Pure-ASGI middleware: request-body size limit (413) and Prometheus request metrics."""
+"""Pure-ASGI middleware: request-body size limit (413), NUL in the URL (422) and Prometheus request metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 
@@ -15,63 +16,103 @@ def _error_body(type_: str, message: str) -> bytes:
 
 
 class BodyLimitMiddleware:
-    """Reject request bodies over ``max_bytes`` with 413: by ``Content-Length`` up front; a body without
-    one (chunked) is read here, up to the limit, before the app sees it."""
+    """Read the request body here, before the app sees it: 413 when over ``max_bytes`` (by
+    ``Content-Length`` up front, else as it arrives), 408 when it has not all arrived within
+    ``timeout_s`` seconds (a stalled or trickling upload would otherwise hold the request forever)."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout_s: float = 30.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout_s = timeout_s
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         length = next((v for k, v in scope.get("headers", ()) if k == b"content-length"), None)
-        if length is not None:
-            try:
-                too_big = int(length) > self.max_bytes
-            except ValueError:
-                too_big = False
-            if too_big:
-                await self._reject(send)
-                return
-            await self.app(scope, receive, send)
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._reject(send)
             return
-        buffered: list[Message] = []
-        size = 0
-        while True:
-            message = await receive()
-            buffered.append(message)
-            if message["type"] != "http.request":
-                break
-            size += len(message.get("body", b""))
-            if size > self.max_bytes:
-                await self._reject(send)
-                return
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                buffered = await self._read_body(receive)
+        except TimeoutError:
+            await send_error(
+                send,
+                408,
+                "RequestTimeout",
+                f"the request body did not arrive within {self.timeout_s:g} s; send it at once",
+            )
+            return
+        if buffered is None:
+            await self._reject(send)
+            return
 
         async def replay() -> Message:
             return buffered.pop(0) if buffered else await receive()
 
         await self.app(scope, replay, send)
 
+    async def _read_body(self, receive: Receive) -> list[Message] | None:
+        """The body's messages up to its end (or a disconnect); ``None`` past ``max_bytes``."""
+        buffered: list[Message] = []
+        size = 0
+        while True:
+            message = await receive()
+            buffered.append(message)
+            if message["type"] != "http.request":
+                return buffered
+            size += len(message.get("body", b""))
+            if size > self.max_bytes:
+                return None
+            if not message.get("more_body", False):
+                return buffered
+
     async def _reject(self, send: Send) -> None:
-        body = _error_body(
+        await send_error(
+            send,
+            413,
             "PayloadTooLarge",
             f"request body is larger than {self.max_bytes} bytes; send less text per request",
         )
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+
+
+class NulGuardMiddleware:
+    """Refuse with 422 a path or query string holding a NUL character (``%00``): ids and names in the URL
+    reach the database, and PostgreSQL cannot store or compare NUL (request bodies are checked by
+    their schemas)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and (
+            "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b"")
+        ):
+            await send_error(
+                send,
+                422,
+                "RequestValidationError",
+                "the URL contains a NUL character (%00); remove it from the id or name",
+            )
+            return
+        await self.app(scope, receive, send)
+
+
+async def send_error(send: Send, status: int, type_: str, message: str) -> None:
+    """Answer with the service's error body without calling the app."""
+    body = _error_body(type_, message)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 class MetricsMiddleware:

@@ -5,12 +5,29 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
 from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.generation.topics import normalized_length
 
-Prompt = Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="What to write about.")]
+
+def _normalized_prompt_fits(prompt: str) -> str:
+    """Refuse a prompt that Unicode normalisation (NFKC, which the writer applies) makes too long."""
+    length = normalized_length(prompt)
+    if length > MAX_PROMPT_CHARS:
+        raise ValueError(
+            f"the prompt is {length} characters after Unicode normalisation (NFKC expands some "
+            f"characters, e.g. U+FDF2 into 4), over the {MAX_PROMPT_CHARS}-character limit; shorten it"
+        )
+    return prompt
+
+
+Prompt = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_PROMPT_CHARS, description="What to write about."),
+    AfterValidator(_normalized_prompt_fits),
+]
 Text = Annotated[str, Field(min_length=1, max_length=MAX_TEXT_CHARS, description="English text to measure.")]
 Name = Annotated[str, Field(min_length=1, max_length=64, description="Letters, digits, '-', '_', '.'.")]
 HRVList = Annotated[
@@ -21,8 +38,38 @@ HRVList = Annotated[
 ItemId = Annotated[str, Field(min_length=1, max_length=64)]
 
 
+def _nul_path(value: Any, path: str) -> str | None:
+    """The JSON path of the first string (value or key) in ``value`` holding a NUL character."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else str(key)
+            if isinstance(key, str) and "\x00" in key:
+                return where
+            found = _nul_path(item, where)
+            if found:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _nul_path(item, f"{path}[{index}]")
+            if found:
+                return found
+    return None
+
+
 class Body(BaseModel):
+    """A request body: unknown fields and NUL characters (which PostgreSQL cannot store) are refused."""
+
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_nul(cls, data: Any) -> Any:
+        where = _nul_path(data, "")
+        if where:
+            raise ValueError(f"{where} contains a NUL character (\\u0000); remove it from the text")
+        return data
 
 
 # --- text -------------------------------------------------------------------------------------
@@ -191,7 +238,9 @@ class FeedbackRequest(Body):
     kind: Literal["rating", "preference"]
     item: ItemRef
     other: ItemRef | None = None
-    rating: int | None = Field(None, ge=1, le=5)
+    rating: StrictInt | None = Field(
+        None, ge=1, le=5, description="A whole number 1-5 (not 5.0, '5' or true)."
+    )
     preferred: Literal["a", "b"] | None = Field(None, description="'a' = item, 'b' = other.")
     target_hrv: HRVList | None = Field(None, description="Default: the item's generation target.")
     profile: Name | None = None
@@ -203,6 +252,8 @@ class FeedbackRequest(Body):
             raise ValueError("a rating needs rating (1-5) and no other/preferred")
         if self.kind == "preference" and (self.other is None or self.preferred is None or self.rating):
             raise ValueError("a preference needs other and preferred ('a' or 'b') and no rating")
+        if self.kind == "preference" and self.item == self.other:
+            raise ValueError("a preference compares two different items; item and other are the same")
         if self.profile is not None and self.target_hrv is not None:
             raise ValueError("give profile or target_hrv, not both")
         return self

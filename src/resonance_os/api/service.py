@@ -15,7 +15,9 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Item, Job
 from resonance_os.api.jobs import JobLimits
+from resonance_os.api.quotas import StorageQuota, charge, release, reserved, text_bytes
 from resonance_os.api.tenants import TenantContext
+from resonance_os.api.turns import WriterTurns
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
@@ -39,11 +41,16 @@ def profile_out(profile: HRVProfile) -> dict[str, Any]:
 
 
 class ResonanceService:
-    """The service's domain calls over one :class:`Database` (profiles live in the same database)."""
+    """The service's domain calls over one :class:`Database` (profiles live in the same database);
+    what a tenant stores is counted against ``quota`` (:mod:`resonance_os.api.quotas`)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(
+        self, db: Database, turns: WriterTurns | None = None, quota: StorageQuota | None = None
+    ) -> None:
         self.db = db
+        self.quota = quota or StorageQuota()
         self.writer_lock = threading.Lock()
+        self.turns = turns or WriterTurns()
 
     # -- components, built once per process ------------------------------------------------------
 
@@ -135,7 +142,9 @@ class ResonanceService:
     # -- items -------------------------------------------------------------------------------------
 
     def store_item(self, ctx: TenantContext, **fields: Any) -> Item:
+        """Store an item (``StorageQuotaError`` past the tenant's quota)."""
         with self.db.write() as session:
+            charge(session, ctx.tenant_id, self.quota, 1, text_bytes(fields.get("text"), fields.get("prompt")))
             item = Item(tenant_id=ctx.tenant_id, **fields)
             session.add(item)
             session.flush()
@@ -148,12 +157,13 @@ class ResonanceService:
             raise NotFoundError(f"no item {item_id!r} for this tenant; use an id returned by /v1/generate")
         return item
 
-    def submit_text(self, ctx: TenantContext, text: str, target_hrv: list[float] | None) -> Item:
-        """Measure a text the tenant wrote elsewhere and keep it as an item (for feedback)."""
+    def measure_submitted(self, ctx: TenantContext, text: str, target_hrv: list[float] | None) -> Item:
+        """A text the tenant wrote elsewhere, measured into an item that is not stored yet (store it
+        with the row that refers to it, in one transaction)."""
         hrv = [float(v) for v in self.extractor.extract(text)]
         resonance = None if target_hrv is None else self.similarity.calculate_similarity(hrv, target_hrv)
-        return self.store_item(
-            ctx,
+        return Item(
+            tenant_id=ctx.tenant_id,
             source="submitted",
             prompt=None,
             text=text,
@@ -174,8 +184,13 @@ class ResonanceService:
         paragraphs: int = 3,
         seed: int | None = None,
         policy: str | None = None,
+        deadline: float | None = None,
     ) -> dict[str, Any]:
-        """Write an article toward the target, measure it, store it as an item, return both."""
+        """Write an article toward the target, measure it, store it as an item, return both.
+
+        The writer is shared fairly (:class:`~resonance_os.api.turns.WriterTurns`: tenants take turns
+        paragraph by paragraph); past ``deadline`` (a ``time.monotonic()`` instant) the call stops with
+        ``BusyError``."""
         if policy is not None:
             from resonance_os.api.policies import policy_folder, policy_job
 
@@ -195,14 +210,19 @@ class ResonanceService:
 
                 return load_version(self.db, ctx.tenant_id, version, self.extractor)
 
-            article = generate_with_policy(
-                self, policy_folder(job), prompt, target, paragraphs, seed, reward_model
-            )
+            with self.turns.turn(ctx.tenant_id, deadline):
+                article = generate_with_policy(
+                    self, policy_folder(job), prompt, target, paragraphs, seed, reward_model
+                )
         else:
             target, profile_name = self.resolve_target(ctx, profile, target_hrv)
-            with self.writer_lock:
+            with self.turns.turn(ctx.tenant_id, deadline) as pass_turn:
                 article = self.writer.generate(
-                    prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed
+                    prompt,
+                    target_hrv=target,
+                    num_paragraphs=paragraphs,
+                    seed=seed,
+                    between_paragraphs=pass_turn,
                 )
         measured = [float(v) for v in article.measured_hrv["article"]]
         resonance = float(article.resonance)
@@ -270,9 +290,11 @@ class ResonanceService:
     def save_profile(
         self, ctx: TenantContext, name: str, hrv: list[float], description: str | None, *, must_exist: bool
     ) -> dict[str, Any]:
-        """Create (``must_exist=False``; 409 if it exists) or update (``must_exist=True``; 404 if not)."""
+        """Create (``must_exist=False``; 409 if it exists) or update (``must_exist=True``; 404 if not).
+        Each save stores a version, counted against the storage quota."""
         try:
-            saved = self.profiles.save_profile(ctx.tenant, name, hrv, description, must_exist=must_exist)
+            with reserved(self.db, ctx.tenant_id, self.quota, 1, text_bytes(description)):
+                saved = self.profiles.save_profile(ctx.tenant, name, hrv, description, must_exist=must_exist)
         except AlreadyExistsError:
             raise AlreadyExistsError(
                 f"profile {name!r} already exists; update it with PUT /v1/profiles/{name}"
@@ -280,7 +302,10 @@ class ResonanceService:
         return profile_out(saved)
 
     def delete_profile(self, ctx: TenantContext, name: str) -> None:
+        """Delete the profile with its history (their rows and bytes leave the tenant's storage usage)."""
+        versions = self.profiles.profile_history(ctx.tenant, name)
         self.profiles.delete_profile(ctx.tenant, name)
+        release(self.db, ctx.tenant_id, len(versions), text_bytes(*(v.description for v in versions)))
 
     def profile_history(self, ctx: TenantContext, name: str) -> list[dict[str, Any]]:
         return [profile_out(p) for p in self.profiles.profile_history(ctx.tenant, name)]
@@ -288,4 +313,5 @@ class ResonanceService:
     def profile_from_text(
         self, ctx: TenantContext, name: str, text: str, description: str | None
     ) -> dict[str, Any]:
-        return profile_out(self.profiles.profile_from_text(ctx.tenant, name, text, description))
+        with reserved(self.db, ctx.tenant_id, self.quota, 1, text_bytes(description)):
+            return profile_out(self.profiles.profile_from_text(ctx.tenant, name, text, description))

@@ -84,6 +84,17 @@ class Settings:
     Storage (see :mod:`resonance_os.api.quotas`): each tenant keeps at most ``quota_rows`` stored rows
     (items, feedback, profile versions; ``RESONANCE_QUOTA_ROWS``) holding at most ``quota_bytes`` bytes of
     text (``RESONANCE_QUOTA_BYTES``); past either, writes answer 507.
+    Generation (see :mod:`resonance_os.api.turns`): each request has ``generate_budget_s`` seconds from
+    its arrival (``RESONANCE_GENERATE_BUDGET_S``; then 503); a tenant may have ``generate_per_tenant``
+    generations in progress (``RESONANCE_GENERATE_PER_TENANT``; more: 429), the process
+    ``generate_total`` (``RESONANCE_GENERATE_TOTAL``; more: 503).
+    Failed authentication (see :mod:`resonance_os.api.auth_failures`): each client address may fail
+    ``failed_auth_per_s`` times a second (``RESONANCE_FAILED_AUTH_RATE``) after a burst of
+    ``failed_auth_burst`` (``RESONANCE_FAILED_AUTH_BURST``); then 429 before any key is hashed or looked up.
+    Stalled connections: a request body must arrive within ``body_timeout_s`` (``RESONANCE_BODY_TIMEOUT_S``;
+    then 408); request headers within ``$RESONANCE_HEADER_TIMEOUT_S`` (:mod:`resonance_os.api.http_protocol`).
+    ``GET /metrics`` shows training jobs only to ``Authorization: Bearer <metrics_token>``
+    (``RESONANCE_METRICS_TOKEN``; unset: to nobody).
     """
 
     db_url: str | None = None
@@ -102,6 +113,13 @@ class Settings:
     checkpoint_every: int = 1
     quota_rows: int = 100_000
     quota_bytes: int = 500_000_000
+    generate_budget_s: float = 300.0
+    generate_per_tenant: int = 2
+    generate_total: int = 16
+    failed_auth_per_s: float = 1.0
+    failed_auth_burst: float = 20.0
+    body_timeout_s: float = 30.0
+    metrics_token: str | None = None
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -112,6 +130,13 @@ class Settings:
             "auth_cache_s": _env_float("RESONANCE_AUTH_CACHE_S", cls.auth_cache_s, allow_zero=True),
             "rate_limit_file": os.environ.get("RESONANCE_RATE_LIMIT_FILE") or None,
             "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
+            "generate_budget_s": _env_float("RESONANCE_GENERATE_BUDGET_S", cls.generate_budget_s),
+            "generate_per_tenant": _env_int("RESONANCE_GENERATE_PER_TENANT", cls.generate_per_tenant),
+            "generate_total": _env_int("RESONANCE_GENERATE_TOTAL", cls.generate_total),
+            "failed_auth_per_s": _env_float("RESONANCE_FAILED_AUTH_RATE", cls.failed_auth_per_s),
+            "failed_auth_burst": _env_float("RESONANCE_FAILED_AUTH_BURST", cls.failed_auth_burst),
+            "body_timeout_s": _env_float("RESONANCE_BODY_TIMEOUT_S", cls.body_timeout_s),
+            "metrics_token": os.environ.get("RESONANCE_METRICS_TOKEN") or None,
             **{name: _env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
         }
         if os.environ.get("RESONANCE_TRAINERS"):

@@ -50,3 +50,10 @@ class StorageError(ResonanceError):
     """The database or a file could not be read or written (bad URL, unwritable folder)."""
 
     http_status = 500
+
+
+class BusyError(ResonanceError):
+    """The service cannot do the work in time (a request's time budget ran out, or too many are waiting);
+    retrying later, or asking for less, succeeds."""
+
+    http_status = 503

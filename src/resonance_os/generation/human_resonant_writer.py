@@ -21,7 +21,7 @@ profile database.
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -297,6 +297,7 @@ class HumanResonantWriter:
         seed: int | None = None,
         reviser: Reviser | None = None,
         target_source: str | None = None,
+        between_paragraphs: Callable[[], None] | None = None,
     ) -> Article:
         """Write ``num_paragraphs`` (1-20) paragraphs about ``prompt`` toward a target HRV.
 
@@ -309,6 +310,8 @@ class HumanResonantWriter:
         Each paragraph is a ``draft`` and, with ``refine``, a ``revise`` by the refiner's loop, or by
         ``reviser`` (e.g. a trained policy, ``evolution.hr_policy.PolicyReviser``) when one is given. Same ``seed``, same article
         (built-in and local backends; servers where they honour ``seed``).
+        ``between_paragraphs`` is called before every paragraph after the first: a service uses it to
+        let other callers take a turn and to stop a request over its time budget (by raising).
         Raises ``ValidationError`` for an empty or over-long prompt or a malformed HRV and
         ``BackendError`` when an LLM fails.
         """
@@ -330,6 +333,8 @@ class HumanResonantWriter:
         paragraphs: list[str] = []
         measured: list[list[float]] = []
         for outline, paragraph_target in zip(outlines, targets):
+            if paragraphs and between_paragraphs is not None:
+                between_paragraphs()
             paragraph = self.draft(prompt, outline, paragraph_target, paragraphs, seed=rng.getrandbits(31))
             trace.append(paragraph.trace)
             if reviser is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
+from resonance_os.generation.topics import model_brief
 from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality.repetition import meta_text
 from resonance_os.quality.text_units import word_ngrams
@@ -119,7 +120,7 @@ def gap_advice(target: Sequence[float], measured: Sequence[float], count: int = 
 def paragraph_messages(prompt: str, outline: Outline, instructions: Sequence[str]) -> list[dict[str, str]]:
     """Chat messages asking for one paragraph: its task in the outline, the style ``instructions``
     (plain phrases such as "ask a question") and its length. No earlier paragraph is included."""
-    task = ROLE_TASKS[outline.role].format(prompt=prompt.strip().rstrip("."), focus=outline.focus)
+    task = ROLE_TASKS[outline.role].format(prompt=model_brief(prompt).rstrip("."), focus=outline.focus)
     style = " ".join(f"{note[0].upper()}{note[1:]}." for note in instructions)
     user = f"{task} {style} Write {outline.sentences} sentences."
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]

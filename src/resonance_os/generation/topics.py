@@ -8,7 +8,14 @@ import unicodedata
 from resonance_os.core.errors import ValidationError
 
 MAX_PROMPT_CHARS = 4000
-"""Longest prompt accepted (characters, after stripping surrounding whitespace)."""
+"""Longest prompt accepted (characters, after stripping surrounding whitespace, and again after NFKC)."""
+
+MAX_BRIEF_CHARS = 400
+"""Longest part of the prompt a language-model backend sees (``model_brief``): its prompt tokens are
+processed for every candidate, so a long brief costs seconds per paragraph without writing better."""
+
+MAX_TOPIC_WORD_CHARS = 40
+"""Longer words are cut to this many characters in topic phrases (they are woven into every paragraph)."""
 
 _STOPWORDS = frozenset(
     """a an the and or but nor so yet of to in on at by for with from into onto over under about
@@ -44,7 +51,29 @@ def validate_prompt(prompt: object) -> str:
             f"prompt is {len(text)} characters, over the {MAX_PROMPT_CHARS}-character limit; "
             "shorten it to a topic or a short brief"
         )
+    normalized = normalized_length(text)
+    if normalized > MAX_PROMPT_CHARS:
+        raise ValidationError(
+            f"prompt is {normalized} characters after Unicode normalisation (NFKC expands some "
+            f"characters, e.g. U+FDF2 into 4), over the {MAX_PROMPT_CHARS}-character limit; "
+            "shorten it to a topic or a short brief"
+        )
     return text
+
+
+def normalized_length(text: str) -> int:
+    """Characters in ``text`` after NFKC normalisation: what the writer actually processes."""
+    return len(unicodedata.normalize("NFKC", text))
+
+
+def model_brief(prompt: str, limit: int = MAX_BRIEF_CHARS) -> str:
+    """The prompt as a language model is shown it: NFKC-normalised, cut at a word boundary to at most
+    ``limit`` characters, so that a paragraph's model cost does not grow with the prompt."""
+    text = " ".join(unicodedata.normalize("NFKC", prompt).split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit + 1].rsplit(" ", 1)[0]
+    return cut if 0 < len(cut) <= limit else text[:limit]
 
 
 def _clean(prompt: str) -> str:
@@ -64,7 +93,7 @@ def topic_phrases(prompt: str, limit: int = 4) -> list[str]:
     for segment in _BREAKS.split(text):
         current: list[str] = []
         for match in _WORD.finditer(segment):
-            word = match.group(0).strip("'-")
+            word = match.group(0).strip("'-")[:MAX_TOPIC_WORD_CHARS]
             lower = word.lower()
             if len(lower) < 3 or lower in _STOPWORDS:
                 if current:
@@ -81,7 +110,7 @@ def topic_phrases(prompt: str, limit: int = 4) -> list[str]:
             if phrase not in phrases:
                 phrases.append(phrase)
     if not phrases:
-        words = [m.group(0).lower() for m in _WORD.finditer(text)]
+        words = [m.group(0).lower()[:MAX_TOPIC_WORD_CHARS] for m in _WORD.finditer(text)]
         phrases = [max(words, key=len)] if words else ["this topic"]
     ranked = sorted(enumerate(phrases), key=lambda item: (-len(item[1].split()), item[0]))
     return [phrase for _, phrase in ranked[:limit]]

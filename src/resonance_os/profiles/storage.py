@@ -110,10 +110,25 @@ def _set_wal(cursor) -> None:
             time.sleep(0.02)
 
 
+def create_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 if it does not exist, before SQLite opens it: SQLite would
+    create it with the umask's mode (often world-readable), and its -wal and -shm files copy the mode
+    of the database file."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:
+        raise StorageError(f"cannot create the database file {path}: {exc}") from None
+
+
 def configure_sqlite(engine: Engine, memory: bool = False) -> None:
     """WAL (file databases), a long busy timeout, foreign keys, and ``BEGIN IMMEDIATE`` for connections
     run with ``execution_options(resonance_write=True)``, so a writer takes SQLite's write lock at
     ``BEGIN`` (waiting for it) instead of failing on a lock upgrade half-way through a transaction."""
+
+    if not memory and not _is_memory_sqlite(engine.url) and not engine.url.database.startswith("file:"):
+        create_private_file(Path(engine.url.database))
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record) -> None:
@@ -144,7 +159,7 @@ class ProfileStore:
         url = resolve_url(location)
         shown = url.render_as_string(hide_password=True)
         self.display_url = shown
-        kwargs: dict[str, object] = {}
+        kwargs: dict[str, object] = {"hide_parameters": True}  # errors never quote tenant text
         backend = ""
         memory = False
         try:

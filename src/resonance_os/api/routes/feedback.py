@@ -20,14 +20,16 @@ router = APIRouter(prefix="/v1", tags=["feedback"])
 
 
 def _item(svc: ResonanceService, ctx: TenantContext, ref: ItemRef, target: list[float] | None):
-    return svc.get_item(ctx, ref.id) if ref.id is not None else svc.submit_text(ctx, ref.text, target)
+    """The item by id, or the text measured into an item that ``feedback.record`` stores with the row."""
+    return svc.get_item(ctx, ref.id) if ref.id is not None else svc.measure_submitted(ctx, ref.text, target)
 
 
 @router.post("/feedback", response_model=FeedbackResponse, status_code=201)
 def post_feedback(
     body: FeedbackRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
-    """Rate an item 1-5, or prefer item ("a") or other ("b"); items by id or as text to be measured."""
+    """Rate an item 1-5, or prefer item ("a") or other ("b"); items by id or as text to be measured.
+    Texts become items in the same transaction as the feedback: a refused request stores nothing."""
     target = None
     if body.profile is not None or body.target_hrv is not None:
         target, _ = svc.resolve_target(ctx, body.profile, body.target_hrv)

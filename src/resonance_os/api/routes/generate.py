@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+import time
 
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
@@ -18,14 +18,12 @@ router = APIRouter(tags=["generation"])
 
 
 async def _generate_in_turn(request: Request, svc: ResonanceService, *args, **kwargs) -> dict:
-    """``svc.generate`` in the thread pool, one request at a time per process, first come first served.
+    """``svc.generate`` in the thread pool within the request's time budget (from its arrival).
 
-    Writing is CPU-bound, so running several at once only splits the core between them; queueing
-    here (an asyncio lock is fair) keeps every request's wait close to the mean, where threads
-    contending for the writer lock left some waiting seconds while later ones went through."""
-    queue: asyncio.Lock = request.app.state.generation_queue
-    async with queue:
-        return await run_in_threadpool(svc.generate, *args, **kwargs)
+    The service shares the writer fairly between tenants, paragraph by paragraph
+    (:class:`~resonance_os.api.turns.WriterTurns`), and answers 503 when the budget runs out."""
+    deadline = time.monotonic() + request.app.state.settings.generate_budget_s
+    return await run_in_threadpool(svc.generate, *args, deadline=deadline, **kwargs)
 
 
 @router.post("/hr_generate", response_model=HrGenerateResponse)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+import hmac
+
+from fastapi import APIRouter, Depends, Request, Response
 
 from resonance_os import __version__
 from resonance_os.api import metrics
@@ -19,6 +21,11 @@ async def health(svc: ResonanceService = Depends(service)) -> Health:
 
 
 @router.get("/metrics", response_class=Response)
-def prometheus_metrics(svc: ResonanceService = Depends(service)) -> Response:
-    body, content_type = metrics.render(svc.db)
+def prometheus_metrics(request: Request, svc: ResonanceService = Depends(service)) -> Response:
+    """Request counts and latencies by route template (no key needed, nothing per tenant); training
+    jobs by state too when sent ``Authorization: Bearer $RESONANCE_METRICS_TOKEN`` (the operator's)."""
+    token = request.app.state.settings.metrics_token
+    presented = request.headers.get("authorization", "")
+    operator = bool(token) and hmac.compare_digest(presented.encode(), f"Bearer {token}".encode())
+    body, content_type = metrics.render(svc.db, include_jobs=operator)
     return Response(body, media_type=content_type)

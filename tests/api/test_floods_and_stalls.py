@@ -1,0 +1,100 @@
+"""On a real server: a flood of bad keys from one address is refused from memory (429) while good keys
+from other addresses, and good keys already verified, keep working; connections that stall in their
+headers or body are answered 408 and closed."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+import httpx
+
+from resonance_os.api.db import Database
+from resonance_os.api.tenants import create_tenant
+
+ATTACKER = "127.0.0.2"  # the whole of 127.0.0.0/8 is loopback on Linux
+
+
+def _tenant_key(db_url: str, name: str) -> str:
+    database = Database(db_url)
+    database.migrate()
+    try:
+        return create_tenant(database, name)
+    finally:
+        database.dispose()
+
+
+def test_failed_logins_are_limited_per_address_before_the_key_is_checked(live_server_factory, db_url):
+    server = live_server_factory(
+        db_url, env={"RESONANCE_FAILED_AUTH_RATE": "0.01", "RESONANCE_FAILED_AUTH_BURST": "5"}
+    )
+    good = _tenant_key(db_url, f"victim-{uuid.uuid4().hex[:8]}")
+    body = {"text": "A short text to measure."}
+    attacker = httpx.Client(
+        base_url=server.url, transport=httpx.HTTPTransport(local_address=ATTACKER), timeout=30
+    )
+    with attacker, httpx.Client(base_url=server.url, timeout=30) as victim:
+        assert (
+            attacker.post("/v1/analyze", json=body, headers={"Authorization": f"Bearer {good}"}).status_code
+            == 200
+        )
+        codes = [
+            attacker.post(
+                "/v1/analyze", json=body, headers={"Authorization": f"Bearer rsk_wrong{i:040d}"}
+            ).status_code
+            for i in range(20)
+        ]
+        assert codes[:5] == [401] * 5 and set(codes[5:]) == {429}
+        refused = attacker.post(
+            "/v1/analyze", json=body, headers={"Authorization": "Bearer rsk_other" + "x" * 40}
+        )
+        assert refused.json()["error"]["type"] == "TooManyFailedLogins"
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert attacker.post("/v1/analyze", json=body).status_code == 429  # no header: refused too
+        # a key verified moments ago still works from the blocked address; other addresses are untouched
+        assert (
+            attacker.post("/v1/analyze", json=body, headers={"Authorization": f"Bearer {good}"}).status_code
+            == 200
+        )
+        assert (
+            victim.post("/v1/analyze", json=body, headers={"Authorization": f"Bearer {good}"}).status_code
+            == 200
+        )
+        assert (
+            victim.post(
+                "/v1/analyze", json=body, headers={"Authorization": "Bearer rsk_x" + "y" * 40}
+            ).status_code
+            == 401
+        )
+
+
+def _read_all(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_stalled_headers_and_bodies_are_answered_408_and_closed(live_server_factory, db_url):
+    server = live_server_factory(
+        db_url, env={"RESONANCE_HEADER_TIMEOUT_S": "0.5", "RESONANCE_BODY_TIMEOUT_S": "0.5"}
+    )
+    key = _tenant_key(db_url, f"stall-{uuid.uuid4().hex[:8]}")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as silent:
+        assert _read_all(silent).startswith(b"HTTP/1.1 408")  # never sent a byte
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as slow_headers:
+        slow_headers.sendall(b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Ty")
+        answer = _read_all(slow_headers)
+    assert answer.startswith(b"HTTP/1.1 408") and b"headers" in answer
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as slow_body:
+        slow_body.sendall(
+            b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Authorization: Bearer {key}\r\nContent-Length: 100\r\n\r\n".encode()
+            + b'{"text": "only part'
+        )
+        answer = slow_body.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 408") and b"body did not arrive" in answer
+    ok = httpx.post(
+        f"{server.url}/v1/analyze", json={"text": "Still served."}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert ok.status_code == 200
