@@ -60,7 +60,8 @@ def fit(
     loss: str = typer.Option("soft_l1", help="Robust loss: soft_l1, huber, cauchy or linear."),
     bootstrap: int = typer.Option(200, help="Bootstrap refits for the intervals."),
     block_length: int | None = typer.Option(
-        None, help="Points per bootstrap block (default n^(1/3): neighbouring points share noise; 1: single points)."
+        None,
+        help="Points per bootstrap block (default: from the residuals' autocorrelation; 1: single points).",
     ),
     confidence: float = typer.Option(0.95, help="Two-sided level of the intervals."),
     seed: int = typer.Option(0, help="Seed of the bootstrap."),

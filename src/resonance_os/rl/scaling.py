@@ -189,8 +189,8 @@ def fit_compute_curve(
             absolute error of both models on the rest (``extrapolation_error``).
         loss: ``least_squares`` loss: soft_l1 (default), huber, cauchy or linear.
         n_bootstrap: bootstrap refits for the intervals (0: no intervals, the point estimate twice).
-        block_length: points per block of the moving-block bootstrap within a run (None: n^(1/3),
-            since neighbouring evaluations share noise; 1: resample single points).
+        block_length: points per block of the moving-block bootstrap within a run; None picks it per
+            run from the autocorrelation of the fit's residuals (at least n^(1/3)); 1 resamples points.
         confidence: two-sided level of the percentile intervals.
         seed: seed of the bootstrap resampling.
         label: name of the fit; defaults to the first run's label.
@@ -222,10 +222,11 @@ def fit_compute_curve(
     curve = scale.sigmoid(theta)
     power_law = scale.power_law(_fit_power_law(scale, points, loss))
 
+    blocks = [block_length or _auto_block_length(run, curve) for run in fitted]
     rng = np.random.default_rng(seed)
     samples, failures = [], 0
     for _ in range(n_bootstrap):
-        resampled = _resample(fitted, rng, block_length)
+        resampled = _resample(fitted, blocks, rng)
         if np.unique(resampled.compute).size < 3:
             failures += 1
             continue
@@ -569,24 +570,39 @@ def _pool(runs: Sequence[ComputeCurve]) -> ComputeCurve:
     )
 
 
-def _resample(
-    runs: Sequence[ComputeCurve], rng: np.random.Generator, block_length: int | None
-) -> ComputeCurve:
+def _resample(runs: Sequence[ComputeCurve], blocks: Sequence[int], rng: np.random.Generator) -> ComputeCurve:
     """Runs with replacement (when there are several), then blocks of neighbouring points within each."""
-    chosen = [runs[i] for i in rng.integers(0, len(runs), len(runs))] if len(runs) > 1 else list(runs)
-    return _pool([run.select(_block_indices(run, rng, block_length)) for run in chosen])
+    chosen = rng.integers(0, len(runs), len(runs)) if len(runs) > 1 else np.zeros(1, dtype=int)
+    return _pool([runs[i].select(_block_indices(runs[i], blocks[i], rng)) for i in chosen])
 
 
-def _block_indices(run: ComputeCurve, rng: np.random.Generator, block_length: int | None) -> np.ndarray:
-    """Moving-block bootstrap: contiguous blocks along compute keep the curve's autocorrelated noise.
-
-    ``block_length`` None picks n^(1/3) (rounded up), the usual rate; 1 is the plain point bootstrap.
-    """
+def _block_indices(run: ComputeCurve, block: int, rng: np.random.Generator) -> np.ndarray:
+    """Moving-block bootstrap: contiguous blocks along compute keep the curve's autocorrelated noise."""
     n = run.compute.size
-    block = min(n, block_length or int(np.ceil(n ** (1.0 / 3.0))))
+    block = min(n, block)
     order = np.argsort(run.compute, kind="stable")
     starts = rng.integers(0, n - block + 1, int(np.ceil(n / block)))
     return order[(starts[:, None] + np.arange(block)).ravel()[:n]]
+
+
+def _auto_block_length(run: ComputeCurve, curve: SigmoidCurve) -> int:
+    """n^(1/3), or the residuals' integrated autocorrelation time when longer, at most n / 3.
+
+    The autocorrelation time 1 + 2 * sum(rho_k) sums the residuals' autocorrelations along compute
+    while they stay positive: about how many neighbouring points carry one point's worth of noise.
+    """
+    n = run.compute.size
+    residuals = (run.metric - curve(run.compute))[np.argsort(run.compute, kind="stable")]
+    residuals = residuals - residuals.mean()
+    variance = float(np.dot(residuals, residuals))
+    tau = 1.0
+    if variance > 0:
+        for lag in range(1, n // 3):
+            rho = float(np.dot(residuals[:-lag], residuals[lag:])) / variance
+            if rho <= 0:
+                break
+            tau += 2.0 * rho
+    return int(max(1, min(max(n // 3, 1), np.ceil(max(n ** (1.0 / 3.0), tau)))))
 
 
 def _percentile_intervals(
