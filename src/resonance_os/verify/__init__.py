@@ -3,7 +3,7 @@
 ``Sandbox`` (isolated, unprivileged, limited execution), ``Problem`` with stdin/stdout or assert
 tests (``load_problems`` for TACO/LiveCodeBench-like JSONL, ``load_humaneval`` for HumanEval),
 ``verify_rollout`` (hardest tests first, stop at the first failure, reward +1/-1) and
-``VerifierPool`` (many rollouts at once). Imports ``core`` only; see docs/verify.md.
+``VerifierPool`` (many rollouts at once), ``CodeReward`` (the pool as a GRPO reward callable). Imports ``core`` only; see docs/verify.md.
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from resonance_os.verify.problems import (
     load_problems,
     problem_from_test_file,
 )
+from resonance_os.verify.reward import CodeReward, extract_program
 from resonance_os.verify.rollout import TestDifficulty, Verdict, verify_rollout
 from resonance_os.verify.sandbox import Execution, Sandbox, SandboxLimits
 
 __all__ = [
     "AssertTest",
+    "CodeReward",
     "Execution",
     "Outcome",
     "Problem",
@@ -38,6 +40,7 @@ __all__ = [
     "VerifierPool",
     "VerifyError",
     "builtin_problems",
+    "extract_program",
     "load_completions",
     "load_humaneval",
     "load_problems",
