@@ -358,6 +358,11 @@ def _trust_warnings(
             f"A's interval [{a_low:.4g}, {a_high:.4g}] is wider than a quarter of the gain A - R0 ({gain:.4g}); "
             "the ceiling is not pinned down yet: fit more compute or more seeds"
         )
+    if np.isclose(curve.a, bounds[1]) or np.isclose(curve.a, bounds[0]):
+        notes.append(
+            f"A {curve.a:.4g} sits at a declared bound: the metric's own limit, not the recipe, caps the curve "
+            "(or the bounds are too tight)"
+        )
     if np.isclose(curve.b, B_RANGE[0]) or np.isclose(curve.b, B_RANGE[1]):
         notes.append(
             f"B {curve.b:.4g} sits at its search bound {B_RANGE}; the curve's shape is not identified"
