@@ -96,3 +96,13 @@ def test_the_shipped_problem_set_loads_with_solutions():
     assert len(problems) == 8
     assert all(problem.solution and len(problem.tests) >= 2 for problem in problems)
     assert len({problem.problem_id for problem in problems}) == len(problems)
+
+
+def test_bad_limits_and_settings_name_the_field():
+    from resonance_os.core.errors import ValidationError
+    from resonance_os.verify import SandboxLimits
+
+    with pytest.raises(ValidationError, match="wall_seconds must be positive"):
+        SandboxLimits(wall_seconds=0)
+    with pytest.raises(ValidationError, match="cpu_seconds must be a whole number >= 1"):
+        SandboxLimits(cpu_seconds=0)

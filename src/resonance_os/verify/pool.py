@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Literal
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.verify.problems import Problem
 from resonance_os.verify.rollout import (
     RewardMode,
@@ -52,9 +53,9 @@ class VerifierPool:
         self, sandbox: Sandbox, workers: int = 4, mode: PoolMode = "rollout", reward: RewardMode = "binary"
     ) -> None:
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+            raise ValidationError(f"mode must be one of {MODES}, got {mode!r}")
         if workers < 1:
-            raise ValueError(f"workers must be at least 1, got {workers}")
+            raise ValidationError(f"workers must be at least 1, got {workers}")
         self.sandbox = sandbox
         self.workers = workers
         self.mode = mode

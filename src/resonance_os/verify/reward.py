@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.verify.errors import VerifyError
 from resonance_os.verify.pool import VerifierPool
 from resonance_os.verify.problems import Problem
@@ -59,7 +60,7 @@ class CodeReward:
         program_from: Literal["fenced", "continuation"] = "fenced",
     ) -> None:
         if program_from not in ("fenced", "continuation"):
-            raise ValueError(f"program_from must be 'fenced' or 'continuation', got {program_from!r}")
+            raise ValidationError(f"program_from must be 'fenced' or 'continuation', got {program_from!r}")
         self.pool = pool
         self.problems = dict(problems) if isinstance(problems, Mapping) else {p.prompt: p for p in problems}
         self.program_from = program_from

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.verify.outcomes import Outcome
 from resonance_os.verify.problems import Problem, StdioTest, TestCase
 from resonance_os.verify.sandbox import Execution, Sandbox, SandboxLimits
@@ -158,7 +159,7 @@ def verify_rollout(
     """Run ``source`` on ``problem``'s tests, hardest first, stopping at the first failure (unless
     ``reward="fraction"``, which runs them all); record each test's difficulty."""
     if reward not in ("binary", "fraction"):
-        raise ValueError(f"reward must be 'binary' or 'fraction', got {reward!r}")
+        raise ValidationError(f"reward must be 'binary' or 'fraction', got {reward!r}")
     difficulty = difficulty if difficulty is not None else TestDifficulty()
     start = time.perf_counter()
     results: list[TestResult] = []

@@ -31,6 +31,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.verify.errors import SandboxUnavailableError
 from resonance_os.verify.outcomes import (
     FILE_LIMIT_EXIT_CODE,
@@ -93,7 +94,11 @@ class SandboxLimits:
     def __post_init__(self) -> None:
         for name in ("wall_seconds", "memory_bytes", "processes", "open_files", "output_bytes", "file_bytes"):
             if not getattr(self, name) > 0:
-                raise ValueError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)!r}")
+                raise ValidationError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)!r}")
+        if self.cpu_seconds is not None and not self.cpu_seconds >= 1:
+            raise ValidationError(
+                f"SandboxLimits.cpu_seconds must be a whole number >= 1 or None, got {self.cpu_seconds!r}"
+            )
 
     @property
     def effective_cpu_seconds(self) -> int:
@@ -234,7 +239,9 @@ class Sandbox:
                 "to create namespaces; run as root (for example inside a container)"
             )
         if not 1 <= max_concurrency <= uid_count:
-            raise ValueError(f"max_concurrency must be in [1, uid_count={uid_count}], got {max_concurrency}")
+            raise ValidationError(
+                f"max_concurrency must be in [1, uid_count={uid_count}], got {max_concurrency}"
+            )
         self.limits = limits or SandboxLimits()
         self.python = python or os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
         self._prefix = sys.base_prefix if python is None else str(Path(self.python).resolve().parent.parent)
