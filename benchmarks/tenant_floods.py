@@ -41,8 +41,9 @@ def _loopback(url: str) -> None:
         raise SystemExit(f"floods run against a server on this machine only, not {url}")
 
 
-def worker_processes() -> list[tuple[int, int]]:
-    """(pid, resident bytes) of every job worker process on this machine."""
+def worker_processes(server_pid: int | None = None) -> list[tuple[int, int]]:
+    """(pid, resident bytes) of the job worker processes on this machine (only ``server_pid``'s children
+    when given: other servers on a shared machine run workers too)."""
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:
@@ -52,6 +53,8 @@ def worker_processes() -> list[tuple[int, int]]:
         except OSError:
             continue
         if "\nState:\tZ" in status:
+            continue
+        if server_pid is not None and f"\nPPid:\t{server_pid}\n" not in status:
             continue
         rss_kb = next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
         found.append((int(proc.name), rss_kb * 1024))
@@ -70,9 +73,11 @@ class FloodResult:
     refusal: str = ""
 
 
-def train_flood(url: str, headers: dict[str, str], *, jobs: int = 10, watch_s: float = 15.0) -> FloodResult:
-    """Submit ``jobs`` training jobs back to back, watch the worker processes for ``watch_s`` seconds,
-    then cancel every job that was accepted."""
+def train_flood(
+    url: str, headers: dict[str, str], *, jobs: int = 10, watch_s: float = 15.0, server_pid: int | None = None
+) -> FloodResult:
+    """Submit ``jobs`` training jobs back to back, watch the worker processes (of ``server_pid``, if
+    given) for ``watch_s`` seconds, then cancel every job that was accepted."""
     _loopback(url)
     result = FloodResult("train flood")
     accepted = []
@@ -88,7 +93,7 @@ def train_flood(url: str, headers: dict[str, str], *, jobs: int = 10, watch_s: f
         result.requests, result.seconds = jobs, time.perf_counter() - start
         deadline = time.monotonic() + watch_s
         while time.monotonic() < deadline:
-            workers = worker_processes()
+            workers = worker_processes(server_pid)
             result.peak_workers = max(result.peak_workers, len(workers))
             result.peak_worker_rss = max(result.peak_worker_rss, sum(rss for _, rss in workers))
             time.sleep(0.2)
@@ -188,7 +193,9 @@ def main() -> None:
                 name: {"Authorization": f"Bearer {create_tenant(db, name)}"} for name in ("trainer", "filler")
             }
             db.dispose()
-            train = train_flood(url, headers["trainer"], jobs=args.train_jobs, watch_s=args.watch)
+            train = train_flood(
+                url, headers["trainer"], jobs=args.train_jobs, watch_s=args.watch, server_pid=server.pid
+            )
             storage = storage_flood(url, headers["filler"], seconds=args.storage_seconds)
         finally:
             os.killpg(server.pid, 15)
@@ -208,7 +215,7 @@ def main() -> None:
         ("job workers at once (10 calls)", BEFORE["train_workers"], train.peak_workers),
         ("job workers' resident memory, GB", BEFORE["train_rss_gb"], train.peak_worker_rss / 1e9),
         ("stored text accepted, GB per hour at full pace", BEFORE["storage_gb_per_hour"], gb_per_hour),
-        ("stored text when the flood stopped, GB", float("inf"), storage.accepted_bytes / 1e9),
+        ("stored text when the flood stopped, MB", float("inf"), storage.accepted_bytes / 1e6),
     ]
     for name, before, now in rows:
         ratio = now / before if before not in (0, float("inf")) else float("nan")
