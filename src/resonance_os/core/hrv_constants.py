@@ -49,7 +49,7 @@ HRV_DESCRIPTIONS: dict[str, str] = {
     "emotional_intensity": "Strength of feeling regardless of sign (0 = flat, 1 = intense).",
     "assertiveness_index": "Boosters vs hedges (0 = heavily hedged, 0.5 = balanced, 1 = emphatic).",
     "curiosity_index": "Questions and curiosity markers (0 = none, 1 = inquisitive throughout).",
-    "metaphor_density": "Figurative markers: similes, 'as if', figurative frames (0 = literal).",
+    "metaphor_density": "Figurative language: similes, nominal and verb metaphors, frames, idioms (0 = literal).",
     "storytelling_index": "Narrative markers: past tense, time markers, people, dialogue (0 = expository).",
     "active_voice_ratio": "Share of finite verb groups in active voice (1 = no passives).",
 }
