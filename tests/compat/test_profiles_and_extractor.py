@@ -131,6 +131,15 @@ def test_profiles_import_reads_an_original_folder_and_changes_no_file(tmp_path):
     assert json.loads(again.stdout)["imported"] == []  # already stored: kept, not re-versioned
     with HRVProfileManager(store) as manager:
         assert manager.get_profile("default", "professional").version == 1
+        manager.save_profile("default", "professional", [0.5] * 8)  # version 2, edited in the store
+
+    replaced = runner.invoke(
+        app, ["profiles", "import", str(folder), "--store", store, "--replace", "--json"]
+    )
+    assert json.loads(replaced.stdout)["imported"] == ["default/professional"]  # only the one that differs
+    with HRVProfileManager(store) as manager:
+        assert manager.get_profile("default", "professional").version == 3
+        assert manager.load_profile("default", "professional") == PROFESSIONAL
     assert snapshot(folder) == before
 
     missing = runner.invoke(app, ["profiles", "import", str(tmp_path / "nope"), "--store", store])

@@ -101,25 +101,30 @@ def import_profile_folder(
             f"{str(root)!r} is not a folder; pass the folder that holds <tenant>/<name>.json"
         )
     report = FolderImport()
+    stored: dict[str, dict[str, list[float]]] = {}  # tenant -> name -> current vector, read once per tenant
     for path in profile_files(root):
         try:
             profile = read_profile_file(path)
         except (ValidationError, OSError) as exc:
             report.rejected.append((str(path), str(exc)))
             continue
+        if profile.tenant not in stored:
+            stored[profile.tenant] = {
+                p.name: p.vector.to_list() for p in manager.get_profiles(profile.tenant)
+            }
+        current = stored[profile.tenant].get(profile.name)
+        if current is not None and (not replace or current == profile.vector):
+            report.existing.append(profile.key)
+            continue
         try:
-            if replace:
-                current = manager.get_profiles(profile.tenant)
-                same = any(p.name == profile.name and p.vector.to_list() == profile.vector for p in current)
-                if same:
-                    report.existing.append(profile.key)
-                    continue
-                manager.save_profile(profile.tenant, profile.name, profile.vector, _description(profile))
-            else:
-                manager.save_profile(
-                    profile.tenant, profile.name, profile.vector, _description(profile), must_exist=False
-                )
-        except AlreadyExistsError:
+            manager.save_profile(
+                profile.tenant,
+                profile.name,
+                profile.vector,
+                _description(profile),
+                must_exist=None if replace else False,
+            )
+        except AlreadyExistsError:  # another process created it since it was read
             report.existing.append(profile.key)
             continue
         except ValidationError as exc:
