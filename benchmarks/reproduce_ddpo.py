@@ -10,6 +10,11 @@ timestep subsampling).
 
     nice -n 5 .venv/bin/python benchmarks/reproduce_ddpo.py                 # full: 3 rewards x 4 x 3 seeds
     .venv/bin/python benchmarks/reproduce_ddpo.py --rewards compressibility --epochs 4 --seeds 0
+    .venv/bin/python benchmarks/reproduce_ddpo.py --rewards --speed-repeats 3     # only the speed table
+
+Each finished run is kept in ``results/ddpo_runs/`` and read back on the next call, so the grid can
+run as several processes (``--rewards X --methods Y --skip-speed``) and a last call aggregates it;
+each reward writes ``results/ddpo_<reward>.json`` and ``.png``, the speed table ``results/ddpo_speed.json``.
 """
 
 from __future__ import annotations
@@ -65,6 +70,23 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         save_grid(trainer.sample(labels, seed=EVAL_SEED).images, RESULTS / f"ddpo_{reward}_{method}_grid.png")
     trainer.close()
     return {"curve": curve, "final": final, "seconds": seconds}
+
+
+def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
+    """A finished run is kept in ``results/ddpo_runs/`` and read back, so the grid can be split
+    across processes (one per reward or method) and a last call only aggregates."""
+    name = (
+        f"{reward}_{method}_seed{seed}_{args.epochs}x{args.samples_per_epoch}_lr{args.learning_rate:g}.json"
+    )
+    path = RESULTS / "ddpo_runs" / name
+    if path.is_file():
+        return json.loads(path.read_text())
+    result = run_one(models, reward, method, seed, args)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result))
+    tmp.replace(path)
+    return result
 
 
 def plot_reward(reward: str, runs: dict, baseline: float, out: Path) -> None:
@@ -145,7 +167,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--rewards", nargs="+", default=list(REWARD_NAMES), choices=REWARD_NAMES)
+    parser.add_argument("--rewards", nargs="*", default=list(REWARD_NAMES), choices=REWARD_NAMES)
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=16)
@@ -167,20 +189,18 @@ def main() -> None:
     print(
         f"budget: {args.epochs} epochs x {args.samples_per_epoch} samples = {budget} samples per run; seeds {args.seeds}"
     )
-    summary: dict = {"config": vars(args), "rewards": {}}
     for reward in args.rewards:
         reward_fn = make_reward(reward, models.classifier)
         baseline = evaluate(pretrained_trainer, reward_fn)
         runs: dict = {}
-        start = time.perf_counter()
         for method in args.methods:
-            runs[method] = [run_one(models, reward, method, seed, args) for seed in args.seeds]
-        minutes = (time.perf_counter() - start) / 60
+            runs[method] = [run_or_load(models, reward, method, seed, args) for seed in args.seeds]
+        minutes = sum(r["seconds"] for seeds in runs.values() for r in seeds) / 60  # summed over runs
         plot_reward(reward, runs, baseline, RESULTS / f"ddpo_{reward}.png")
         finals = {m: np.array([r["final"] for r in seeds]) for m, seeds in runs.items()}
         print(
             f"\n{reward}: final reward on {EVAL_SAMPLES} fresh samples after {budget} samples "
-            f"({len(args.seeds)} seeds, {minutes:.1f} min)"
+            f"({len(args.seeds)} seeds; {minutes:.1f} min of training summed over runs)"
         )
         print(f"{'method':<12}{'final mean +- std':>24}{'gain vs pretrained':>20}{'gain / DDPO_IS gain':>22}")
         print(f"{'pretrained':<12}{baseline:>24.4f}")
@@ -197,20 +217,21 @@ def main() -> None:
             print(
                 f"paper's ordering DDPO_IS >= DDPO_SF > RWR, RWR_sparse: {'holds' if holds else 'does NOT hold'}"
             )
-        summary["rewards"][reward] = {
+        summary = {
+            "config": vars(args),
             "pretrained": baseline,
             "minutes": minutes,
             "final": {m: finals[m].tolist() for m in finals},
             "curves": {m: [r["curve"] for r in seeds] for m, seeds in runs.items()},
         }
+        (RESULTS / f"ddpo_{reward}.json").write_text(json.dumps(summary, indent=1))
     if not args.skip_speed:
         speeds = measure_speed(models, args)
         base = speeds["unoptimised (two CFG passes, autograd sampling, all timesteps)"]
         print(f"\nDDPO_IS epoch speed ({args.samples_per_epoch} samples, best of {args.speed_repeats})")
         for name, value in speeds.items():
             print(f"{name:<66}{value:>8.1f} samples/s{value / base:>8.2f}x")
-        summary["speed_samples_per_s"] = speeds
-    (RESULTS / "ddpo.json").write_text(json.dumps(summary, indent=1))
+        (RESULTS / "ddpo_speed.json").write_text(json.dumps(speeds, indent=1))
 
 
 if __name__ == "__main__":

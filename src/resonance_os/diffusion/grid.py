@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +27,7 @@ def save_grid(images: torch.Tensor, path: str | os.PathLike[str], *, ncol: int =
     canvas = canvas.repeat(scale, axis=0).repeat(scale, axis=1)
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
     Image.fromarray(canvas).save(tmp, format="PNG")
     os.replace(tmp, target)
     return target

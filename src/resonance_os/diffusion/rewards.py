@@ -2,9 +2,11 @@
 
 - ``compressibility``: minus the JPEG file size in kB (Pillow, quality 95), as in the DDPO paper.
 - ``incompressibility``: plus that size.
-- ``aesthetic``: a small digit classifier's probability that the sample shows the digit it was
-  conditioned on. Like LAION's aesthetic predictor in the paper, it is a learned network scoring
-  images, trained on (here) the same data as the diffusion model; it is prompt-alignment at our scale.
+- ``aesthetic``: a small digit classifier's log-odds that the sample shows the digit it was
+  conditioned on, ``log p(y | x) - log(1 - p(y | x))``. Like LAION's aesthetic predictor in the
+  paper it is a learned network scoring images (here trained on the same data as the diffusion
+  model), unbounded above; it is prompt-image alignment at our scale. The log-odds rather than the
+  probability because the pretrained model's samples already get p = 0.9999 on average.
 """
 
 from __future__ import annotations
@@ -50,13 +52,15 @@ def incompressibility(images: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
     return jpeg_kilobytes(images)
 
 
-def classifier_confidence(classifier: DigitClassifier) -> RewardFn:
-    """The aesthetic stand-in: p(label | image) under ``classifier``."""
+def classifier_log_odds(classifier: DigitClassifier) -> RewardFn:
+    """The aesthetic stand-in: log p(label | image) - log(1 - p(label | image)) under ``classifier``."""
 
     def reward(images: torch.Tensor, labels: torch.Tensor) -> np.ndarray:
         with torch.inference_mode():
-            probs = torch.softmax(classifier(images.clamp(-1, 1)), dim=1)
-        return probs.gather(1, labels[:, None])[:, 0].double().numpy()
+            logits = classifier(images.clamp(-1, 1)).double()
+        target = logits.gather(1, labels[:, None])[:, 0]
+        others = logits.scatter(1, labels[:, None], float("-inf")).logsumexp(dim=1)
+        return (target - others).numpy()
 
     return reward
 
@@ -70,5 +74,5 @@ def make_reward(name: str, classifier: DigitClassifier | None = None) -> RewardF
     if name == "aesthetic":
         if classifier is None:
             raise ConfigError("the aesthetic reward needs the digit classifier; pass classifier=")
-        return classifier_confidence(classifier)
+        return classifier_log_odds(classifier)
     raise ConfigError(f"unknown reward {name!r}; choose one of {list(REWARD_NAMES)}")
