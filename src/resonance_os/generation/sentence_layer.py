@@ -19,9 +19,11 @@ from itertools import product
 
 import numpy as np
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_types import validate_hrv
 from resonance_os.generation.backends.builtin import BuiltinComposer, Composition, SentenceSpec
 from resonance_os.generation.planner_layer import Outline
+from resonance_os.generation.topics import topic_phrases, validate_prompt
 from resonance_os.profiling.hrv_extractor import (
     CURIOSITY_MARKERS_FULL,
     CV_HALF,
@@ -289,17 +291,26 @@ class SentenceLayer:
 
     def generate_sentences(
         self,
-        outline: Outline,
+        outline: Outline | str,
         target_hrv: list[float],
         composition: Composition | None = None,
         seed: int | None = None,
     ) -> list[str]:
         """Sentences steered toward ``target_hrv`` (8 floats in [0, 1]); the first names ``outline.focus``.
 
+        ``outline`` is a planner ``Outline``, or a short text such as ``"Introduction to renewable
+        energy"`` (the original ResonanceOS's form) whose topic phrases become the outline's.
         Pass the article's ``composition`` to keep sentences unique across paragraphs; without one,
         a fresh composition is started from ``outline.topics`` and ``seed``. The sentence count is
         chosen from ``SENTENCE_RANGE`` to suit the target (``outline.sentences`` is the planner's hint).
         """
+        if isinstance(outline, str):
+            topics = tuple(topic_phrases(validate_prompt(outline)))
+            outline = Outline(index=0, role="opening", topics=topics, focus=topics[0])
+        elif not isinstance(outline, Outline):
+            raise ValidationError(
+                f"outline must be an Outline from PlannerLayer.plan_paragraphs or a text, got {type(outline).__name__}"
+            )
         target = validate_hrv(target_hrv, what="target HRV")
         if composition is None:
             composition = self.composer.start(outline.topics, seed=seed)
