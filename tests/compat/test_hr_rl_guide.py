@@ -48,3 +48,16 @@ def test_an_old_gym_api_env_is_refused_before_training():
 def test_env_arguments_are_checked_at_construction(kwargs, message):
     with pytest.raises(ValidationError, match=message):
         HRWritingEnv(**kwargs)
+
+
+def test_sac_predict_names_the_reset_pair_too():
+    import gymnasium as gym
+
+    from resonance_os.rl.algorithms.sac import SAC
+
+    env = gym.make("Pendulum-v1")
+    model = SAC("MlpPolicy", env, seed=0)
+    with pytest.raises(EnvMismatchError, match=r"obs, info = env\.reset\(\)"):
+        model.predict(env.reset(seed=0))
+    obs, _ = env.reset(seed=0)
+    assert model.predict(obs)[0].shape == (1,)

@@ -56,7 +56,14 @@ from resonance_os.rl.logger import MetricsLogger
 from resonance_os.rl.mlp_backprop import Cache, mlp_backward, mlp_forward
 from resonance_os.rl.networks import activation_class, build_mlp
 from resonance_os.rl.replay_buffer import ReplayBuffer
-from resonance_os.rl.spaces import check_same_space, flat_obs_dim, flatten_obs, space_from_dict, space_to_dict
+from resonance_os.rl.spaces import (
+    as_observation,
+    check_same_space,
+    flat_obs_dim,
+    flatten_obs,
+    space_from_dict,
+    space_to_dict,
+)
 
 LOG_2PI = math.log(2.0 * math.pi)
 LOSS_NAMES = ("policy_loss", "value_loss", "entropy_loss", "ent_coef")
@@ -307,7 +314,7 @@ class SAC:
         self, observation: np.ndarray, state: Any = None, deterministic: bool = True
     ) -> tuple[np.ndarray, None]:
         """Action(s) for ``observation`` (shape ``obs_shape`` or ``(batch, *obs_shape)``), scaled to the bounds."""
-        obs = np.asarray(observation)
+        obs = as_observation(observation, self.observation_space)
         single = obs.shape == self.observation_space.shape
         flat = flatten_obs(self.observation_space, obs[None] if single else obs).astype(
             np.float32, copy=False
