@@ -162,7 +162,9 @@ def test_cli_prints_one_json_object_per_recipe(tmp_path: Path):
     assert [o["label"] for o in objects] == ["base", "s2"] and [o["runs"] for o in objects] == [2, 1]
     for obj in objects:
         for name in ("R0", "A", "B", "C_mid"):
-            assert obj["intervals"][name]["low"] <= obj[name] <= obj["intervals"][name]["high"]
+            assert set(obj["intervals"][name]) == {"low", "high"}
+            assert obj["intervals"][name]["low"] <= obj["intervals"][name]["high"]
+        assert obj["intervals"]["A"]["low"] - 0.02 <= TRUTH.a <= obj["intervals"]["A"]["high"] + 0.02
         assert set(obj["extrapolation_error"]) == {"sigmoid", "power_law"}
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
