@@ -42,11 +42,13 @@ def plot_compute_curves(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(fits), figsize=(5.0 * len(fits), 3.8), sharey=True, squeeze=False)
+    same_scale = len({fit.bounds for fit in fits}) == 1  # recipes of one metric share the y axis
+    fig, axes = plt.subplots(1, len(fits), figsize=(5.0 * len(fits), 3.8), sharey=same_scale, squeeze=False)
     for ax, fit, fit_runs in zip(axes[0], fits, runs):
         _draw_panel(ax, fit, fit_runs, extend_to)
         ax.set_xlabel(f"{compute_name} (log scale)")
-    axes[0][0].set_ylabel(metric_name)
+    for ax in axes[0] if not same_scale else axes[0][:1]:
+        ax.set_ylabel(metric_name)
     axes[0][-1].legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
