@@ -390,15 +390,15 @@ class GRPO:
         return order[: self.config.prompts_per_step].tolist()
 
     def _generate_and_score(
-        self, indices: list[int], seed: int
+        self, indices: list[int], seed: int, policy: LMPolicy | None = None
     ) -> tuple[Samples, torch.Tensor, dict[str, torch.Tensor], list[float]]:
         """G completions of each prompt in ``indices``, every reward function's scores, the weighted
         sum R (plus DAPO's soft overlong punishment when ``overlong_buffer`` > 0), and the seconds spent
-        generating and scoring."""
+        generating and scoring. ``policy`` samples instead of the trained one (an inference copy)."""
         cfg, G = self.config, self.config.group_size
         t0 = time.perf_counter()
         samples = sample_ids(
-            self.policy, [self._prompt_ids[i] for i in indices], n=G, max_new_tokens=cfg.max_new_tokens,
+            policy or self.policy, [self._prompt_ids[i] for i in indices], n=G, max_new_tokens=cfg.max_new_tokens,
             temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop, seed=seed,
         )  # fmt: skip
         t1 = time.perf_counter()
