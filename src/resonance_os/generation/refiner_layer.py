@@ -26,6 +26,7 @@ from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import validate_hrv
 from resonance_os.generation import edits as E
 from resonance_os.quality.reward import WritingReward
+from resonance_os.quality.text_units import sentence_words, stem
 
 Proposal = Callable[[list[str], random.Random], "list[str] | None"]
 SentenceEdit = Callable[[str, random.Random], "str | list[str] | None"]
@@ -96,22 +97,31 @@ def similes() -> tuple[tuple[str, str], ...]:
 
 
 @lru_cache(maxsize=4096)
-def fitting_simile(text: str) -> str | None:
-    """The simile whose topic words the paragraph is most about (``quality.topic`` score), or
-    ``None`` when none reaches ``SIMILE_FIT``."""
+def fitting_simile(text: str) -> tuple[str, frozenset[str]] | None:
+    """The simile whose topic words the paragraph is most about (``quality.topic`` score) and the
+    stems of those words, or ``None`` when none reaches ``SIMILE_FIT``."""
     from resonance_os.quality.topic import topic_model
 
     pairs = similes()
     fits = topic_model().score_many(text, [words for _, words in pairs])
-    fit, simile = max(zip(fits, (simile for simile, _ in pairs)))
-    return simile if fit >= SIMILE_FIT else None
+    fit, best = max(zip(fits, range(len(pairs))))
+    simile, words = pairs[best]
+    return (simile, frozenset(stem(w) for w in words.split())) if fit >= SIMILE_FIT else None
 
 
 def _add_simile(sentences: list[str], rng: random.Random) -> list[str] | None:
-    simile = fitting_simile(E.join_sentences(sentences))
-    if simile is None:
+    """Append the fitting simile to a sentence that names one of its topic words ("a clock that keeps
+    ticking" after a sentence about the hours, not after any sentence of a paragraph about time)."""
+    fitting = fitting_simile(E.join_sentences(sentences))
+    if fitting is None:
         return None
-    return _edit("add_simile", lambda s, r: E.add_simile(s, simile))(sentences, rng)
+    simile, anchors = fitting
+
+    def attach(sentence: str, rng: random.Random) -> str | None:
+        named = {stem(w) for words in sentence_words(sentence) for w in words}
+        return E.add_simile(sentence, simile) if anchors & named else None
+
+    return _edit("add_simile", attach)(sentences, rng)
 
 
 def _add_opener(name: str, openers: Sequence[str], fits: Callable[[str], bool] | None = None) -> Proposal:
@@ -167,7 +177,7 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
         ],
         (3, +1): [
             _edit("remove_hedge", lambda s, r: E.remove_opener(s, E.HEDGE_OPENERS)),
-            _add_opener("add_booster", E.BOOSTER_OPENERS),
+            _add_opener("add_booster", E.BOOSTER_OPENERS, lambda s: not E.tells_past_event(s)),
         ],
         (3, -1): [
             _edit("remove_booster", lambda s, r: E.remove_opener(s, E.BOOSTER_OPENERS)),

@@ -190,7 +190,8 @@ def unit(
 
 _cached_unit = lru_cache(maxsize=UNIT_CACHE_SIZE)(unit)
 """``unit`` remembered per sentence: an edit changes one or two sentences of a paragraph, so the env
-and the refiner score the same sentences again and again."""
+and the refiner score the same sentences again and again. A repeated sentence is then one object
+twice, so the features compare sentences by position, never by identity."""
 
 
 def text_units(text: str) -> list[Unit]:
@@ -225,7 +226,9 @@ def role_features(u: Unit, units: list[Unit]) -> Features:
     name with the role: its opening word's class, log length, discourse markers anywhere in it, its
     centrality (share of the other sentences it shares a content stem with), and whether it is a
     question, an exclamation, a line of dialogue, a fragment or open-ended (see :func:`unit`)."""
-    central = sum(1 for v in units if v is not u and not v.stems.isdisjoint(u.stems))
+    # the others sharing a stem (a sentence shares with itself when it has stems; a repeated sentence
+    # is one Unit object twice, so count by stems, not identity)
+    central = sum(1 for v in units if not v.stems.isdisjoint(u.stems)) - bool(u.stems)
     flags = (("q", u.question), ("!", u.exclaims), ('"', u.dialogue), ("fr", u.fragment), ("oe", u.open_end))
     return [
         ("c:" + opening_class(u), 1.0),
@@ -379,7 +382,10 @@ class CoherenceModel:
         roles = [
             [dot(features, role) for role in ROLES] for features in (role_features(u, units) for u in units)
         ]
-        pairs = [[self._pair_dots(a, b) if a is not b else (0.0, 0.0) for b in units] for a in units]
+        pairs = [
+            [self._pair_dots(a, b) if i != j else (0.0, 0.0) for j, b in enumerate(units)]
+            for i, a in enumerate(units)
+        ]
         position = [0] + [1] * (n - 2) + [2]
         score = sum(roles[k][p] for k, p in enumerate(position))
         score += sum(pairs[k][k + 1][0] for k in range(n - 1))

@@ -71,7 +71,10 @@ class TopicModel:
         if not prompt_stems or not stems:
             return 0.0, None
         share = sum(bool(prompt_stems.intersection(s)) for s in stems) / len(stems)
-        t = self._around_vector(text_sum or self._vector_sum(stems), prompt_stems)
+        if text_sum is None:
+            t = self.mean_vector([s for sentence in stems for s in sentence if s not in prompt_stems])
+        else:  # many prompts against one text: from the text's vector sum (equal to 1e-7)
+            t = self._around_vector(text_sum, prompt_stems)
         return min(1.0, share / MENTION_FULL), (None if p is None or t is None else float(p @ t))
 
     def _vector_sum(self, stems: list[list[str]]) -> tuple[Counter[str], np.ndarray]:
