@@ -56,3 +56,24 @@ def test_bad_feedback(refiner):
         refiner.refine(PARAGRAPH, [0.1, 0.2])
     with pytest.raises(ValidationError, match="quality_tolerance"):
         RefinerLayer(quality_tolerance=2.0)
+
+
+def test_boosters_stay_out_of_narration_and_similes_attach_where_their_topic_is_named():
+    refiner = RefinerLayer()
+    assertive = [0, 0, 0, 1, 0, 0, 0, 0]
+    narrated = "The air was filled with the soft hum of conversation. We waited by the door."
+    edited, applied = refiner.apply_edits(narrated, assertive, seed=0)
+    assert not any(o in edited for o in ("In fact,", "Indeed,", "Of course,", "Clearly,")), applied
+    rule = "A function returns a value to its caller. The caller decides what to do with it."
+    edited, applied = refiner.apply_edits(rule, assertive, seed=0)
+    assert edited != rule and "assertiveness_index+" in applied[0]
+
+    metaphoric = [0, 0, 0, 0, 0, 1, 0, 0]
+    about_time = (
+        "Every year the village waits for the first frost. The old clock in the square marks each hour."
+        " The fields lie quiet under the snow."
+    )
+    edited, applied = refiner.apply_edits(about_time, metaphoric, seed=0)
+    simile_sentences = [s for s in edited.split(". ") if ", like " in s]
+    assert applied and len(simile_sentences) == 1
+    assert any(word in simile_sentences[0] for word in ("year", "hour")), edited

@@ -25,7 +25,6 @@ from collections.abc import Iterable
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _UNSAFE = re.compile(r"[\"“”`:()\[\]{}<>=_/\\|*#@]|'\w|\w'(?!s\b)|\s'|^'")
-_ENDING = re.compile(r"[.!?]+$")
 
 MAX_WORDS = 30
 """Edits that lengthen a sentence leave sentences of this many words alone."""
@@ -222,6 +221,8 @@ _PARTICIPLE_BEFORE = frozenset("is are be been being am has have having get gets
 )
 """Words after which a past form is a participle ("is defined", "has moved"), not a past tense."""
 _PRESENT = frozenset("is are am has have does do".split())
+_SUBJECT_PRONOUNS = frozenset("i we he she they".split())
+"""A regular past form right after one of these is a past tense ("we waited"), not a participle."""
 
 
 def tells_past_event(sentence: str) -> bool:
@@ -231,7 +232,11 @@ def tells_past_event(sentence: str) -> bool:
     words = [w.strip(",;:").lower() for w in sentence.split()]
     if _PRESENT.intersection(words):  # "the value produced is determined": a participle, a present rule
         return False
-    return any(w in _PAST and (i == 0 or words[i - 1] not in _PARTICIPLE_BEFORE) for i, w in enumerate(words))
+    return any(
+        (w in _PAST and (i == 0 or words[i - 1] not in _PARTICIPLE_BEFORE))
+        or (i > 0 and words[i - 1] in _SUBJECT_PRONOUNS and w.endswith("ed") and len(w) > 4)
+        for i, w in enumerate(words)
+    )
 
 
 def add_opener(sentence: str, opener: str) -> str | None:
