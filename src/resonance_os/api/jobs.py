@@ -124,6 +124,9 @@ def submit(
 def admit(db: Database, limits: JobLimits) -> list[str]:
     """Mark queued jobs ``starting`` in submission order while the limits allow; return their ids (the
     caller launches a worker for each)."""
+    with db.read() as session:  # the common case, nothing waiting, takes no write lock
+        if session.scalar(sa.select(Job.id).where(Job.state == "queued").limit(1)) is None:
+            return []
     with db.write() as session:
         _lock_jobs(session)
         active = dict(
