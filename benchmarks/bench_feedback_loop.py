@@ -218,7 +218,7 @@ def hidden_distance(hrv: dict[str, float]) -> float:
 def train_policy(client, headers, use_reward_model: bool, timesteps: int, seed: int) -> str:
     body = {"profile": "blog", "timesteps": timesteps, "seed": seed, "use_reward_model": use_reward_model}
     job = client.post("/v1/train", json=body, headers=headers).json()
-    while job["state"] in ("queued", "running"):
+    while job["state"] in ("queued", "starting", "running"):
         time.sleep(2)
         job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
     if job["state"] != "succeeded":

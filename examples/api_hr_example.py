@@ -133,7 +133,7 @@ def run(url: str, key: str, tenant: str) -> None:
             return
         job = check(started)
         shown = None
-        while job["state"] in ("queued", "running"):
+        while job["state"] in ("queued", "starting", "running"):
             time.sleep(1)
             job = check(api.get(f"/v1/jobs/{job['id']}"))
             if (job["state"], job["progress"]) != shown:

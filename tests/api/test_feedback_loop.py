@@ -111,7 +111,7 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
     for use, job_id in jobs.items():
         deadline = time.monotonic() + 900
         job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
-        while job["state"] in ("queued", "running") and time.monotonic() < deadline:
+        while job["state"] in ("queued", "starting", "running") and time.monotonic() < deadline:
             time.sleep(1)
             job = client.get(f"/v1/jobs/{job_id}", headers=headers).json()
         assert job["state"] == "succeeded", job

@@ -28,7 +28,7 @@ def test_train_job_produces_a_policy_that_generate_can_use(client, make_tenant):
     assert early.status_code in (200, 409)  # 409 while the job is still queued or running
     deadline = time.monotonic() + 300
     state = job.json()
-    while state["state"] in ("queued", "running") and time.monotonic() < deadline:
+    while state["state"] in ("queued", "starting", "running") and time.monotonic() < deadline:
         time.sleep(0.5)
         state = client.get(f"/v1/jobs/{job_id}", headers=owner.headers).json()
     assert state["state"] == "succeeded", state
