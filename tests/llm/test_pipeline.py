@@ -21,6 +21,19 @@ BACKGROUND = (
 )
 
 
+def test_two_batches_in_flight_lag_two_updates():
+    trainer = AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config(), max_policy_lag=2).learn(4)
+    trainer.close()
+    assert [row["policy_lag"] for row in trainer.history] == [0.0, 1.0, 2.0, 2.0]
+
+
+def test_a_bad_lag_is_a_config_error():
+    from resonance_os.rl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="max_policy_lag=0 must be an integer >= 1"):
+        AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config(), max_policy_lag=0)
+
+
 def test_policy_lag_is_zero_then_one_and_the_first_step_equals_sync():
     trainer = AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config()).learn(3)
     trainer.close()

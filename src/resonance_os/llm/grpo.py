@@ -389,19 +389,20 @@ class GRPO:
         )
         return order[: self.config.prompts_per_step].tolist()
 
-    def _generate_and_score(
-        self, indices: list[int], seed: int, policy: LMPolicy | None = None
-    ) -> tuple[Samples, torch.Tensor, dict[str, torch.Tensor], list[float]]:
-        """G completions of each prompt in ``indices``, every reward function's scores, the weighted
-        sum R (plus DAPO's soft overlong punishment when ``overlong_buffer`` > 0), and the seconds spent
-        generating and scoring. ``policy`` samples instead of the trained one (an inference copy)."""
-        cfg, G = self.config, self.config.group_size
-        t0 = time.perf_counter()
-        samples = sample_ids(
-            policy or self.policy, [self._prompt_ids[i] for i in indices], n=G, max_new_tokens=cfg.max_new_tokens,
-            temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop, seed=seed,
+    def _generate(self, indices: list[int], seed: int, policy: LMPolicy | None = None) -> Samples:
+        """G completions of each prompt in ``indices`` (``policy``: an inference copy instead of the
+        trained policy)."""
+        cfg = self.config
+        return sample_ids(
+            policy or self.policy, [self._prompt_ids[i] for i in indices], n=cfg.group_size,
+            max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop,
+            seed=seed,
         )  # fmt: skip
-        t1 = time.perf_counter()
+
+    def _score(self, indices: list[int], samples: Samples) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+        """Every reward function's scores and the weighted sum R (plus DAPO's soft overlong punishment
+        when ``overlong_buffer`` > 0)."""
+        cfg = self.config
         prompts = [self.prompts[indices[k]] for k in samples.prompt_index]
         per_function: dict[str, torch.Tensor] = {}
         rewards = torch.zeros(len(samples.texts))
@@ -413,6 +414,16 @@ class GRPO:
                 samples.completion_lengths, cfg.max_new_tokens, cfg.overlong_buffer, cfg.overlong_penalty
             )
             rewards += per_function["overlong"]
+        return rewards, per_function
+
+    def _generate_and_score(
+        self, indices: list[int], seed: int
+    ) -> tuple[Samples, torch.Tensor, dict[str, torch.Tensor], list[float]]:
+        """``_generate`` then ``_score``, and the seconds spent generating and scoring."""
+        t0 = time.perf_counter()
+        samples = self._generate(indices, seed)
+        t1 = time.perf_counter()
+        rewards, per_function = self._score(indices, samples)
         return samples, rewards, per_function, [t1 - t0, time.perf_counter() - t1]
 
     # ------------------------------------------------------------------------------ learning
