@@ -23,6 +23,7 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVVector
 from resonance_os.profiling.lexicons import (
+    FLAG_ADVERB,
     FLAG_AROUSAL,
     FLAG_AUX,
     FLAG_BE,
@@ -36,6 +37,7 @@ from resonance_os.profiling.lexicons import (
     FLAG_GET,
     FLAG_HEDGE,
     FLAG_MOTION,
+    FLAG_NEGATION,
     FLAG_NOT_PARTICIPLE,
     FLAG_PAST,
     FLAG_PERSON,
@@ -48,7 +50,7 @@ from resonance_os.profiling.lexicons import (
     Lexicon,
     get_lexicon,
 )
-from resonance_os.profiling.metaphor import APPOSITION, appositive_metaphors, is_bare_simile, metaphor_at
+from resonance_os.profiling.metaphor import appositive_metaphor, is_bare_simile, metaphor_at
 from resonance_os.profiling.passive import find_passives
 from resonance_os.profiling.sentences import Sentence, clean_text, split_sentences
 from resonance_os.profiling.sentiment import score_sentence
@@ -60,6 +62,8 @@ _MARKERS = _WORD_MARKERS | _VERB_MARKERS
 _METAPHOR_CUES = FLAG_COPULA | FLAG_MOTION
 """Words where a nominal (copula) or verb metaphor may start."""
 _MARKERS_AND_CUES = _MARKERS | _METAPHOR_CUES
+_MAY_OPEN_PREDICATE = FLAG_DETERMINER | FLAG_ADVERB | FLAG_NEGATION
+"""After a copula, a word with one of these flags (or none) may open a predicate noun phrase."""
 _CAPITALS = re.compile(r"[A-Z\u00c0-\u00de][A-Z\u00c0-\u00de]")
 _VERB_CHAIN = FLAG_AUX | FLAG_BE | FLAG_GET
 _NOT_PAST_AFTER = _VERB_CHAIN | FLAG_DETERMINER
@@ -74,6 +78,9 @@ _NOT_SIMILE_AS = frozenset("well soon long far much many few little often".split
 _NOT_SIMILE_AFTER_AS = frozenset(
     "possible usual ever necessary needed required before follows expected i you we they it he she".split()
 )
+
+_Evidence = dict[str, object] | None
+"""What one dimension's ``_score_*`` counted (None when only the value was asked for)."""
 
 MAX_QUOTE = 300
 """Evidence quotes sentences up to this many characters (longer ones end in "…")."""
@@ -158,11 +165,8 @@ class _Counts:
         return sum(self.lengths)
 
 
-def _count_sentence(
-    s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_capitals: bool, appositions: list[int]
-) -> None:
-    """Add one sentence's words to the counts; ``has_capitals``: the text has an ALL-CAPS word somewhere;
-    ``appositions``: text offsets of the sentence's commas before a determiner (``APPOSITION``)."""
+def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_capitals: bool) -> None:
+    """Add one sentence's words to the counts; ``has_capitals``: the text has an ALL-CAPS word somewhere."""
     lowers = s.lowers
     n = len(lowers)
     words = s.words if has_capitals else lowers  # as written only where ALL-CAPS emphasis can matter
@@ -192,14 +196,23 @@ def _count_sentence(
     phrases = lexicon.phrases
     covered = -1  # last word index already consumed by a matched phrase
     speech = False
-    if appositions:
-        for kind, phrase in appositive_metaphors(s, flags, appositions, lexicon):
-            c.figurative.append(phrase)
-            c.figure_kinds.append(kind)
+    if (
+        n > 3
+        and (flags[1] | flags[2] | flags[3]) & FLAG_DETERMINER  # an apposition opens on one of these
+        and (figure := appositive_metaphor(s, flags, lexicon))
+    ):
+        c.figurative.append(figure[1])
+        c.figure_kinds.append(figure[0])
     for i, flag in enumerate(flags):
         if not flag & _MARKERS_AND_CUES:
             continue
-        if flag & _METAPHOR_CUES and (figure := metaphor_at(s, flags, i, lexicon)):
+        if (
+            flag & _METAPHOR_CUES
+            and (
+                flag & FLAG_MOTION or (i + 1 < n and (not flags[i + 1] or flags[i + 1] & _MAY_OPEN_PREDICATE))
+            )
+            and (figure := metaphor_at(s, flags, i, lexicon))
+        ):
             c.figurative.append(figure[1])
             c.figure_kinds.append(figure[0])
         if flag & _VERB_MARKERS:
@@ -325,12 +338,12 @@ def _clip(x: float) -> float:
     return 0.0 if x < 0.0 else 1.0 if x > 1.0 else x
 
 
-def _score_sentence_variance(c: _Counts) -> tuple[float, dict[str, object]]:
+def _score_sentence_variance(c: _Counts, detail: bool) -> tuple[float, _Evidence]:
     lengths = c.lengths
     mean = sum(lengths) / len(lengths)
     sd = math.sqrt(sum((x - mean) ** 2 for x in lengths) / len(lengths))
     cv = sd / mean
-    return cv / (cv + CV_HALF), {
+    return cv / (cv + CV_HALF), None if not detail else {
         "sentence_lengths": lengths,
         "mean_length": mean,
         "sd_length": sd,
@@ -338,9 +351,9 @@ def _score_sentence_variance(c: _Counts) -> tuple[float, dict[str, object]]:
     }
 
 
-def _score_valence(c: _Counts) -> tuple[float, dict[str, object]]:
+def _score_valence(c: _Counts, detail: bool) -> tuple[float, _Evidence]:
     mean = sum(c.compounds) / len(c.compounds)
-    return 0.5 + 0.5 * mean, {
+    return 0.5 + 0.5 * mean, None if not detail else {
         "mean_sentence_compound": mean,
         "sentence_compounds": c.compounds,
         "positive_words": c.positive,
@@ -369,52 +382,64 @@ def intensity(
     return _clip(value)
 
 
-def _score_intensity(c: _Counts, n_words: int) -> tuple[float, dict[str, object]]:
+def _score_intensity(c: _Counts, n_words: int, detail: bool) -> tuple[float, _Evidence]:
     n_sentences = len(c.lengths)
-    parts = {
-        "mean_abs_compound": sum(abs(x) for x in c.compounds) / n_sentences,
-        "sentiment_word_share": (len(c.positive) + len(c.negative)) / n_words,
-        "exclamatory_sentence_share": len(c.exclamatory) / n_sentences,
-        "arousal_word_share": len(c.arousal) / n_words,
-        "all_caps_word_share": len(c.capitals) / n_words,
+    mean_abs = sum(abs(x) for x in c.compounds) / n_sentences
+    share = (len(c.positive) + len(c.negative)) / n_words
+    exclaim = len(c.exclamatory) / n_sentences
+    arousal = len(c.arousal) / n_words
+    caps = len(c.capitals) / n_words
+    value = intensity(mean_abs, share, exclaim, arousal, caps)
+    if not detail:
+        return value, None
+    return value, {
+        "mean_abs_compound": mean_abs,
+        "sentiment_word_share": share,
+        "exclamatory_sentence_share": exclaim,
+        "arousal_word_share": arousal,
+        "all_caps_word_share": caps,
+        "arousal_words": c.arousal,
+        "all_caps_words": c.capitals,
     }
-    return intensity(*parts.values()), {**parts, "arousal_words": c.arousal, "all_caps_words": c.capitals}
 
 
-def _score_assertiveness(c: _Counts) -> tuple[float, dict[str, object]]:
+def _score_assertiveness(c: _Counts, detail: bool) -> tuple[float, _Evidence]:
     boosts = len(c.boosters) + len(c.exclamatory)
     hedges = len(c.hedges)
-    return 0.5 + 0.5 * (boosts - hedges) / (boosts + hedges + 1), {
+    return 0.5 + 0.5 * (boosts - hedges) / (boosts + hedges + 1), None if not detail else {
         "boosters": c.boosters,
         "hedges": c.hedges,
         "exclamatory_sentences": len(c.exclamatory),
     }
 
 
-def _score_curiosity(c: _Counts, n_words: int) -> tuple[float, dict[str, object]]:
+def _score_curiosity(c: _Counts, n_words: int, detail: bool) -> tuple[float, _Evidence]:
     question_share = len(c.questions) / len(c.lengths)
     per_100 = 100.0 * len(c.curiosity) / n_words
     value = 0.6 * question_share + 0.4 * _clip(per_100 / CURIOSITY_MARKERS_FULL)
-    return _clip(value), {
+    return _clip(value), None if not detail else {
         "question_share": question_share,
         "curiosity_markers": c.curiosity,
         "markers_per_100_words": per_100,
     }
 
 
-def _score_metaphor(c: _Counts, n_words: int) -> tuple[float, dict[str, object]]:
+def _score_metaphor(c: _Counts, n_words: int, detail: bool) -> tuple[float, _Evidence]:
     per_100 = 100.0 * len(c.figurative) / n_words
+    value = 1.0 - math.exp(-per_100 / FIGURATIVE_SCALE)
+    if not detail:
+        return value, None
     constructions: dict[str, int] = {}
     for kind in c.figure_kinds:
         constructions[kind] = constructions.get(kind, 0) + 1
-    return 1.0 - math.exp(-per_100 / FIGURATIVE_SCALE), {
+    return value, {
         "figurative_markers": c.figurative,
         "constructions": constructions,
         "markers_per_100_words": per_100,
     }
 
 
-def _score_storytelling(c: _Counts, n_words: int) -> tuple[float, dict[str, object]]:
+def _score_storytelling(c: _Counts, n_words: int, detail: bool) -> tuple[float, _Evidence]:
     past = len(c.past) / n_words
     persons = len(c.persons) / n_words
     time = len(c.time) / n_words
@@ -425,7 +450,7 @@ def _score_storytelling(c: _Counts, n_words: int) -> tuple[float, dict[str, obje
         + 0.2 * _clip(time / TIME_FULL)
         + 0.15 * _clip(2.0 * dialogue)
     )
-    return value, {
+    return value, None if not detail else {
         "past_tense_verbs": c.past,
         "time_markers": c.time,
         "person_pronouns": c.persons,
@@ -436,10 +461,10 @@ def _score_storytelling(c: _Counts, n_words: int) -> tuple[float, dict[str, obje
     }
 
 
-def _score_active_voice(c: _Counts) -> tuple[float, dict[str, object]]:
+def _score_active_voice(c: _Counts, detail: bool) -> tuple[float, _Evidence]:
     passives = len(c.passives)
     groups = max(c.verb_groups, len(c.lengths), passives)
-    return 1.0 - passives / groups, {"passive_count": passives, "verb_groups": groups}
+    return 1.0 - passives / groups, None if not detail else {"passive_count": passives, "verb_groups": groups}
 
 
 def _rounded(value: object, digits: int = 4) -> object:
@@ -479,36 +504,33 @@ class HRVExtractor:
         counts = _Counts()
         lexicon = self._lexicon
         has_capitals = _CAPITALS.search(text) is not None
-        appositions = [m.start() for m in APPOSITION.finditer(text)]
         for index, sentence in enumerate(sentences):
-            inside = (
-                [o for o in appositions if sentence.start <= o < sentence.end] if appositions else appositions
-            )
-            _count_sentence(sentence, index, lexicon, counts, has_capitals, inside)
+            _count_sentence(sentence, index, lexicon, counts, has_capitals)
         return counts, sentences
 
     @staticmethod
-    def _score(counts: _Counts) -> tuple[list[float], dict[str, dict[str, object]]]:
+    def _score(counts: _Counts, detail: bool = True) -> tuple[list[float], dict[str, _Evidence]]:
+        """The 8 values, and each dimension's evidence when ``detail`` (``extract`` skips building it)."""
         n_words = counts.n_words
         scored = [
-            _score_sentence_variance(counts),
-            _score_valence(counts),
-            _score_intensity(counts, n_words),
-            _score_assertiveness(counts),
-            _score_curiosity(counts, n_words),
-            _score_metaphor(counts, n_words),
-            _score_storytelling(counts, n_words),
-            _score_active_voice(counts),
+            _score_sentence_variance(counts, detail),
+            _score_valence(counts, detail),
+            _score_intensity(counts, n_words, detail),
+            _score_assertiveness(counts, detail),
+            _score_curiosity(counts, n_words, detail),
+            _score_metaphor(counts, n_words, detail),
+            _score_storytelling(counts, n_words, detail),
+            _score_active_voice(counts, detail),
         ]
         hrv = [_clip(float(value)) for value, _ in scored]
-        return hrv, {name: detail for name, (_, detail) in zip(HRV_DIMENSIONS, scored)}
+        return hrv, {name: evidence for name, (_, evidence) in zip(HRV_DIMENSIONS, scored)}
 
     def extract(self, text: str) -> list[float]:
         """HRV of ``text``: 8 floats in [0, 1] in ``HRV_DIMENSIONS`` order.
 
         Raises ``TypeError`` for a non-string and ``ValidationError`` for text with no words.
         """
-        return self._score(self._count(text)[0])[0]
+        return self._score(self._count(text)[0], detail=False)[0]
 
     def extract_many(self, texts: Iterable[str]) -> list[list[float]]:
         """``[extract(t) for t in texts]``."""

@@ -3,7 +3,8 @@
 Three constructions a reader notices, found from word categories alone (no parser):
 
 - **nominal**: a subject identified with a thing of another kind, after a copula ("Time is a thief",
-  "Grief was an ocean", "She is a rock") or in apposition ("Grief, an ocean, ..."). The predicate's
+  "Grief was an ocean", "She is a rock") or in apposition to the sentence's subject ("Grief, an
+  ocean, ..."). The predicate's
   head noun is a metaphor when it is an animal and the subject is not ("The market was a roaring
   lion"), a person and the subject is an abstraction or a thing rated below ``CONCRETE`` ("Time is a
   thief"; an unlisted person noun such as "accountant" is rated concrete), or a concrete
@@ -52,6 +53,10 @@ MAX_PREDICATE_WORDS = 4
 
 APPOSITION = re.compile(r", (?:an?|the|that|this|my|your|his|her|its|our|their) ", re.IGNORECASE)
 """A comma before a determiner: where an appositive noun phrase may start ("Grief, an ocean, ...")."""
+MAX_SUBJECT_WORDS = 3
+"""An appositive metaphor must follow one of the sentence's first words (its subject)."""
+APPOSITION_WITHIN = 40
+"""Characters from the sentence's start searched for an apposition."""
 
 _SKIP_AFTER_COPULA = frozenset(
     "not never just truly really simply only always still also indeed nothing but no longer more than "
@@ -87,7 +92,13 @@ def metaphor_at(sentence: Sentence, flags: list[int], i: int, lexicon: Lexicon) 
     classes = lexicon.word_classes
     flag = flags[i]
     if flag & FLAG_COPULA:
-        head = _predicate_head(lowers, flags, _skip_adverbs(lowers, i + 1), classes)
+        k = i + 1
+        n = len(lowers)
+        while k < n and lowers[k] in _SKIP_AFTER_COPULA:
+            k += 1
+        if k == n or not (flags[k] & FLAG_DETERMINER or classes.get(lowers[k], 0) & CLASS_NOUN):
+            return None  # "is used", "was happy": no noun phrase follows
+        head = _predicate_head(lowers, flags, k, classes)
         if head is None:
             return None
         subject = i if classes.get(lowers[i], 0) & CLASS_HUMAN else _subject_before(i, flags, lowers, classes)
@@ -98,29 +109,28 @@ def metaphor_at(sentence: Sentence, flags: list[int], i: int, lexicon: Lexicon) 
     return None
 
 
-def appositive_metaphors(
-    sentence: Sentence, flags: list[int], offsets: list[int], lexicon: Lexicon
-) -> list[tuple[str, str]]:
-    """``("appositive", phrase)`` for each noun followed by a comma and a noun phrase that identifies it
-    with a thing of another kind, closed by a comma or the sentence's end ("Grief, an ocean, came").
-
-    ``offsets``: where ``APPOSITION`` matched inside the sentence (offsets into the text)."""
+def appositive_metaphor(sentence: Sentence, flags: list[int], lexicon: Lexicon) -> tuple[str, str] | None:
+    """``("appositive", phrase)`` when the sentence's subject noun is followed by a comma and a noun
+    phrase that identifies it with a thing of another kind, closed by a comma or the sentence's end
+    ("Grief, an ocean, came at night"). Only the first ``APPOSITION_WITHIN`` characters are searched:
+    the apposition must follow one of the sentence's first ``MAX_SUBJECT_WORDS`` words."""
+    offset = sentence.search_opening(APPOSITION, APPOSITION_WITHIN, ", ")
+    if offset < 0:
+        return None
     lowers = sentence.lowers
-    classes = lexicon.word_classes
-    found = []
-    for offset in offsets:
-        i = sentence.words_before(offset + 1)  # the determiner
-        if not i or i >= len(lowers) or not classes.get(lowers[i - 1], 0) & CLASS_NOUN:
-            continue
-        head = _predicate_head(lowers, flags, i, classes)
-        if (
-            head is not None
-            and not _PREPOSITIONS.intersection(lowers[max(0, i - 3) : i - 1])
-            and (head + 1 == len(lowers) or "," in sentence.separators()[head + 1])
-            and _identifies(i - 1, head, lowers, lexicon, sentence)
-        ):
-            found.append(("appositive", " ".join(lowers[i - 1 : head + 1])))
-    return found
+    i = sentence.words_before(offset + 1)  # the determiner
+    if not 0 < i <= MAX_SUBJECT_WORDS or i >= len(lowers):
+        return None
+    if not lexicon.word_classes.get(lowers[i - 1], 0) & CLASS_NOUN and flags[i - 1]:
+        return None  # neither a noun nor an unknown word that may be a name
+    if not _PREPOSITIONS.isdisjoint(lowers[: i - 1]):
+        return None  # "In the morning, the sun ...": an adverbial, not a subject
+    separators = sentence.separators()
+    close = next((k for k in range(i + 1, len(lowers)) if "," in separators[k]), len(lowers))
+    head = _predicate_head(lowers, flags, i, lexicon.word_classes, close)
+    if head is not None and _identifies(i - 1, head, lowers, lexicon, sentence):
+        return "appositive", " ".join(lowers[i - 1 : head + 1])
+    return None
 
 
 def is_bare_simile(lowers: list[str], i: int, lexicon: Lexicon) -> bool:
@@ -151,17 +161,13 @@ def _subject_before(i: int, flags: list[int], lowers: list[str], classes: dict[s
     return j if flags[j] == 0 and lowers[j].isalpha() and len(lowers[j]) > 2 else None
 
 
-def _skip_adverbs(lowers: list[str], k: int) -> int:
-    while k < len(lowers) and lowers[k] in _SKIP_AFTER_COPULA:
-        k += 1
-    return k
-
-
-def _predicate_head(lowers: list[str], flags: list[int], k: int, classes: dict[str, int]) -> int | None:
+def _predicate_head(
+    lowers: list[str], flags: list[int], k: int, classes: dict[str, int], stop: int | None = None
+) -> int | None:
     """Head noun of the noun phrase at ``k``: after an optional determiner, the last noun of a run of
-    up to ``MAX_PREDICATE_WORDS`` adjectives and nouns. A bare phrase must open with a noun that is not
-    also an adjective ("Time is money", not "Love is blind")."""
-    n = len(lowers)
+    up to ``MAX_PREDICATE_WORDS`` adjectives and nouns, ending before word ``stop`` if given. A bare
+    phrase must open with a noun that is not also an adjective ("Time is money", not "Love is blind")."""
+    n = len(lowers) if stop is None else stop
     if k >= n:
         return None
     if lowers[k] == "that":

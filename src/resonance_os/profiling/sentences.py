@@ -40,7 +40,7 @@ _BLOCK_TAG = re.compile(
 _TAG = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>")
 _ENTITY = re.compile(r"&(?:#\d{1,7}|#x[0-9a-fA-F]{1,6}|[A-Za-z]{2,10});")
 _LINE_MARKER = r"[ \t]*(?:[-*\u2022\u25e6\u25aa\u2023+>]|\d{1,3}[.)]|#{1,6})[ \t]"
-_FIRST_LINE_MARKER = re.compile(_LINE_MARKER)
+_FIRST_LINE_MARKER = re.compile(r"(?<![ \t])" + _LINE_MARKER)  # one try per run of blanks, not one per blank
 _BOUNDARY = re.compile(
     r"(?=[.!?\u2026\n])"  # lets the scanner skip ordinary characters quickly
     r"(?:((?<![.!?\u2026])[.!?\u2026]++"  # a whole run of sentence punctuation (linear time on "!!!...")
@@ -109,6 +109,15 @@ class Sentence:
     def word_spans(self) -> list[tuple[int, int]]:
         """(start, end) offsets of each word in the text, in the order of ``lowers``."""
         return [m.span() for m in self._pattern.finditer(self._text, self.start, self.end)]
+
+    def search_opening(self, pattern: re.Pattern[str], within: int, anchor: str) -> int:
+        """Offset of the first match of ``pattern`` in the sentence's first ``within`` characters, or -1;
+        ``anchor`` is a string every match contains, looked for first because that is cheaper."""
+        end = min(self.end, self.start + within)
+        if self._text.find(anchor, self.start, end) < 0:
+            return -1
+        match = pattern.search(self._text, self.start, end)
+        return match.start() if match else -1
 
     def words_before(self, offset: int) -> int:
         """How many of the sentence's words lie before text offset ``offset``."""
