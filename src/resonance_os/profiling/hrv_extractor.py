@@ -23,6 +23,7 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVVector
 from resonance_os.profiling.lexicons import (
+    CLASS_NOUN,
     FLAG_ADVERB,
     FLAG_AROUSAL,
     FLAG_AUX,
@@ -63,7 +64,7 @@ _METAPHOR_CUES = FLAG_COPULA | FLAG_MOTION
 """Words where a nominal (copula) or verb metaphor may start."""
 _MARKERS_AND_CUES = _MARKERS | _METAPHOR_CUES
 _MAY_OPEN_PREDICATE = FLAG_DETERMINER | FLAG_ADVERB | FLAG_NEGATION
-"""After a copula, a word with one of these flags (or none) may open a predicate noun phrase."""
+"""After a copula, a word with one of these flags, or a noun, may open a predicate noun phrase."""
 _CAPITALS = re.compile(r"[A-Z\u00c0-\u00de][A-Z\u00c0-\u00de]")
 _VERB_CHAIN = FLAG_AUX | FLAG_BE | FLAG_GET
 _NOT_PAST_AFTER = _VERB_CHAIN | FLAG_DETERMINER
@@ -209,7 +210,14 @@ def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_c
         if (
             flag & _METAPHOR_CUES
             and (
-                flag & FLAG_MOTION or (i + 1 < n and (not flags[i + 1] or flags[i + 1] & _MAY_OPEN_PREDICATE))
+                flag & FLAG_MOTION
+                or (
+                    i + 1 < n
+                    and (
+                        flags[i + 1] & _MAY_OPEN_PREDICATE
+                        or (not flags[i + 1] and lexicon.word_classes.get(lowers[i + 1], 0) & CLASS_NOUN)
+                    )
+                )
             )
             and (figure := metaphor_at(s, flags, i, lexicon))
         ):
