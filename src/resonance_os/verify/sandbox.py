@@ -2,17 +2,17 @@
 
 ``Sandbox.run(program, stdin)`` starts ``launcher.py`` as root in a new session; the launcher puts
 the program in new mount, network and PID namespaces (or says it could not), makes every mount
-read-only except a fresh work directory, drops to a uid of its own (one per concurrent run, so
-``RLIMIT_NPROC`` counts only that run and runs cannot read each other's files), applies the limits
-and execs the interpreter. This side feeds stdin from a file, reads stdout and stderr while
-counting bytes, enforces the wall-clock limit, and when the run ends kills the process group, then
-every process left under the run's uid, and deletes the work directory.
+read-only except a fresh work directory, and forks the program's process, which drops to a uid of
+its own (one per concurrent run, so ``RLIMIT_NPROC`` counts only that run and runs cannot read each
+other's files) and takes the limits. This side feeds stdin from a file, reads stdout, stderr and
+the launcher's status while counting bytes, enforces the wall-clock limit, and when the run ends
+kills the process group, then every process left under the run's uid, and deletes the work directory.
 
-The launcher and the program run under the base interpreter (``python -I -S -B``: the standard
-library only, not this project's virtual environment); the program runs as ``main.py`` in the
-launcher's forked, unprivileged child through ``RUNNER``, which turns
-``MemoryError`` and a write past the file-size limit into dedicated exit codes and, when namespaces were refused, replaces the
-``socket`` module's constructors with a refusal.
+The launcher runs under the base interpreter (``python -I -S -B``: the standard library only, not
+this project's virtual environment); the program runs as ``main.py`` in the launcher's forked,
+unprivileged child through ``RUNNER``, which turns ``MemoryError`` and a write past the file-size
+limit into dedicated exit codes and, when namespaces were refused, replaces the ``socket`` module's
+constructors with a refusal.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from resonance_os.core.errors import ValidationError
@@ -120,7 +120,6 @@ class Execution:
     max_rss_kb: int = 0
     network: str = "namespace"
     detail: str = ""
-    extra: dict = field(default_factory=dict)
 
 
 UID_LOCKS = Path(tempfile.gettempdir()) / "resonance-verify-uids"
