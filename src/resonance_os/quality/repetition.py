@@ -50,7 +50,7 @@ META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("let me know if",), r"\blet me know if\b"),
     (
         ("sure", "certainly", "of course", "absolutely"),
-        r"^\s*(?:sure|certainly|of course|absolutely)\s*[,!.:]",
+        r"^[ \t]*(?:sure|certainly|of course|absolutely)[ \t]*[,!.:]",  # not \s*: across lines, quadratic
     ),
     (
         tuple(v for name in HRV_DIMENSIONS for v in (name, name.replace("_", " "))),
