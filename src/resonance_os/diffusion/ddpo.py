@@ -71,7 +71,7 @@ class DDPOConfig(JsonConfig):
     train_batch_size: int = 32
     num_inner_epochs: int = 1
     timestep_fraction: float = 0.5
-    learning_rate: float = 3e-4
+    learning_rate: float = 3e-5
     max_grad_norm: float = 1.0
     clip_range: float = 1e-4
     adv_clip_max: float = 5.0
