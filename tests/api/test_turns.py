@@ -101,6 +101,31 @@ def test_an_article_over_its_budget_stops_between_paragraphs_and_frees_the_write
         pass
 
 
+def test_a_tenant_with_two_requests_does_not_go_twice_before_a_waiting_tenant():
+    turns, log = WriterTurns(), []
+    a_started, release_a = threading.Event(), threading.Event()
+
+    def first():
+        with turns.turn(1) as pass_turn:
+            log.append("A1")
+            a_started.set()
+            release_a.wait()
+            pass_turn()
+            log.append("A2")
+
+    threads = [threading.Thread(target=first)]
+    threads[0].start()
+    a_started.wait()
+    for tenant, name in ((1, "a"), (2, "B")):  # tenant 1's second request queues before tenant 2's
+        threads.append(threading.Thread(target=_article, args=(turns, tenant, name, 1, log)))
+        threads[-1].start()
+        _wait_until(lambda n=len(threads) - 1: turns.waiting() == n, f"{name} waits")
+    release_a.set()
+    for thread in threads:
+        thread.join()
+    assert log == ["A1", "B1", "a1", "A2"]
+
+
 def test_a_tenant_over_its_share_gets_429_and_the_process_over_its_total_503():
     turns = WriterTurns(per_tenant=1, total=2)
     with turns.turn(1):

@@ -121,8 +121,12 @@ class WriterTurns:
             self._wait(ticket, deadline)
 
     def _hand_over(self) -> None:
-        """Give the writer to the first waiting tenant in rotation, which then moves to the back."""
+        """Give the writer to the first waiting tenant in rotation, which then moves to the back; the
+        tenant that held it goes behind every other waiting tenant (its other requests included)."""
+        previous = self._holder
         self._holder = None
+        if previous is not None and previous.tenant_id in self._waiting:
+            self._waiting[previous.tenant_id] = self._waiting.pop(previous.tenant_id)
         if self._waiting:
             tenant_id = next(iter(self._waiting))
             queue = self._waiting.pop(tenant_id)

@@ -1,0 +1,497 @@
+"""Replay attacks on a real server and measure what they do to another tenant (issue 14 §3).
+
+    .venv/bin/python benchmarks/abuse.py [--duration 8] [--db URL] [--attacks redos-prompt,login-flood]
+
+Starts ``python -m resonance_os.api.hr_server`` on 127.0.0.1 (a fresh SQLite file, or ``--db``, e.g.
+the PostgreSQL URL that ``scripts/with_postgres.sh`` exports as ``$RESONANCE_TEST_DB_URL``) with the
+default settings except a small storage quota (``RESONANCE_QUOTA_BYTES``, so the storage flood reaches
+it). A victim tenant sends ``POST /v1/analyze`` (a 60-word text, 20 a second, under the per-key rate
+limit) and ``POST /v1/generate`` (one paragraph, one a second) from 127.0.0.1. For each attack the
+victim's latencies are measured for ``--duration`` seconds without it, then for ``--duration``
+seconds while attacker processes (separate processes, so the client's own GIL does not slow the
+victim) replay it, from their own tenant and, for the login flood, from 127.0.0.2. Printed per
+attack: the victim's p99 without and with the attack and their ratio (goal: at most 2), what the
+attacker's requests got (status counts), and the 500s either side saw (goal: none).
+
+Attacks (``ATTACKS``; add one with ``@attack(name)``; one that needs a route the server lacks is
+skipped with the reason):
+  redos-prompt    /v1/generate with the longest legal NFKC-expanding prompt (1,000 x U+FDF2 = 4,000
+                  characters after NFKC) and 12 paragraphs, two at a time, plus the 4,000 x U+FDF2
+                  prompt that took 160 s of CPU before the fix (now refused with 422)
+  nul-probes      NUL in every field and URL part that reaches the database
+  login-flood     bad API keys from 127.0.0.2 as fast as four raw keep-alive connections go
+  fuzz            random hostile bodies (NUL, huge and deep JSON, wrong types, odd Unicode) on every route
+  train-flood     /v1/train as fast as it answers (jobs past the limits queue or get 429), all cancelled
+                  at the end
+  storage-flood   feedback with 40,000-character texts until the tenant's storage quota answers 507
+Loopback only; every loop is bounded by ``--duration``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+
+from resonance_os.api.db import Database
+from resonance_os.api.tenants import create_tenant
+
+ATTACKER_ADDRESS = "127.0.0.2"  # all of 127.0.0.0/8 is loopback on Linux
+VICTIM_TEXT = (
+    "The harbour was quiet at dawn. Boats rocked gently on the grey water while gulls argued over "
+    "the scraps of last night's catch. An old fisherman mended his nets by the sea wall, humming a "
+    "tune nobody else remembered, and the smell of tar and salt hung in the cold air."
+)
+VICTIM_ANALYZE_PER_S = 20.0
+VICTIM_GENERATE_PER_S = 1.0
+QUOTA_BYTES = 20_000_000
+HRV = [0.5] * 8
+
+
+# --- the server -----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    """The service in a subprocess on 127.0.0.1 (stopped with its process group)."""
+
+    def __init__(self, db_url: str, home: str, backend: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {
+            **os.environ,
+            "RESONANCE_HOME": home,
+            "RESONANCE_BACKEND": backend,
+            "RESONANCE_QUOTA_BYTES": str(QUOTA_BYTES),
+        }
+        self.log = tempfile.TemporaryFile()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "resonance_os.api.hr_server", "--port", str(self.port), "--db", db_url],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                self.log.seek(0)
+                raise RuntimeError(f"server exited:\n{self.log.read().decode(errors='replace')}")
+            try:
+                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        self.stop()
+        raise RuntimeError("server did not become healthy in 120 s")
+
+    def routes(self) -> set[tuple[str, str]]:
+        spec = httpx.get(f"{self.url}/openapi.json", timeout=30).json()
+        return {(method.upper(), path) for path, item in spec["paths"].items() for method in item}
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, 15)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, 9)
+
+
+# --- raw HTTP for the cheap attackers (httpx costs milliseconds of client CPU per request) ----------
+
+
+def raw_request(method: str, path: str, key: str | None, body: bytes | None = None) -> bytes:
+    lines = [f"{method} {path} HTTP/1.1", "Host: 127.0.0.1"]
+    if key is not None:
+        lines.append(f"Authorization: Bearer {key}")
+    if body is not None:
+        lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b"")
+
+
+def raw_loop(port: int, requests: list[bytes], until: float, source: str = "127.0.0.1") -> Counter:
+    """Send ``requests`` round and round on one keep-alive connection until ``until``; status counts."""
+    statuses: Counter = Counter()
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0))
+    buffer = b""
+    index = 0
+    try:
+        while time.monotonic() < until:
+            sock.sendall(requests[index % len(requests)])
+            index += 1
+            while b"\r\n\r\n" not in buffer:
+                buffer += sock.recv(65536)
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length")
+                ),
+                0,
+            )
+            while len(buffer) < length:
+                buffer += sock.recv(65536)
+            buffer = buffer[length:]
+            statuses[int(head.split(b" ", 2)[1])] += 1
+            if b"connection: close" in head.lower():
+                sock.close()
+                sock = socket.create_connection(("127.0.0.1", port), timeout=60, source_address=(source, 0))
+                buffer = b""
+    finally:
+        sock.close()
+    return statuses
+
+
+def httpx_loop(
+    url: str,
+    key: str,
+    until: float,
+    request: Callable[[httpx.Client, random.Random], httpx.Response],
+    seed: int,
+) -> Counter:
+    statuses: Counter = Counter()
+    rng = random.Random(seed)
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=600) as client:
+        while time.monotonic() < until:
+            try:
+                statuses[request(client, rng).status_code] += 1
+            except httpx.HTTPError as error:
+                statuses[type(error).__name__] += 1
+    return statuses
+
+
+def in_threads(count: int, work: Callable[[int], Counter]) -> Counter:
+    results: list[Counter] = [Counter() for _ in range(count)]
+
+    def run(i: int) -> None:
+        results[i] = work(i)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(results, Counter())
+
+
+# --- the attacks ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Attack:
+    name: str
+    drive: Callable[[str, int, str, float], Counter]
+    """(server url, port, attacker's key, deadline) -> status counts of the attacker's requests."""
+    needs: tuple[tuple[str, str], ...] = ()
+    """Routes (method, path) the server must have, else the attack is skipped."""
+
+
+ATTACKS: dict[str, Attack] = {}
+
+
+def attack(name: str, needs: tuple[tuple[str, str], ...] = ()):
+    def register(drive):
+        ATTACKS[name] = Attack(name, drive, needs)
+        return drive
+
+    return register
+
+
+@attack("redos-prompt", needs=(("POST", "/v1/generate"),))
+def redos_prompt(url: str, port: int, key: str, until: float) -> Counter:
+    longest_legal = {"prompt": "\ufdf2" * 1000, "paragraphs": 12}
+    before_the_fix = {"prompt": "\ufdf2" * 4000, "paragraphs": 12}
+
+    def request(client: httpx.Client, rng: random.Random) -> httpx.Response:
+        body = before_the_fix if rng.random() < 0.2 else longest_legal
+        return client.post("/v1/generate", json=body)
+
+    return in_threads(2, lambda i: httpx_loop(url, key, until, request, seed=i))
+
+
+NUL_PROBES = [
+    ("POST", "/v1/generate", {"prompt": "a\x00b"}),
+    ("POST", "/v1/analyze", {"text": "a\x00b"}),
+    ("POST", "/v1/profiles", {"name": "p", "hrv": HRV, "description": "a\x00b"}),
+    ("POST", "/v1/profiles", {"name": "a\x00b", "hrv": HRV}),
+    ("POST", "/v1/feedback", {"kind": "rating", "item": {"text": "a\x00b"}, "rating": 3}),
+    ("POST", "/v1/feedback", {"kind": "rating", "item": {"id": "a\x00b"}, "rating": 3}),
+    ("POST", "/v1/train", {"profile": "a\x00b"}),
+    ("GET", "/v1/profiles/a%00b", None),
+    ("GET", "/v1/jobs/a%00b", None),
+    ("DELETE", "/v1/profiles/a%00b", None),
+]
+
+
+@attack("nul-probes", needs=(("POST", "/v1/analyze"),))
+def nul_probes(url: str, port: int, key: str, until: float) -> Counter:
+    requests = [
+        raw_request(method, path, key, None if body is None else json.dumps(body).encode())
+        for method, path, body in NUL_PROBES
+    ]
+    return raw_loop(port, requests, until)
+
+
+@attack("login-flood", needs=(("POST", "/v1/analyze"),))
+def login_flood(url: str, port: int, key: str, until: float) -> Counter:
+    body = json.dumps({"text": "x"}).encode()
+
+    def flood(i: int) -> Counter:
+        requests = [raw_request("POST", "/v1/analyze", f"rsk_guess{i}{n:040d}", body) for n in range(64)]
+        return raw_loop(port, requests, until, source=ATTACKER_ADDRESS)
+
+    return in_threads(4, flood)
+
+
+def _hostile_value(rng: random.Random, depth: int = 0):
+    choice = rng.randrange(12)
+    if choice == 0:
+        return "x\x00" * rng.randrange(1, 50)
+    if choice == 1:
+        return rng.choice(["\ufdf2", "\u202e", "\ud7ff", "e\u0301", "\U0001f600", "\ufeff"]) * rng.randrange(
+            1, 3000
+        )
+    if choice == 2:
+        return rng.choice([True, False, None, 1e308, -1, 2**64, 0.5, "5", [], {}])
+    if choice == 3 and depth < 4:
+        return [_hostile_value(rng, depth + 1) for _ in range(rng.randrange(1, 10))]
+    if choice == 4 and depth < 4:
+        return {rng.choice(["id", "text", "kind", "\x00", "a" * 300]): _hostile_value(rng, depth + 1)}
+    if choice == 5:
+        return "word " * rng.randrange(1, 12_000)
+    if choice == 6:
+        return rng.choice(["rating", "preference", "a", "b", "professional", "../etc", "%00", "' OR 1=1 --"])
+    if choice == 7:
+        return rng.randrange(-(2**40), 2**40)
+    return "".join(chr(rng.randrange(1, 0x2FFF)) for _ in range(rng.randrange(1, 200)))
+
+
+FUZZ_TARGETS = [
+    ("POST", "/v1/analyze", ["text", "evidence"]),
+    ("POST", "/v1/score", ["text", "profile", "target_hrv", "prompt"]),
+    ("POST", "/v1/generate", ["prompt", "profile", "target_hrv", "paragraphs", "seed", "policy"]),
+    ("POST", "/hr_generate", ["prompt", "tenant", "profile_name"]),
+    ("POST", "/v1/profiles", ["name", "hrv", "description"]),
+    ("POST", "/v1/profiles/from-text", ["name", "text", "description"]),
+    ("POST", "/v1/feedback", ["kind", "item", "other", "rating", "preferred", "target_hrv", "prompt"]),
+    ("POST", "/v1/train", ["profile", "target_hrv", "timesteps", "seed"]),
+]
+RAW_FUZZ = [
+    b"[" * 50_000,
+    b'{"text": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+    b'{"text": "a", "evidence": ' + b"9" * 6_000 + b"}",
+    b'{"text": "\xff\xfe"}',
+    b'{"text": "a"',
+    b"null",
+]
+
+
+@attack("fuzz", needs=(("POST", "/v1/analyze"),))
+def fuzz(url: str, port: int, key: str, until: float) -> Counter:
+    def request(client: httpx.Client, rng: random.Random) -> httpx.Response:
+        method, path, fields = rng.choice(FUZZ_TARGETS)
+        if rng.random() < 0.15:
+            return client.request(
+                method, path, content=rng.choice(RAW_FUZZ), headers={"content-type": "application/json"}
+            )
+        if rng.random() < 0.1:
+            return client.get(
+                rng.choice(["/v1/profiles/", "/v1/jobs/", "/v1/profiles/x/history?"])
+                + rng.choice(["%00", "%ff", "..%2f", "a" * 500, "%F0%9F%98%80"])
+            )
+        body = {field: _hostile_value(rng) for field in rng.sample(fields, rng.randrange(1, len(fields) + 1))}
+        return client.request(method, path, json=body)
+
+    return in_threads(2, lambda i: httpx_loop(url, key, until, request, seed=100 + i))
+
+
+@attack("train-flood", needs=(("POST", "/v1/train"), ("DELETE", "/v1/jobs/{job_id}")))
+def train_flood(url: str, port: int, key: str, until: float) -> Counter:
+    statuses: Counter = Counter()
+    started: list[str] = []
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+        while time.monotonic() < until:
+            response = client.post(
+                "/v1/train", json={"target_hrv": HRV, "timesteps": 2048, "use_reward_model": False}
+            )
+            statuses[response.status_code] += 1
+            if response.status_code < 300:
+                started.append(response.json()["id"])
+            if response.status_code == 429:
+                time.sleep(0.05)
+        for job_id in started:
+            statuses[f"cancel {client.delete(f'/v1/jobs/{job_id}').status_code}"] += 1
+    return statuses
+
+
+@attack("storage-flood", needs=(("POST", "/v1/feedback"),))
+def storage_flood(url: str, port: int, key: str, until: float) -> Counter:
+    def request(client: httpx.Client, rng: random.Random) -> httpx.Response:
+        text = " ".join(rng.choice(VICTIM_TEXT.split()) for _ in range(6_500))[:40_000]
+        return client.post("/v1/feedback", json={"kind": "rating", "item": {"text": text}, "rating": 3})
+
+    return in_threads(2, lambda i: httpx_loop(url, key, until, request, seed=200 + i))
+
+
+def _drive(attack_name: str, url: str, port: int, key: str, until: float, queue) -> None:
+    queue.put(dict(ATTACKS[attack_name].drive(url, port, key, until)))
+
+
+# --- the victim -----------------------------------------------------------------------------------
+
+
+def victim(url: str, key: str, seconds: float) -> dict[str, list[float] | Counter]:
+    """Paced analyze and generate requests for ``seconds``: latencies in ms and status counts."""
+    until = time.monotonic() + seconds
+    out: dict = {"analyze": [], "generate": [], "statuses": Counter()}
+
+    def paced(kind: str, per_s: float, call: Callable[[httpx.Client], httpx.Response]) -> None:
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=600) as client:
+            next_at = time.monotonic()
+            while next_at < until:
+                time.sleep(max(0.0, next_at - time.monotonic()))
+                start = time.perf_counter()
+                response = call(client)
+                out[kind].append((time.perf_counter() - start) * 1000)
+                out["statuses"][response.status_code] += 1
+                next_at += 1.0 / per_s
+
+    threads = [
+        threading.Thread(
+            target=paced,
+            args=(
+                "analyze",
+                VICTIM_ANALYZE_PER_S,
+                lambda c: c.post("/v1/analyze", json={"text": VICTIM_TEXT, "evidence": False}),
+            ),
+        ),
+        threading.Thread(
+            target=paced,
+            args=(
+                "generate",
+                VICTIM_GENERATE_PER_S,
+                lambda c: c.post("/v1/generate", json={"prompt": "harbour mornings", "paragraphs": 1}),
+            ),
+        ),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return out
+
+
+def p99(latencies: list[float]) -> float:
+    return float(np.percentile(latencies, 99)) if latencies else float("nan")
+
+
+# --- the run --------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--duration", type=float, default=8.0, help="seconds per phase (without, with the attack)"
+    )
+    parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
+    parser.add_argument(
+        "--attacks", default=",".join(ATTACKS), help=f"comma-separated, of: {', '.join(ATTACKS)}"
+    )
+    parser.add_argument(
+        "--backend", default="builtin", help="the server's writer backend (RESONANCE_BACKEND)"
+    )
+    args = parser.parse_args()
+    names = [n.strip() for n in args.attacks.split(",") if n.strip()]
+    unknown = [n for n in names if n not in ATTACKS]
+    if unknown:
+        parser.error(f"unknown attacks {unknown}; known: {list(ATTACKS)}")
+
+    home = tempfile.mkdtemp(prefix="resonance-abuse-")
+    os.environ["RESONANCE_HOME"] = home
+    db_url = args.db or f"sqlite:///{home}/abuse.db"
+    database = Database(db_url)
+    database.migrate()
+    suffix = os.urandom(3).hex()
+    victim_key = create_tenant(database, f"victim-{suffix}")
+    database.dispose()
+    server = Server(db_url, home, args.backend)
+    routes = server.routes()
+    print(
+        f"server {server.url} ({db_url.split(':', 1)[0]}, backend {args.backend}), {args.duration:g} s per phase"
+    )
+    victim(server.url, victim_key, 2.0)  # warm-up: the writer and extractor load on first use
+    rows = []
+    try:
+        for index, name in enumerate(names):
+            spec = ATTACKS[name]
+            missing = [f"{m} {p}" for m, p in spec.needs if (m, p) not in routes]
+            if missing:
+                rows.append((name, None, f"skipped: the server has no {', '.join(missing)}"))
+                continue
+            database = Database(db_url)
+            attacker_key = create_tenant(database, f"attacker-{index}-{suffix}")
+            database.dispose()
+            quiet = victim(server.url, victim_key, args.duration)
+            queue: mp.Queue = mp.get_context("spawn").Queue()
+            until = time.monotonic() + args.duration + 1.0
+            driver = mp.get_context("spawn").Process(
+                target=_drive, args=(name, server.url, server.port, attacker_key, until, queue)
+            )
+            driver.start()
+            time.sleep(1.0)  # let the attack get going
+            loud = victim(server.url, victim_key, args.duration)
+            attacker = queue.get(timeout=args.duration + 900)
+            driver.join()
+            rows.append((name, (quiet, loud), attacker))
+            time.sleep(2.0)  # let cancelled work drain before the next baseline
+    finally:
+        server.stop()
+
+    print()
+    header = f"{'attack':<14} {'analyze p99 ms: quiet / attacked (x)':>38} {'generate p99 ms: quiet / attacked (x)':>40} {'victim 500s':>11}  attacker got"
+    print(header)
+    print("-" * len(header))
+    worst = 0.0
+    server_errors = 0
+    for name, phases, attacker in rows:
+        if phases is None:
+            print(f"{name:<14} {attacker}")
+            continue
+        quiet, loud = phases
+        cells = []
+        for kind in ("analyze", "generate"):
+            q, a = p99(quiet[kind]), p99(loud[kind])
+            worst = max(worst, a / q)
+            cells.append(f"{q:8.1f} / {a:8.1f} ({a / q:4.2f}x)")
+        victim_500 = sum(v for k, v in loud["statuses"].items() if isinstance(k, int) and k >= 500)
+        attacker_500 = sum(v for k, v in attacker.items() if isinstance(k, int) and k >= 500)
+        server_errors += victim_500 + attacker_500
+        got = ", ".join(f"{k}: {v}" for k, v in sorted(attacker.items(), key=lambda kv: str(kv[0])))
+        print(f"{name:<14} {cells[0]:>38} {cells[1]:>40} {victim_500:>11}  {got}")
+    print()
+    print(f"worst victim p99 ratio {worst:.2f}x (goal <= 2x); 500 responses {server_errors} (goal 0)")
+
+
+if __name__ == "__main__":
+    main()
