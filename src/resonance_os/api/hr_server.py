@@ -31,6 +31,7 @@ from resonance_os.api.routes import feedback, generate, health, profiles, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.settings import Settings
+from resonance_os.api.studio import mount_studio
 from resonance_os.api.turns import WriterTurns
 from resonance_os.core.env import getenv
 
@@ -112,6 +113,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         job_routes.router,
     ):
         app.include_router(router)
+    mount_studio(app)
     app.add_middleware(
         BodyLimitMiddleware, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s
     )

@@ -1,0 +1,50 @@
+"""Resonance Studio: the web page served at ``/`` that drives the public API from a browser.
+
+The page is static files shipped in ``resonance_os/api/studio/`` (no build step, no CDN): ``/`` serves
+``index.html``, ``/studio/...`` its scripts and styles, and ``/studio/dimensions.json`` the HRV
+dimensions and their definitions from :mod:`resonance_os.core.hrv_constants` (one source of truth for
+the charts' hover text). Every call the page makes goes through the documented ``/v1`` routes with the
+tenant's API key, exactly like any other client.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from resonance_os.core.hrv_constants import HRV_DESCRIPTIONS, HRV_DIMENSIONS
+
+STUDIO_DIR = Path(__file__).with_name("studio")
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    ),
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+"""The page loads only its own files and talks only to its own origin; no referrer leaves it."""
+
+
+def dimensions() -> dict:
+    """The 8 HRV dimensions in vector order, each with its definition."""
+    return {"dimensions": [{"name": name, "description": HRV_DESCRIPTIONS[name]} for name in HRV_DIMENSIONS]}
+
+
+def mount_studio(app: FastAPI) -> None:
+    """Serve the studio at ``/`` and its assets under ``/studio`` (kept out of the OpenAPI schema)."""
+
+    @app.get("/", include_in_schema=False)
+    def studio_page() -> FileResponse:
+        return FileResponse(STUDIO_DIR / "index.html", media_type="text/html", headers=SECURITY_HEADERS)
+
+    @app.get("/studio/dimensions.json", include_in_schema=False)
+    def studio_dimensions() -> dict:
+        return dimensions()
+
+    app.mount("/studio", StaticFiles(directory=STUDIO_DIR), name="studio")

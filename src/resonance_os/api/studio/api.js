@@ -1,0 +1,71 @@
+// The public REST API, called with the tenant's key from session storage; errors become ApiError.
+
+const KEY_NAME = "resonance.apiKey";
+
+export const session = {
+  key: () => sessionStorage.getItem(KEY_NAME),
+  signIn: (key) => sessionStorage.setItem(KEY_NAME, key),
+  signOut: () => sessionStorage.removeItem(KEY_NAME),
+};
+
+export class ApiError extends Error {
+  constructor(status, type, message, retryAfter = null) {
+    super(message);
+    this.status = status;
+    this.type = type;
+    this.retryAfter = retryAfter;
+  }
+}
+
+export async function call(method, path, body) {
+  const headers = { Authorization: `Bearer ${session.key() ?? ""}` };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  } catch {
+    throw new ApiError(0, "NetworkError", "The service could not be reached.");
+  }
+  if (response.status === 204) return null;
+  const data = await response.json().catch(() => null);
+  if (!response.ok) {
+    const error = data?.error ?? {};
+    throw new ApiError(
+      response.status,
+      error.type ?? "HTTPError",
+      error.message ?? response.statusText,
+      response.headers.get("Retry-After"),
+    );
+  }
+  return data;
+}
+
+/** A sentence a writer can act on, for any error the API (or the network) gave. */
+export function describe(error) {
+  if (!(error instanceof ApiError)) return `Something went wrong in the page: ${error.message}`;
+  const detail = error.message;
+  switch (error.status) {
+    case 0:
+      return `${detail} Check that the server is running, then try again.`;
+    case 401:
+      return `Your API key was not accepted (401): ${detail} Sign in again with a valid key.`;
+    case 404:
+      return `Not found (404): ${detail}`;
+    case 409:
+      return `Already exists (409): ${detail}`;
+    case 413:
+      return `Too large to send (413): ${detail} Send a shorter text or fewer files.`;
+    case 422:
+      return `Please fix the input (422): ${detail}`;
+    case 429: {
+      const wait = error.retryAfter ? ` Try again in ${error.retryAfter} s.` : " Try again shortly.";
+      return `Too many requests (429): ${detail}${wait}`;
+    }
+    default:
+      return `The service answered ${error.status} (${error.type}): ${detail}`;
+  }
+}

@@ -1,0 +1,406 @@
+// Resonance Studio: sign in, profiles, write, analyze, rate; every call goes through api.js.
+
+import { call, describe, session } from "./api.js";
+import { label, radar } from "./charts.js";
+import { highlight, EVIDENCE_KINDS } from "./evidence.js";
+
+const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
+const TERMS = [
+  ["resonance", "Style: 1 - mean |target - measured| over the 8 dimensions."],
+  ["fluency", "How natural the words and their order are."],
+  ["coherence", "Sentence order and connection."],
+  ["topic", "How much the text is about the prompt."],
+  ["repetition", "Penalty for repeats, copying and meta-text (0 = clean)."],
+  ["reward", "The combined writing reward."],
+];
+
+const $ = (selector) => document.querySelector(selector);
+const state = { dimensions: [], profiles: [], selected: null, articleId: null };
+
+function make(tag, attributes = {}, text = null) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) node.setAttribute(key, value);
+  if (text !== null) node.textContent = text;
+  return node;
+}
+
+// -- messages -----------------------------------------------------------------------------------
+
+function showError(error) {
+  const box = $("#message");
+  box.textContent = describe(error);
+  box.hidden = false;
+  $("#notice").hidden = true;
+  if (error.status === 401) signOut(false);
+}
+
+function notify(text) {
+  $("#message").hidden = true;
+  const box = $("#notice");
+  box.textContent = text;
+  box.hidden = false;
+}
+
+function clearMessages() {
+  $("#message").hidden = true;
+  $("#notice").hidden = true;
+}
+
+/** Run `work` for a submitted form: disable its button, show errors as messages. */
+async function submitting(form, work) {
+  const button = form.querySelector("button[type=submit]");
+  button.disabled = true;
+  form.setAttribute("aria-busy", "true");
+  clearMessages();
+  try {
+    await work();
+  } catch (error) {
+    showError(error);
+  } finally {
+    button.disabled = false;
+    form.removeAttribute("aria-busy");
+  }
+}
+
+// -- sign in / out ------------------------------------------------------------------------------
+
+async function signIn(event) {
+  event.preventDefault();
+  const input = $("#api-key");
+  const key = input.value.trim();
+  input.value = "";
+  session.signIn(key);
+  await submitting(event.target, async () => {
+    await loadProfiles();
+    enterStudio();
+  });
+}
+
+function enterStudio() {
+  $("#sign-in").hidden = true;
+  $("#tabs").hidden = false;
+  $("#sign-out").hidden = false;
+  showTab("profiles");
+}
+
+function signOut(clear = true) {
+  session.signOut();
+  state.profiles = [];
+  state.selected = null;
+  for (const panel of document.querySelectorAll(".panel")) panel.hidden = true;
+  for (const result of ["#write-result", "#analyze-result", "#profile-detail"]) $(result).hidden = true;
+  $("#tabs").hidden = true;
+  $("#sign-out").hidden = true;
+  $("#sign-in").hidden = false;
+  if (clear) {
+    clearMessages();
+    notify("Signed out. Your key was removed from this tab.");
+  }
+  $("#api-key").focus();
+}
+
+function showTab(name) {
+  for (const button of document.querySelectorAll("#tabs button")) {
+    if (button.dataset.tab === name) button.setAttribute("aria-current", "page");
+    else button.removeAttribute("aria-current");
+  }
+  for (const panel of document.querySelectorAll(".panel")) panel.hidden = panel.id !== `panel-${name}`;
+}
+
+// -- profiles -----------------------------------------------------------------------------------
+
+async function loadProfiles() {
+  const { profiles } = await call("GET", "/v1/profiles");
+  state.profiles = profiles;
+  renderProfiles();
+}
+
+function renderProfiles() {
+  const list = $("#profile-list");
+  list.replaceChildren();
+  for (const profile of state.profiles) {
+    const item = make("li");
+    const button = make("button", { type: "button", class: "card" }, profile.name);
+    if (profile.name === state.selected) button.setAttribute("aria-pressed", "true");
+    else button.setAttribute("aria-pressed", "false");
+    button.addEventListener("click", () => selectProfile(profile.name));
+    item.append(button);
+    list.append(item);
+  }
+  $("#profile-empty").hidden = state.profiles.length > 0;
+  for (const select of document.querySelectorAll(".profile-select")) {
+    const current = select.value;
+    select.replaceChildren();
+    const own = make("optgroup", { label: "Your profiles" });
+    for (const profile of state.profiles) own.append(make("option", { value: profile.name }, profile.name));
+    const builtin = make("optgroup", { label: "Built-in templates" });
+    for (const name of BUILTIN_TEMPLATES) builtin.append(make("option", { value: name }, name));
+    if (state.profiles.length) select.append(own);
+    select.append(builtin);
+    if ([...select.options].some((option) => option.value === current)) select.value = current;
+  }
+}
+
+function selectProfile(name) {
+  state.selected = name;
+  const profile = state.profiles.find((p) => p.name === name);
+  renderProfiles();
+  if (!profile) {
+    $("#profile-detail").hidden = true;
+    return;
+  }
+  $("#detail-title").textContent = profile.name;
+  $("#detail-meta").textContent = [profile.description, profile.version ? `version ${profile.version}` : null]
+    .filter(Boolean)
+    .join(" · ");
+  $("#detail-chart").replaceChildren(radar(state.dimensions, [{ name: profile.name, values: profile.hrv, kind: "target" }]));
+  $("#history-list").hidden = true;
+  $("#profile-detail").hidden = false;
+}
+
+async function showHistory() {
+  const name = state.selected;
+  try {
+    const { versions } = await call("GET", `/v1/profiles/${encodeURIComponent(name)}/history`);
+    const list = $("#history-list");
+    list.replaceChildren();
+    for (const version of versions.slice().reverse()) {
+      const item = make("li");
+      const when = version.updated_at ?? version.created_at ?? "";
+      item.append(make("span", {}, `Version ${version.version}${when ? ` · ${new Date(when).toLocaleString()}` : ""}`));
+      const revert = make("button", { type: "button", class: "quiet" }, `Revert to version ${version.version}`);
+      revert.addEventListener("click", () => revertTo(name, version));
+      item.append(revert);
+      list.append(item);
+    }
+    list.hidden = false;
+  } catch (error) {
+    showError(error);
+  }
+}
+
+async function revertTo(name, version) {
+  try {
+    await call("PUT", `/v1/profiles/${encodeURIComponent(name)}`, {
+      hrv: state.dimensions.map((d) => version.hrv[d.name]),
+      description: version.description,
+    });
+    await loadProfiles();
+    selectProfile(name);
+    notify(`Profile ${name} reverted to version ${version.version} (saved as a new version).`);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+async function deleteProfile() {
+  const name = state.selected;
+  if (!window.confirm(`Delete profile ${name} and its history?`)) return;
+  try {
+    await call("DELETE", `/v1/profiles/${encodeURIComponent(name)}`);
+    state.selected = null;
+    $("#profile-detail").hidden = true;
+    await loadProfiles();
+    notify(`Profile ${name} deleted.`);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function buildSliders() {
+  const box = $("#from-sliders");
+  for (const dimension of state.dimensions) {
+    const id = `slider-${dimension.name}`;
+    const row = make("div", { class: "slider" });
+    row.append(make("label", { for: id }, label(dimension.name)));
+    const input = make("input", { id, type: "range", min: "0", max: "1", step: "0.01", value: "0.5", "aria-describedby": `${id}-hint` });
+    const output = make("output", { for: id }, "0.50");
+    input.addEventListener("input", () => (output.textContent = Number(input.value).toFixed(2)));
+    row.append(input, output, make("p", { id: `${id}-hint`, class: "hint" }, dimension.description));
+    box.append(row);
+  }
+}
+
+function switchSource() {
+  const fromText = document.querySelector("input[name=source]:checked").value === "text";
+  $("#from-text").hidden = !fromText;
+  $("#from-sliders").hidden = fromText;
+}
+
+async function addFiles(event) {
+  const texts = await Promise.all([...event.target.files].map((file) => file.text()));
+  const area = $("#voice-text");
+  area.value = [area.value.trim(), ...texts.map((t) => t.trim())].filter(Boolean).join("\n\n");
+  notify(`${texts.length} file(s) added to the text.`);
+}
+
+async function createProfile(event) {
+  event.preventDefault();
+  const form = event.target;
+  await submitting(form, async () => {
+    const name = form.name.value.trim();
+    const description = form.description.value.trim() || null;
+    const fromText = form.source.value === "text";
+    const profile = fromText
+      ? await call("POST", "/v1/profiles/from-text", { name, text: form.text.value, description })
+      : await call("POST", "/v1/profiles", {
+          name,
+          description,
+          hrv: state.dimensions.map((d) => Number($(`#slider-${d.name}`).value)),
+        });
+    await loadProfiles();
+    selectProfile(profile.name);
+    form.reset();
+    switchSource();
+    notify(`Profile ${profile.name} created.`);
+  });
+}
+
+// -- measured vs target -------------------------------------------------------------------------
+
+function gapTable(measured, target) {
+  const table = make("table", { class: "gaps" });
+  table.append(make("caption", {}, "Per-dimension gap (target − measured)"));
+  const head = make("tr");
+  for (const title of ["Dimension", "Target", "Measured", "Gap"]) head.append(make("th", { scope: "col" }, title));
+  table.append(make("thead")).append(head);
+  const body = make("tbody");
+  for (const dimension of state.dimensions) {
+    const gap = target[dimension.name] - measured[dimension.name];
+    const row = make("tr");
+    const name = make("th", { scope: "row", title: dimension.description }, label(dimension.name));
+    row.append(name);
+    row.append(make("td", {}, target[dimension.name].toFixed(2)));
+    row.append(make("td", {}, measured[dimension.name].toFixed(2)));
+    const cell = make("td", { class: Math.abs(gap) > 0.15 ? "far" : "near" }, `${gap >= 0 ? "+" : "−"}${Math.abs(gap).toFixed(2)}`);
+    row.append(cell);
+    body.append(row);
+  }
+  table.append(body);
+  return table;
+}
+
+function termsTable(terms) {
+  const table = make("table", { class: "terms" });
+  table.append(make("caption", {}, "Quality terms and combined reward"));
+  const body = make("tbody");
+  for (const [name, description] of TERMS) {
+    if (!(name in terms)) continue;
+    const row = make("tr");
+    row.append(make("th", { scope: "row", title: description }, label(name)));
+    row.append(make("td", {}, terms[name] === null ? "—" : terms[name].toFixed(3)));
+    body.append(row);
+  }
+  table.append(body);
+  return table;
+}
+
+function renderMeasure(container, measured, target, terms) {
+  const charts = make("div", { class: "measure" });
+  charts.append(
+    radar(state.dimensions, [
+      { name: "Target", values: target, kind: "target" },
+      { name: "Measured", values: measured, kind: "measured" },
+    ]),
+  );
+  const tables = make("div");
+  tables.append(gapTable(measured, target), termsTable(terms));
+  charts.append(tables);
+  container.replaceChildren(charts);
+}
+
+// -- write, rate, analyze -----------------------------------------------------------------------
+
+async function write(event) {
+  event.preventDefault();
+  const form = event.target;
+  const button = form.querySelector("button[type=submit]");
+  button.textContent = "Writing…";
+  await submitting(form, async () => {
+    const body = {
+      prompt: form.prompt.value,
+      profile: form.profile.value,
+      paragraphs: Number(form.paragraphs.value),
+    };
+    if (form.seed.value !== "") body.seed = Number(form.seed.value);
+    if (form.policy.value.trim()) body.policy = form.policy.value.trim();
+    const result = await call("POST", "/v1/generate", body);
+    state.articleId = result.id;
+    const article = $("#article");
+    article.replaceChildren(...result.paragraphs.map((p) => make("p", {}, p)));
+    renderMeasure($("#write-measure"), result.hrv, result.target_hrv, result.reward);
+    $("#rate-form").reset();
+    $("#write-result").hidden = false;
+    notify(`Article written (resonance ${result.resonance.toFixed(3)}).`);
+  });
+  button.textContent = "Write article";
+}
+
+async function rate(event) {
+  event.preventDefault();
+  const form = event.target;
+  await submitting(form, async () => {
+    const rating = Number(form.rating.value);
+    await call("POST", "/v1/feedback", { kind: "rating", item: { id: state.articleId }, rating });
+    notify(`Thanks: your rating of ${rating}/5 was saved.`);
+  });
+}
+
+async function analyze(event) {
+  event.preventDefault();
+  const form = event.target;
+  await submitting(form, async () => {
+    const text = form.text.value;
+    const scoreBody = { text, profile: form.profile.value };
+    if (form.prompt.value.trim()) scoreBody.prompt = form.prompt.value.trim();
+    const [score, analysis] = await Promise.all([
+      call("POST", "/v1/score", scoreBody),
+      call("POST", "/v1/analyze", { text, evidence: true }),
+    ]);
+    $("#evidence-text").replaceChildren(...highlight(text, analysis.evidence));
+    renderMeasure($("#analyze-measure"), score.hrv, score.target_hrv, score);
+    $("#analyze-result").hidden = false;
+  });
+}
+
+function legend() {
+  const box = $("#evidence-legend");
+  for (const [kind, title] of Object.entries(EVIDENCE_KINDS)) box.append(make("mark", { class: `ev-${kind}` }, title), " ");
+}
+
+// -- start --------------------------------------------------------------------------------------
+
+async function start() {
+  const response = await fetch("/studio/dimensions.json");
+  state.dimensions = (await response.json()).dimensions;
+  buildSliders();
+  legend();
+  $("#sign-in-form").addEventListener("submit", signIn);
+  $("#sign-out").addEventListener("click", () => signOut());
+  for (const button of document.querySelectorAll("#tabs button")) {
+    button.addEventListener("click", () => {
+      clearMessages();
+      showTab(button.dataset.tab);
+    });
+  }
+  for (const radio of document.querySelectorAll("input[name=source]")) radio.addEventListener("change", switchSource);
+  $("#voice-files").addEventListener("change", addFiles);
+  $("#create-form").addEventListener("submit", createProfile);
+  $("#show-history").addEventListener("click", showHistory);
+  $("#delete-profile").addEventListener("click", deleteProfile);
+  $("#write-form").addEventListener("submit", write);
+  $("#rate-form").addEventListener("submit", rate);
+  $("#analyze-form").addEventListener("submit", analyze);
+  renderProfiles();
+  if (session.key()) {
+    try {
+      await loadProfiles();
+      enterStudio();
+    } catch (error) {
+      showError(error);
+    }
+  }
+  document.body.dataset.ready = "true";
+}
+
+start();
