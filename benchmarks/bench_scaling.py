@@ -2,8 +2,9 @@
 
 Part 1, synthetic: noisy pass-rate curves are sampled from the fits ScaleRL reports for its 8B dense runs
 (R0 0.40; A 0.610, B 1.92, C_mid 2,542 GPU-hours over a 16k budget; A 0.645, B 1.89, C_mid 11,272 over
-100k). Each evaluation is a pass rate on 1,000 held-out prompts (binomial noise, sd about 0.015) on top of a
-slowly drifting AR(1) offset (sd 0.005, lag-1 correlation 0.9), 100 evaluations evenly spread over the
+100k). Each evaluation is a pass rate on 1,000 held-out prompts, either one generation per prompt (binomial
+noise, sd about 0.015) or the mean of 16 (sd about 0.004), on top of a slowly drifting AR(1) offset (sd
+0.005, lag-1 correlation 0.9) standing for the policy's own wander; 100 evaluations evenly spread over the
 budget; the first 1.5k GPU-hours are left out as in the paper. Per replicate:
   - recovery: fit the whole budget, 95% bootstrap intervals; report the share of replicates whose
     interval holds the true value (coverage) and the median error, with R0 free and with R0 fixed at the
@@ -18,7 +19,7 @@ against the observed points (noise included), sigmoid vs power law. Runs are kep
 benchmarks/results/scaling/ and retrained only with ``--retrain``; the figure of all fits goes to
 benchmarks/results/scaling/ppo_curves.png.
 
-    .venv/bin/python benchmarks/bench_scaling.py                         # synthetic, 100 replicates
+    .venv/bin/python benchmarks/bench_scaling.py                         # synthetic, 30 replicates
     .venv/bin/python benchmarks/bench_scaling.py --replicates 20         # a quick look
     nice -n 5 .venv/bin/python benchmarks/bench_scaling.py --ppo         # also the PPO runs
 """
@@ -171,8 +172,8 @@ PPO_TASKS = {
     # bench_ppo.py's Pendulum (rl-zoo settings); a return is 200 steps of reward in [-16.27, 0]
     "pendulum": PPOTask(
         "Pendulum-v1",
-        60_000,
-        2,
+        150_000,
+        3,
         (-3254.0, 0.0),
         dict(
             n_steps=1024,
@@ -256,8 +257,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--replicates", type=int, default=100)
-    parser.add_argument("--bootstrap", type=int, default=100)
+    parser.add_argument("--replicates", type=int, default=30)
+    parser.add_argument("--bootstrap", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ppo", action="store_true", help="also fit our PPO runs (trains missing ones)")
     parser.add_argument("--ppo-only", action="store_true", help="skip the synthetic part")
