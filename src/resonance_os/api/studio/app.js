@@ -263,7 +263,9 @@ function gapTable(measured, target) {
   table.append(make("caption", {}, "Per-dimension gap (target − measured)"));
   const head = make("tr");
   for (const title of ["Dimension", "Target", "Measured", "Gap"]) head.append(make("th", { scope: "col" }, title));
-  table.append(make("thead")).append(head);
+  const thead = make("thead");
+  thead.append(head);
+  table.append(thead);
   const body = make("tbody");
   for (const dimension of state.dimensions) {
     const gap = target[dimension.name] - measured[dimension.name];

@@ -21,14 +21,17 @@ function phrases(evidence) {
   ].filter(([, phrase]) => typeof phrase === "string" && phrase.trim());
 }
 
+const SENTENCE_KINDS = new Set(["question", "exclamation"]);
+
 function escapeRegExp(text) {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 }
 
-/** Non-overlapping [start, end, kind] ranges of every counted phrase found in `text`, in order. */
-function ranges(text, evidence) {
+/** Non-overlapping [start, end, kind] ranges, in order, of the counted phrases of the kinds `keep` selects. */
+function ranges(text, evidence, keep) {
   const found = [];
   for (const [kind, phrase] of phrases(evidence)) {
+    if (!keep(kind)) continue;
     const pattern = new RegExp(`(?<![\\w])${escapeRegExp(phrase.trim())}(?![\\w])`, "gi");
     for (const match of text.matchAll(pattern)) found.push([match.index, match.index + match[0].length, kind]);
   }
@@ -38,32 +41,50 @@ function ranges(text, evidence) {
   return kept;
 }
 
-/** Paragraph nodes of `text` with each counted phrase wrapped in a titled <mark>. */
+function mark(kind) {
+  const node = document.createElement("mark");
+  node.className = `ev-${kind}`;
+  node.title = EVIDENCE_KINDS[kind];
+  return node;
+}
+
+/**
+ * Paragraph nodes of `text` with each counted sentence (questions, exclamations) wrapped in a titled
+ * <mark>, and each counted phrase (similes, passives, boosters, hedges) in a <mark> inside it or outside.
+ */
 export function highlight(text, evidence) {
-  const marked = ranges(text, evidence);
-  const paragraphs = [];
-  let paragraph = document.createElement("p");
-  let position = 0;
-  const addPlain = (chunk) => {
-    const parts = chunk.split(/\n\s*\n/);
-    parts.forEach((part, i) => {
-      if (i > 0) {
-        paragraphs.push(paragraph);
-        paragraph = document.createElement("p");
-      }
-      if (part) paragraph.append(part);
+  const sentences = ranges(text, evidence, (kind) => SENTENCE_KINDS.has(kind));
+  const crosses = ([start, end]) => sentences.some(([s, e]) => (start < s && end > s) || (start < e && end > e));
+  const words = ranges(text, evidence, (kind) => !SENTENCE_KINDS.has(kind)).filter((range) => !crosses(range));
+  const paragraphs = [document.createElement("p")];
+  const current = (inside) => inside ?? paragraphs[paragraphs.length - 1];
+  const plain = (inside, chunk) => {
+    if (inside) return inside.append(chunk);
+    chunk.split(/\n\s*\n/).forEach((part, i) => {
+      if (i > 0) paragraphs.push(document.createElement("p"));
+      if (part) current(null).append(part);
     });
   };
-  for (const [start, end, kind] of marked) {
-    addPlain(text.slice(position, start));
-    const mark = document.createElement("mark");
-    mark.className = `ev-${kind}`;
-    mark.title = EVIDENCE_KINDS[kind];
-    mark.textContent = text.slice(start, end);
-    paragraph.append(mark);
+  const withPhrases = (inside, from, to) => {
+    let position = from;
+    for (const [start, end, kind] of words) {
+      if (start < from || end > to) continue;
+      plain(inside, text.slice(position, start));
+      const node = mark(kind);
+      node.textContent = text.slice(start, end);
+      current(inside).append(node);
+      position = end;
+    }
+    plain(inside, text.slice(position, to));
+  };
+  let position = 0;
+  for (const [start, end, kind] of sentences) {
+    withPhrases(null, position, start);
+    const node = mark(kind);
+    withPhrases(node, start, end);
+    current(null).append(node);
     position = end;
   }
-  addPlain(text.slice(position));
-  paragraphs.push(paragraph);
+  withPhrases(null, position, text.length);
   return paragraphs;
 }

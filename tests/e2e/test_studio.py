@@ -1,0 +1,137 @@
+"""Resonance Studio in headless Chromium against ``resonance serve``: what a content team does with it."""
+
+from __future__ import annotations
+
+import httpx
+import sqlalchemy as sa
+
+VOICE = (
+    "I walked down to the harbour before dawn. The boats were painted by the fishermen last spring, and "
+    "they glowed like lanterns on the black water. Why do we remember mornings like that? My grandfather "
+    "told me the sea was a patient teacher. We listened. We learned. Then the sun came up and it was gone!"
+)
+ANALYZE_TEXT = (
+    "Is this the best plan we have? The report was written by the whole team. "
+    "Our numbers rose like a tide, and we definitely beat the target!"
+)
+
+
+def sign_in(page, key: str) -> None:
+    """Keyboard only: focus the key field, type, press Enter."""
+    page.focus("#api-key")
+    page.keyboard.type(key)
+    page.keyboard.press("Enter")
+
+
+def message(page) -> str:
+    page.wait_for_selector("#message:not([hidden])")
+    return page.inner_text("#message")
+
+
+def test_wrong_key_is_a_clear_401_and_is_not_kept(page, studio):
+    sign_in(page, "rsk_" + "x" * 43)
+    text = message(page)
+    assert "401" in text and "Sign in again" in text
+    assert page.is_visible("#sign-in") and page.is_hidden("#tabs")
+    assert page.evaluate("sessionStorage.length") == 0
+
+
+def test_sign_in_profile_from_text_write_rate_and_sign_out(page, studio):
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    assert page.evaluate("sessionStorage.getItem('resonance.apiKey')") == studio.key
+    assert page.input_value("#api-key") == ""
+
+    # learn a voice from pasted text
+    page.fill("#new-name", "harbour")
+    page.fill("#new-description", "Morning at sea")
+    page.fill("#voice-text", VOICE)
+    page.click("#create-form button[type=submit]")
+    page.wait_for_selector("#profile-detail:not([hidden])")
+    assert page.inner_text("#detail-title") == "harbour"
+    assert page.locator("#detail-chart .axis-label").count() == 8
+    hover = page.locator("#detail-chart .axis-label title").first.text_content()
+    assert hover.startswith("Sentence variance: Cadence")
+    stored = httpx.get(
+        f"{studio.url}/v1/profiles/harbour", headers={"Authorization": f"Bearer {studio.key}"}
+    ).json()
+    measured = httpx.post(
+        f"{studio.url}/v1/analyze", json={"text": VOICE}, headers={"Authorization": f"Bearer {studio.key}"}
+    ).json()
+    assert stored["hrv"] == measured["hrv"]
+
+    # write in that voice
+    page.click("#tabs button[data-tab=write]")
+    page.fill("#write-prompt", "Why early mornings at the harbour matter")
+    page.select_option("#write-profile", "harbour")
+    page.fill("#write-paragraphs", "2")
+    page.fill("#write-seed", "7")
+    page.click("#write-form button[type=submit]")
+    page.wait_for_selector("#write-result:not([hidden]), #message:not([hidden])")
+    assert page.is_hidden("#message"), page.inner_text("#message")
+    paragraphs = page.locator("#article p").all_inner_texts()
+    assert len(paragraphs) == 2 and all(p.strip() for p in paragraphs)
+    assert page.locator("#write-measure .radar .series").count() == 2
+    rows = page.locator("#write-measure table.gaps tbody tr")
+    assert rows.count() == 8
+    article_hrv = httpx.post(
+        f"{studio.url}/v1/analyze",
+        json={"text": "\n\n".join(paragraphs)},
+        headers={"Authorization": f"Bearer {studio.key}"},
+    ).json()["hrv"]
+    first = rows.nth(0).locator("td").all_inner_texts()
+    assert first[0] == f"{stored['hrv']['sentence_variance']:.2f}"
+    assert first[1] == f"{article_hrv['sentence_variance']:.2f}"
+    terms = page.locator("#write-measure table.terms tbody th").all_inner_texts()
+    assert terms == ["Resonance", "Fluency", "Coherence", "Topic", "Repetition", "Reward"]
+
+    # rate it 4/5: stored as feedback on the generated item
+    page.check("#rate-form input[value='4']")
+    page.click("#rate-form button[type=submit]")
+    page.wait_for_selector("#notice:has-text('4/5')")
+    engine = sa.create_engine(studio.db_url)
+    with engine.connect() as connection:
+        ratings = (
+            connection.execute(sa.text("SELECT rating FROM api_feedback WHERE kind = 'rating'"))
+            .scalars()
+            .all()
+        )
+    engine.dispose()
+    assert ratings == [4]
+
+    # the key never leaves session storage for a URL or the console
+    assert not any(studio.key in url for url in page.request_urls)
+    assert not any(studio.key in line for line in page.console_lines)
+
+    page.click("#sign-out")
+    page.wait_for_selector("#sign-in:not([hidden])")
+    assert page.evaluate("sessionStorage.length") == 0
+    assert page.is_hidden("#panel-write")
+
+
+def test_prompt_too_long_is_a_clear_422(page, studio):
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.click("#tabs button[data-tab=write]")
+    page.fill("#write-prompt", "harbour " * 600)
+    page.click("#write-form button[type=submit]")
+    text = message(page)
+    assert "422" in text and "prompt" in text and "4000" in text
+    assert page.is_hidden("#write-result")
+
+
+def test_analyze_highlights_evidence_and_scores_against_a_profile(page, studio):
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.click("#tabs button[data-tab=analyze]")
+    page.fill("#analyze-text", ANALYZE_TEXT)
+    page.select_option("#analyze-profile", "creative")
+    page.click("#analyze-form button[type=submit]")
+    page.wait_for_selector("#analyze-result:not([hidden])")
+    assert page.inner_text("#evidence-text mark.ev-question") == "Is this the best plan we have?"
+    assert page.inner_text("#evidence-text mark.ev-passive") == "was written"
+    assert page.inner_text("#evidence-text mark.ev-figurative") == "like a tide"
+    assert page.inner_text("#evidence-text mark.ev-booster") == "definitely"
+    assert page.inner_text("#evidence-text mark.ev-exclamation").startswith("Our numbers rose")
+    assert page.locator("#analyze-measure table.gaps tbody tr").count() == 8
+    assert page.inner_text("#evidence-text") == ANALYZE_TEXT
