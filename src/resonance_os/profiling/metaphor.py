@@ -104,8 +104,8 @@ def metaphor_at(sentence: Sentence, flags: list[int], i: int, lexicon: Lexicon) 
         subject = i if classes.get(lowers[i], 0) & CLASS_HUMAN else _subject_before(i, flags, lowers, classes)
         if subject is not None and _identifies(subject, head, lowers, lexicon, sentence):
             return "nominal", " ".join(lowers[subject : head + 1])
-    elif flag & FLAG_MOTION and _abstract_subject_of_verb(i, lowers, flags, lexicon):
-        return "verb", " ".join(lowers[i - 1 : i + 1])
+    elif flag & FLAG_MOTION and (subject := _abstract_subject_of_verb(i, lowers, flags, lexicon)) is not None:
+        return "verb", " ".join(lowers[subject : i + 1])
     return None
 
 
@@ -129,7 +129,10 @@ def appositive_metaphor(sentence: Sentence, flags: list[int], lexicon: Lexicon) 
     close = next((k for k in range(i + 1, len(lowers)) if "," in separators[k]), len(lowers))
     head = _predicate_head(lowers, flags, i, lexicon.word_classes, close)
     if head is not None and _identifies(i - 1, head, lowers, lexicon, sentence):
-        return "appositive", " ".join(lowers[i - 1 : head + 1])
+        return (
+            "appositive",
+            f"{lowers[i - 1]}, {' '.join(lowers[i : head + 1])}",
+        )  # as written, for highlighting
     return None
 
 
@@ -220,21 +223,22 @@ def _identifies(subject: int, head: int, lowers: list[str], lexicon: Lexicon, se
     return c_subject <= ABSTRACT and c_pred - c_subject >= CONCRETENESS_GAP
 
 
-def _abstract_subject_of_verb(i: int, lowers: list[str], flags: list[int], lexicon: Lexicon) -> bool:
-    """Whether the concrete-action verb at ``i`` follows an abstract subject noun ("prices soared")."""
+def _abstract_subject_of_verb(i: int, lowers: list[str], flags: list[int], lexicon: Lexicon) -> int | None:
+    """Index of the abstract subject noun the concrete-action verb at ``i`` follows ("prices soared",
+    "prices quickly soared"), or None."""
     j = i - 1
     if j > 0 and lowers[j].endswith("ly"):
         j -= 1
     if j < 0 or flags[j] & _NOT_SUBJECT_FLAGS or lowers[j] in _NOT_SUBJECT:
-        return False
+        return None
     subject = lowers[j]
     kind = lexicon.word_classes.get(subject, 0)
     if kind & (CLASS_NOUN | CLASS_ADJECTIVE | CLASS_HUMAN | CLASS_ANIMAL) != CLASS_NOUN:
-        return False
+        return None
     if j and lowers[j - 1] in _PREPOSITIONS:
-        return False
+        return None
     form = lexicon.motion_forms.get(lowers[i])
     plural = subject.endswith("s") and not subject.endswith("ss")
     if (form == "base" and not plural) or (form == "3sg" and plural):
-        return False  # "a price jump", "the news flies": a compound or a plural noun, not a verb
-    return lexicon.concreteness.get(subject, 5.0) < CONCRETE
+        return None  # "a price jump", "the news flies": a compound or a plural noun, not a verb
+    return j if lexicon.concreteness.get(subject, 5.0) < CONCRETE else None
