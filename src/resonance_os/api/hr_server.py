@@ -42,6 +42,10 @@ __all__ = ["SimpleRequest", "SimpleResponse", "create_app", "hr_generate", "main
 
 log = logging.getLogger("resonance_os.api")
 
+WORKER_HEALTHCHECK_S = 60
+"""Seconds a worker may take to answer uvicorn's health ping (default 5) before it is killed and
+restarted: a worker importing the stack on a busy machine took longer, and was restarted forever."""
+
 KEEP_ALIVE_S = 75
 """Idle keep-alive connections are closed after this long (uvicorn's default of 5 s races with busy
 clients reusing a connection just as the server closes it, which they see as a reset)."""
@@ -147,6 +151,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, 
         access_log=False,
         timeout_keep_alive=KEEP_ALIVE_S,
         http=HeaderTimeoutProtocol,
+        timeout_worker_healthcheck=WORKER_HEALTHCHECK_S,
     )
 
 
