@@ -22,6 +22,12 @@ benchmarks/results/scaling/ppo_curves.png.
     .venv/bin/python benchmarks/bench_scaling.py                         # synthetic, 30 replicates
     .venv/bin/python benchmarks/bench_scaling.py --replicates 20         # a quick look
     nice -n 5 .venv/bin/python benchmarks/bench_scaling.py --ppo         # also the PPO runs
+    nice -n 5 .venv/bin/python benchmarks/bench_scaling.py --ppo-only --grpo  # PPO and GRPO runs only
+
+Part 3, ``--grpo``: GRPO (``resonance_os.llm``) on the tiny seeded Llama of tests/llm/tiny_lm.py (LoRA rank
+4), reward = share of "cat" in 8-token completions, 100 steps, 3 seeds for each of three recipes: GRPO,
+CISPO (ScaleRL's loss) and GRPO with a KL penalty (beta 0.1); compute = optimiser steps (each the same
+32 completions), metric = episode_reward_mean in [0, 1]; fits on the first 50% and 75% of the steps.
 """
 
 from __future__ import annotations
@@ -253,6 +259,100 @@ def ppo(tasks: list[str], n_bootstrap: int, retrain: bool) -> None:
     print(f"(final = mean of each seed's last 10% of points; figure: {out})")
 
 
+GRPO_RECIPES = {
+    "grpo": dict(loss_type="grpo"),
+    "cispo": dict(loss_type="cispo"),  # ScaleRL's loss
+    "grpo_kl": dict(loss_type="grpo", beta=0.1),  # a KL leash to the initial policy: a lower ceiling
+}
+GRPO_STEPS, GRPO_SEEDS = 100, 3
+GRPO_PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three", "hello world", "red blue green"]
+
+
+def cat_share(prompts: list[str], completions: list[str]) -> list[float]:
+    """Share of a completion's words that are "cat": learnable token by token from the tiny model's random init."""
+    return [c.split().count("cat") / max(len(c.split()), 1) for c in completions]
+
+
+def train_grpo(recipe: str, seed: int, retrain: bool) -> Path:
+    run_dir = RESULTS / f"grpo_{recipe}" / f"seed{seed}"
+    if (run_dir / "metrics.jsonl").is_file() and not retrain:
+        return run_dir
+    import sys
+
+    import torch
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "llm"))
+    from tiny_lm import make_model, make_tokenizer
+
+    from resonance_os.llm.grpo import GRPO, GRPOConfig
+    from resonance_os.llm.policy import LMPolicy, PolicyConfig
+
+    torch.set_num_threads(1)
+    shutil.rmtree(run_dir, ignore_errors=True)
+    tokenizer = make_tokenizer()
+    policy = LMPolicy(
+        tokenizer, make_model(len(tokenizer), seed=seed), PolicyConfig(lora_rank=4, lora_alpha=8)
+    )
+    config = GRPOConfig(
+        group_size=8,
+        prompts_per_step=4,
+        max_new_tokens=8,
+        learning_rate=2e-4,
+        seed=seed,
+        **GRPO_RECIPES[recipe],
+    )
+    start = time.process_time()
+    GRPO(policy, cat_share, GRPO_PROMPTS, config, log_dir=run_dir).learn(GRPO_STEPS, progress_bar=False)
+    print(f"trained GRPO {recipe} seed {seed}: {GRPO_STEPS} steps, {time.process_time() - start:.0f} CPU-s")
+    return run_dir
+
+
+def grpo(n_bootstrap: int, retrain: bool) -> None:
+    from resonance_os.rl.scaling_plot import plot_compute_curves
+
+    rows, plotted, groups = [], [], []
+    for recipe in GRPO_RECIPES:
+        runs = [
+            read_compute_curve(
+                train_grpo(recipe, seed, retrain), metric="episode_reward_mean", label=f"seed {seed}"
+            )
+            for seed in range(GRPO_SEEDS)
+        ]
+        final = float(np.mean([run.metric[-10:].mean() for run in runs]))
+        for fraction in (0.5, 0.75):
+            fit = fit_compute_curve(runs, fit_fraction=fraction, n_bootstrap=n_bootstrap, label=recipe)
+            rows.append((fit, fraction, final))
+            if fraction == 0.75:
+                plotted.append(fit)
+                groups.append(runs)
+    out = plot_compute_curves(
+        plotted,
+        groups,
+        RESULTS / "grpo_curves.png",
+        metric_name="reward (share of 'cat')",
+        compute_name="GRPO steps",
+    )
+    print(
+        f"\nGRPO on the tiny model ({GRPO_SEEDS} seeds, {GRPO_STEPS} steps), fit on the first part, predict the rest"
+    )
+    print(
+        f"{'recipe':<8} {'fit on':>6} {'R0':>6} {'A [95% interval]':>22} {'final':>6} {'B':>6} {'C_mid':>6} "
+        f"{'MAE sigmoid':>12} {'MAE power law':>14} {'ratio PL/sig':>13}"
+    )
+    for fit, fraction, final in rows:
+        low, high = fit.intervals["A"]
+        error = fit.extrapolation_error
+        interval = f"{fit.curve.a:.3f} [{low:.3f}, {high:.3f}]"
+        print(
+            f"{fit.label:<8} {int(fraction * GRPO_STEPS):>6} {fit.curve.r0:>6.3f} {interval:>22} {final:>6.3f} "
+            f"{fit.curve.b:>6.2f} {fit.curve.c_mid:>6.1f} {error['sigmoid']:>12.4f} {error['power_law']:>14.4f} "
+            f"{error['power_law'] / error['sigmoid']:>13.2f}"
+        )
+        for note in fit.warnings:
+            print(f"    {fit.label} @ {fraction:.0%}: {note}")
+    print(f"(final = mean of each seed's last 10 steps; figure at 75%: {out})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -261,6 +361,9 @@ def main() -> None:
     parser.add_argument("--bootstrap", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--ppo", action="store_true", help="also fit our PPO runs (trains missing ones)")
+    parser.add_argument(
+        "--grpo", action="store_true", help="also fit GRPO runs of the tiny model (trains missing ones)"
+    )
     parser.add_argument("--ppo-only", action="store_true", help="skip the synthetic part")
     parser.add_argument("--tasks", nargs="+", default=list(PPO_TASKS), choices=list(PPO_TASKS))
     parser.add_argument("--retrain", action="store_true", help="retrain the PPO runs even if stored")
@@ -269,6 +372,8 @@ def main() -> None:
         synthetic(args.replicates, args.bootstrap, args.seed)
     if args.ppo or args.ppo_only:
         ppo(args.tasks, args.bootstrap, args.retrain)
+    if args.grpo:
+        grpo(args.bootstrap, args.retrain)
 
 
 if __name__ == "__main__":
