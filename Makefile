@@ -12,7 +12,7 @@ export OPENBLAS_NUM_THREADS ?= 1
 export OMP_NUM_THREADS ?= 1
 export MKL_NUM_THREADS ?= 1
 
-.PHONY: run test test-slow test-postgres lint bench install
+.PHONY: run test test-slow test-postgres test-e2e lint bench install
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,12 @@ test-slow: $(STAMP)
 # 127.0.0.1 (skipped with a printed reason where Debian's PostgreSQL binaries are absent).
 test-postgres: $(STAMP)
 	bash scripts/with_postgres.sh $(BIN)/python -m pytest -q tests/api tests/profiles/test_schema.py
+
+# Resonance Studio in a real browser: Playwright (extra `e2e`) driving the system Chromium headless
+# against `resonance serve` (skipped with a printed reason where Chromium is absent).
+test-e2e: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,local,e2e]'
+	$(BIN)/python -m pytest -q -rs tests/e2e
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks examples

@@ -135,3 +135,18 @@ def test_analyze_highlights_evidence_and_scores_against_a_profile(page, studio):
     assert page.inner_text("#evidence-text mark.ev-exclamation").startswith("Our numbers rose")
     assert page.locator("#analyze-measure table.gaps tbody tr").count() == 8
     assert page.inner_text("#evidence-text") == ANALYZE_TEXT
+
+
+def test_phone_width_needs_no_sideways_scrolling(browser, studio):
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    page.goto(studio.url + "/")
+    page.wait_for_selector("body[data-ready=true]")
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    widths = {}
+    for tab in ("profiles", "write", "analyze"):
+        page.click(f"#tabs button[data-tab={tab}]")
+        widths[tab] = page.evaluate("document.documentElement.scrollWidth")
+    context.close()
+    assert widths == {"profiles": 390, "write": 390, "analyze": 390}

@@ -403,6 +403,7 @@ async function start() {
     }
   }
   document.body.dataset.ready = "true";
+  performance.mark("studio-ready");
 }
 
 start();

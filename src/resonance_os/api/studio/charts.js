@@ -19,8 +19,8 @@ export function label(name) {
  * ([{name, description}]); each axis label carries its definition as a hover title.
  */
 export function radar(dimensions, series) {
-  const radius = 110;
-  const svg = el("svg", { viewBox: "-200 -150 400 300", class: "radar", role: "img" });
+  const radius = 100;
+  const svg = el("svg", { viewBox: "-235 -135 470 270", class: "radar", role: "img" });
   const summary = series
     .map((s) => `${s.name}: ` + dimensions.map((d) => `${label(d.name)} ${s.values[d.name].toFixed(2)}`).join(", "))
     .join("; ");
