@@ -87,7 +87,7 @@ def test_killed_worker_is_replaced_until_attempts_run_out_never_lost(job_app, ma
                 client,
                 job["id"],
                 tenant.headers,
-                lambda j: j["state"] == "running" and j["attempts"] == attempt,
+                lambda j, attempt=attempt: j["state"] == "running" and j["attempts"] == attempt,
             )
             with job_app.state.service.db.read() as session:
                 pid = session.get(Job, job["id"]).pid
