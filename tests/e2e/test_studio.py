@@ -150,3 +150,51 @@ def test_phone_width_needs_no_sideways_scrolling(browser, studio):
         widths[tab] = page.evaluate("document.documentElement.scrollWidth")
     context.close()
     assert widths == {"profiles": 390, "write": 390, "analyze": 390}
+
+
+def test_profile_from_sliders_then_history_and_revert(page, studio):
+    headers = {"Authorization": f"Bearer {studio.key}"}
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.fill("#new-name", "sliders-voice")
+    page.check("input[name=source][value=sliders]")
+    page.focus("#slider-sentence_variance")
+    page.keyboard.press("End")
+    page.focus("#slider-emotional_valence")
+    page.keyboard.press("Home")
+    assert page.inner_text("output[for=slider-sentence_variance]") == "1.00"
+    page.click("#create-form button[type=submit]")
+    page.wait_for_selector("#profile-detail:not([hidden])")
+    created = httpx.get(f"{studio.url}/v1/profiles/sliders-voice", headers=headers).json()
+    assert created["hrv"]["sentence_variance"] == 1.0 and created["hrv"]["emotional_valence"] == 0.0
+    assert created["hrv"]["curiosity_index"] == 0.5
+
+    # a colleague saves a new version; reverting to version 1 restores the sliders' values
+    changed = [0.2] * 8
+    assert httpx.put(
+        f"{studio.url}/v1/profiles/sliders-voice", json={"hrv": changed}, headers=headers
+    ).is_success
+    page.click("#show-history")
+    page.wait_for_selector("#history-list:not([hidden])")
+    assert page.locator("#history-list li").count() == 2
+    page.click("#history-list button:has-text('Revert to version 1')")
+    page.wait_for_selector("#notice:has-text('reverted to version 1')")
+    reverted = httpx.get(f"{studio.url}/v1/profiles/sliders-voice", headers=headers).json()
+    assert reverted["hrv"] == created["hrv"] and reverted["version"] == 3
+
+
+def test_unknown_policy_is_a_404_and_an_oversized_text_a_413(page, studio):
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.fill("#new-name", "too-big")
+    page.fill("#voice-text", "word " * 220_000)
+    page.click("#create-form button[type=submit]")
+    text = message(page)
+    assert "413" in text and "send less text" in text
+
+    page.click("#tabs button[data-tab=write]")
+    page.fill("#write-prompt", "A short note")
+    page.fill("#write-policy", "no-such-job")
+    page.click("#write-form button[type=submit]")
+    page.wait_for_selector("#message:has-text('404')")
+    assert "no job 'no-such-job'" in page.inner_text("#message")
