@@ -15,6 +15,19 @@ ANALYZE_TEXT = (
     "Our numbers rose like a tide, and we definitely beat the target!"
 )
 
+RATED_TEXTS = [
+    "The harbour was quiet at dawn.",
+    "Boats rocked like cradles! Why?",
+    "Numbers rose by ten percent this quarter.",
+    "We must act now, definitely.",
+    "It was said by many that the plan was sound.",
+    "Fishermen mended nets while gulls cried.",
+    "Is the market ready? Perhaps not.",
+    "I love the smell of salt and tar.",
+    "The report was written by the team.",
+    "Morning light spilled over the quay.",
+]
+
 
 def sign_in(page, key: str) -> None:
     """Keyboard only: focus the key field, type, press Enter."""
@@ -145,11 +158,11 @@ def test_phone_width_needs_no_sideways_scrolling(browser, studio):
     sign_in(page, studio.key)
     page.wait_for_selector("#tabs:not([hidden])")
     widths = {}
-    for tab in ("profiles", "write", "analyze"):
+    for tab in ("profiles", "write", "analyze", "learn"):
         page.click(f"#tabs button[data-tab={tab}]")
         widths[tab] = page.evaluate("document.documentElement.scrollWidth")
     context.close()
-    assert widths == {"profiles": 390, "write": 390, "analyze": 390}
+    assert widths == {"profiles": 390, "write": 390, "analyze": 390, "learn": 390}
 
 
 def test_profile_from_sliders_then_history_and_revert(page, studio):
@@ -198,3 +211,47 @@ def test_unknown_policy_is_a_404_and_an_oversized_text_a_413(page, studio):
     page.click("#write-form button[type=submit]")
     page.wait_for_selector("#message:has-text('404')")
     assert "no job 'no-such-job'" in page.inner_text("#message")
+
+
+def test_pick_the_better_of_two_drafts_and_train_the_reward_model(page, studio):
+    headers = {"Authorization": f"Bearer {studio.key}"}
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.click("#tabs button[data-tab=write]")
+    page.fill("#write-prompt", "A morning at the fish market")
+    page.fill("#write-paragraphs", "1")
+    drafts = []
+    for seed in ("1", "2"):
+        page.fill("#write-seed", seed)
+        page.click("#write-form button[type=submit]")
+        page.wait_for_selector("#write-form:not([aria-busy])")
+        assert page.is_hidden("#message")
+        drafts.append(page.inner_text("#article"))
+    assert page.is_visible("#ab-form") and drafts[0] != drafts[1]
+    page.click("#ab-form summary")
+    assert page.inner_text("#draft-a") == drafts[0]
+    page.check("#ab-form input[value=b]")
+    page.click("#ab-form button[type=submit]")
+    page.wait_for_selector("#notice:has-text('draft B')")
+    engine = sa.create_engine(studio.db_url)
+    with engine.connect() as connection:
+        preferred = (
+            connection.execute(sa.text("SELECT preferred FROM api_feedback WHERE kind = 'preference'"))
+            .scalars()
+            .all()
+        )
+    engine.dispose()
+    assert preferred == ["b"]
+
+    # too little feedback is a clear 422; with enough, the held-out figures appear
+    page.click("#tabs button[data-tab=learn]")
+    page.wait_for_selector("#reward-model:has-text('No reward model yet')")
+    page.click("#train-form button[type=submit]")
+    assert "422" in message(page) and "at least 10" in page.inner_text("#message")
+    for i, text in enumerate(RATED_TEXTS):
+        rating = {"kind": "rating", "item": {"text": text}, "rating": 1 + i % 5}
+        assert httpx.post(f"{studio.url}/v1/feedback", json=rating, headers=headers).status_code == 201
+    page.click("#train-form button[type=submit]")
+    page.wait_for_selector("#notice:has-text('Reward model version 1 trained')")
+    assert "Held-out rating error (MAE)" in page.inner_text("#reward-model")
+    assert "Baseline rating error (MAE)" in page.inner_text("#reward-model")

@@ -15,7 +15,7 @@ const TERMS = [
 ];
 
 const $ = (selector) => document.querySelector(selector);
-const state = { dimensions: [], profiles: [], selected: null, articleId: null };
+const state = { dimensions: [], profiles: [], selected: null, article: null, previous: null };
 
 function make(tag, attributes = {}, text = null) {
   const node = document.createElement(tag);
@@ -87,8 +87,10 @@ function signOut(clear = true) {
   session.signOut();
   state.profiles = [];
   state.selected = null;
+  state.article = null;
+  state.previous = null;
   for (const panel of document.querySelectorAll(".panel")) panel.hidden = true;
-  for (const result of ["#write-result", "#analyze-result", "#profile-detail"]) $(result).hidden = true;
+  for (const result of ["#write-result", "#analyze-result", "#profile-detail", "#ab-form"]) $(result).hidden = true;
   $("#tabs").hidden = true;
   $("#sign-out").hidden = true;
   $("#sign-in").hidden = false;
@@ -327,9 +329,12 @@ async function write(event) {
     if (form.seed.value !== "") body.seed = Number(form.seed.value);
     if (form.policy.value.trim()) body.policy = form.policy.value.trim();
     const result = await call("POST", "/v1/generate", body);
-    state.articleId = result.id;
-    const article = $("#article");
-    article.replaceChildren(...result.paragraphs.map((p) => make("p", {}, p)));
+    state.previous = state.article;
+    state.article = result;
+    $("#article").replaceChildren(...result.paragraphs.map((p) => make("p", {}, p)));
+    if (state.previous) $("#draft-a").replaceChildren(...state.previous.paragraphs.map((p) => make("p", {}, p)));
+    $("#ab-form").reset();
+    $("#ab-form").hidden = !state.previous;
     renderMeasure($("#write-measure"), result.hrv, result.target_hrv, result.reward);
     $("#rate-form").reset();
     $("#write-result").hidden = false;
@@ -343,8 +348,77 @@ async function rate(event) {
   const form = event.target;
   await submitting(form, async () => {
     const rating = Number(form.rating.value);
-    await call("POST", "/v1/feedback", { kind: "rating", item: { id: state.articleId }, rating });
+    await call("POST", "/v1/feedback", { kind: "rating", item: { id: state.article.id }, rating });
     notify(`Thanks: your rating of ${rating}/5 was saved.`);
+  });
+}
+
+async function prefer(event) {
+  event.preventDefault();
+  const form = event.target;
+  await submitting(form, async () => {
+    const preferred = form.preferred.value;
+    await call("POST", "/v1/feedback", {
+      kind: "preference",
+      item: { id: state.previous.id },
+      other: { id: state.article.id },
+      preferred,
+    });
+    notify(`Thanks: your choice of draft ${preferred.toUpperCase()} was saved.`);
+  });
+}
+
+// -- the reward model ---------------------------------------------------------------------------
+
+const METRIC_LABELS = {
+  ratings: "Ratings used",
+  preferences: "Preferences used",
+  rating_holdout: "Ratings held out",
+  rating_mae: "Held-out rating error (MAE)",
+  baseline_rating_mae: "Baseline rating error (MAE)",
+  rating_spearman: "Held-out rank correlation",
+  baseline_rating_spearman: "Baseline rank correlation",
+  pairwise_accuracy: "Held-out pairwise accuracy",
+  baseline_pairwise_accuracy: "Baseline pairwise accuracy",
+};
+
+function showRewardModel(model) {
+  const box = $("#reward-model");
+  if (!model) {
+    box.replaceChildren(make("p", {}, "No reward model yet: rate some articles, then train it."));
+    return;
+  }
+  const table = make("table", { class: "terms" });
+  const created = new Date(model.created_at).toLocaleString();
+  table.append(make("caption", {}, `Reward model version ${model.version} (${created})`));
+  const body = make("tbody");
+  for (const [key, title] of Object.entries(METRIC_LABELS)) {
+    const value = model.metrics[key];
+    if (typeof value !== "number") continue;
+    const row = make("tr");
+    row.append(make("th", { scope: "row" }, title));
+    row.append(make("td", {}, Number.isInteger(value) ? String(value) : value.toFixed(3)));
+    body.append(row);
+  }
+  table.append(body);
+  box.replaceChildren(table);
+}
+
+async function loadRewardModel() {
+  try {
+    showRewardModel(await call("GET", "/v1/reward-model"));
+  } catch (error) {
+    if (error.status === 404) showRewardModel(null);
+    else showError(error);
+  }
+}
+
+async function trainRewardModel(event) {
+  event.preventDefault();
+  await submitting(event.target, async () => {
+    const model = await call("POST", "/v1/reward-model/train", {});
+    showRewardModel(model);
+    notify(`Reward model version ${model.version} trained.`);
   });
 }
 
@@ -383,6 +457,7 @@ async function start() {
     button.addEventListener("click", () => {
       clearMessages();
       showTab(button.dataset.tab);
+      if (button.dataset.tab === "learn") loadRewardModel();
     });
   }
   for (const radio of document.querySelectorAll("input[name=source]")) radio.addEventListener("change", switchSource);
@@ -392,6 +467,8 @@ async function start() {
   $("#delete-profile").addEventListener("click", deleteProfile);
   $("#write-form").addEventListener("submit", write);
   $("#rate-form").addEventListener("submit", rate);
+  $("#ab-form").addEventListener("submit", prefer);
+  $("#train-form").addEventListener("submit", trainRewardModel);
   $("#analyze-form").addEventListener("submit", analyze);
   renderProfiles();
   if (session.key()) {
