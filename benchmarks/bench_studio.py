@@ -45,6 +45,20 @@ SETTINGS = {
 BUDGET = {"weight_kib": 1600.0, "tti_s": 3.8}
 """Lighthouse's guidance: total byte weight under 1,600 KiB; time to interactive under 3.8 s is 'fast'."""
 
+RATED_TEXTS = [
+    "The harbour was quiet at dawn.",
+    "Boats rocked like cradles! Why?",
+    "Numbers rose by ten percent this quarter.",
+    "We must act now, definitely.",
+    "It was said by many that the plan was sound.",
+    "Fishermen mended nets while gulls cried.",
+    "Is the market ready? Perhaps not.",
+    "I love the smell of salt and tar.",
+    "The report was written by the team.",
+    "Morning light spilled over the quay.",
+]
+"""Rated through the API before the screenshots, so the Learn screen has a reward model to show."""
+
 VOICE = (
     "I walked down to the harbour before dawn. The boats were painted by the fishermen last spring, and "
     "they glowed like lanterns on the black water. Why do we remember mornings like that? My grandfather "
@@ -139,6 +153,10 @@ def screenshots(browser, url: str, key: str, out: Path, width: str) -> list[Path
     page.click("#analyze-form button[type=submit]")
     page.wait_for_selector("#analyze-result:not([hidden])")
     shot("analyze")
+    page.click("#tabs button[data-tab=learn]")
+    page.click("#train-form button[type=submit]")
+    page.wait_for_selector("#notice:has-text('trained')")
+    shot("learn")
     context.close()
     return saved
 
@@ -169,6 +187,9 @@ def main() -> None:
                       f"{tti / BUDGET['tti_s']:>6.3f}")  # fmt: skip
             if args.screenshots:
                 args.screenshots.mkdir(parents=True, exist_ok=True)
+                for i, text in enumerate(RATED_TEXTS):
+                    rating = {"kind": "rating", "item": {"text": text}, "rating": 1 + i % 5}
+                    httpx.post(f"{url}/v1/feedback", json=rating, headers={"Authorization": f"Bearer {key}"})
                 for width in SETTINGS:
                     for path in screenshots(browser, url, key, args.screenshots, width):
                         print(f"saved {path}")

@@ -382,6 +382,8 @@ const METRIC_LABELS = {
   baseline_pairwise_accuracy: "Baseline pairwise accuracy",
 };
 
+const COUNTS = new Set(["ratings", "preferences", "rating_holdout"]);
+
 function showRewardModel(model) {
   const box = $("#reward-model");
   if (!model) {
@@ -397,7 +399,7 @@ function showRewardModel(model) {
     if (typeof value !== "number") continue;
     const row = make("tr");
     row.append(make("th", { scope: "row" }, title));
-    row.append(make("td", {}, Number.isInteger(value) ? String(value) : value.toFixed(3)));
+    row.append(make("td", {}, COUNTS.has(key) ? String(value) : value.toFixed(3)));
     body.append(row);
   }
   table.append(body);
