@@ -87,11 +87,14 @@ def test_sign_in_profile_from_text_write_rate_and_sign_out(page, studio):
     assert page.locator("#write-measure .radar .series").count() == 2
     rows = page.locator("#write-measure table.gaps tbody tr")
     assert rows.count() == 8
-    article_hrv = httpx.post(
+    article = httpx.post(
         f"{studio.url}/v1/analyze",
         json={"text": "\n\n".join(paragraphs)},
         headers={"Authorization": f"Bearer {studio.key}"},
-    ).json()["hrv"]
+    ).json()
+    article_hrv = article["hrv"]
+    questions = article["evidence"]["curiosity_index"]["questions"]
+    assert questions and page.locator("#article mark.ev-question").all_inner_texts() == questions
     first = rows.nth(0).locator("td").all_inner_texts()
     assert first[0] == f"{stored['hrv']['sentence_variance']:.2f}"
     assert first[1] == f"{article_hrv['sentence_variance']:.2f}"

@@ -329,9 +329,11 @@ async function write(event) {
     if (form.seed.value !== "") body.seed = Number(form.seed.value);
     if (form.policy.value.trim()) body.policy = form.policy.value.trim();
     const result = await call("POST", "/v1/generate", body);
+    const text = result.paragraphs.join("\n\n");
+    const { evidence } = await call("POST", "/v1/analyze", { text, evidence: true });
     state.previous = state.article;
     state.article = result;
-    $("#article").replaceChildren(...result.paragraphs.map((p) => make("p", {}, p)));
+    $("#article").replaceChildren(...highlight(text, evidence));
     if (state.previous) $("#draft-a").replaceChildren(...state.previous.paragraphs.map((p) => make("p", {}, p)));
     $("#ab-form").reset();
     $("#ab-form").hidden = !state.previous;
@@ -441,9 +443,10 @@ async function analyze(event) {
   });
 }
 
-function legend() {
-  const box = $("#evidence-legend");
-  for (const [kind, title] of Object.entries(EVIDENCE_KINDS)) box.append(make("mark", { class: `ev-${kind}` }, title), " ");
+function legends() {
+  for (const box of document.querySelectorAll(".legend")) {
+    for (const [kind, title] of Object.entries(EVIDENCE_KINDS)) box.append(make("mark", { class: `ev-${kind}` }, title), " ");
+  }
 }
 
 // -- start --------------------------------------------------------------------------------------
@@ -452,7 +455,7 @@ async function start() {
   const response = await fetch("/studio/dimensions.json");
   state.dimensions = (await response.json()).dimensions;
   buildSliders();
-  legend();
+  legends();
   $("#sign-in-form").addEventListener("submit", signIn);
   $("#sign-out").addEventListener("click", () => signOut());
   for (const button of document.querySelectorAll("#tabs button")) {

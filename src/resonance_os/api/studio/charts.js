@@ -20,7 +20,7 @@ export function label(name) {
  */
 export function radar(dimensions, series) {
   const radius = 100;
-  const svg = el("svg", { viewBox: "-235 -135 470 270", class: "radar", role: "img" });
+  const svg = el("svg", { viewBox: "-250 -135 500 270", class: "radar", role: "img" });
   const summary = series
     .map((s) => `${s.name}: ` + dimensions.map((d) => `${label(d.name)} ${s.values[d.name].toFixed(2)}`).join(", "))
     .join("; ");
