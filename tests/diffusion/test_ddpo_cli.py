@@ -35,9 +35,14 @@ def test_train_prints_one_line_per_epoch_and_leaves_a_plottable_run(tiny_cache, 
 
     again = runner.invoke(app, args)
     assert again.exit_code == 2 and "already holds a run" in again.output
-    resumed = runner.invoke(app, [*args[:7], "1", *args[8:], "--resume"])
+    # --resume keeps the run's reward (aesthetic), whatever --reward says
+    resume_args = ["ddpo", "train", "--epochs", "1", "--out", str(out), "--cache-dir", str(tiny_cache)]
+    resumed = runner.invoke(app, [*resume_args, "--samples-per-epoch", "8", "--resume"])
     assert resumed.exit_code == 0, resumed.output
     assert "epoch 3 " in resumed.output
+    last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
+    # classifier log-odds (about -2 on this barely trained model), not a JPEG size (below 1 kB)
+    assert abs(last["episode_reward_mean"]) > 1.0
 
 
 def test_bad_method_is_one_line_error(tiny_cache, tmp_path) -> None:

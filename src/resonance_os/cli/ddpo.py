@@ -83,7 +83,9 @@ def train(
 
     from resonance_os.diffusion.ddpo import DDPO, DDPOConfig
     from resonance_os.diffusion.pretrain import load_pretrained
-    from resonance_os.diffusion.rewards import make_reward
+    from resonance_os.diffusion.rewards import REWARD_NAMES, make_reward
+    from resonance_os.rl.checkpoint import load_checkpoint
+    from resonance_os.rl.errors import ConfigError
 
     torch.set_num_threads(1)
     preset: dict[str, Any] = QUICK_PRESET if quick else {}
@@ -95,16 +97,7 @@ def train(
         raise fail(f"--resume needs {out / 'checkpoint'}; train into --out first")
 
     def build() -> DDPO:
-        models = load_pretrained(cache_dir, on_progress=typer.echo)
-        reward_fn = make_reward(reward, models.classifier)
-        if resume:
-            return DDPO.load(
-                out / "checkpoint",
-                reward_fn,
-                log_dir=out,
-                grid_every=grid_every,
-                checkpoint_every=checkpoint_every,
-            )
+        # settings are checked before the (possibly minutes-long) first pretraining
         chains = samples_per_epoch or preset.get("samples_per_epoch", 64)
         config = DDPOConfig(
             method=method,
@@ -115,6 +108,20 @@ def train(
             train_batch_size=min(preset.get("train_batch_size", 32), chains),
             learning_rate=learning_rate or preset.get("learning_rate", 3e-5),
         )
+        # a resumed run keeps the reward it was trained on
+        name = load_checkpoint(out / "checkpoint").config["ddpo"]["reward"] if resume else reward
+        if name not in REWARD_NAMES:
+            raise ConfigError(f"unknown reward {name!r}; choose one of {list(REWARD_NAMES)}")
+        models = load_pretrained(cache_dir, on_progress=typer.echo)
+        reward_fn = make_reward(name, models.classifier)
+        if resume:
+            return DDPO.load(
+                out / "checkpoint",
+                reward_fn,
+                log_dir=out,
+                grid_every=grid_every,
+                checkpoint_every=checkpoint_every,
+            )
         return DDPO(
             models.unet,
             reward_fn,
