@@ -67,7 +67,10 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
     final = evaluate(trainer, reward_fn)
     if seed == args.seeds[0]:
         labels = torch.arange(20) % 10
-        save_grid(trainer.sample(labels, seed=EVAL_SEED).images, RESULTS / f"ddpo_{reward}_{method}_grid.png")
+        save_grid(
+            trainer.sample(labels, seed=EVAL_SEED).images,
+            RESULTS / f"ddpo_{reward}{args.tag}_{method}_grid.png",
+        )
     trainer.close()
     return {"curve": curve, "final": final, "seconds": seconds}
 
@@ -178,6 +181,7 @@ def main() -> None:
     parser.add_argument("--learning-rate", type=float, default=3e-5)
     parser.add_argument("--speed-repeats", type=int, default=2)
     parser.add_argument("--skip-speed", action="store_true")
+    parser.add_argument("--tag", default="", help="suffix of the figure, JSON and grid names (e.g. _long)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -199,7 +203,7 @@ def main() -> None:
         for method in args.methods:
             runs[method] = [run_or_load(models, reward, method, seed, args) for seed in args.seeds]
         minutes = sum(r["seconds"] for seeds in runs.values() for r in seeds) / 60  # summed over runs
-        plot_reward(reward, runs, baseline, RESULTS / f"ddpo_{reward}.png")
+        plot_reward(reward, runs, baseline, RESULTS / f"ddpo_{reward}{args.tag}.png")
         finals = {m: np.array([r["final"] for r in seeds]) for m, seeds in runs.items()}
         print(
             f"\n{reward}: final reward on {EVAL_SAMPLES} fresh samples after {budget} samples "
@@ -227,7 +231,7 @@ def main() -> None:
             "final": {m: finals[m].tolist() for m in finals},
             "curves": {m: [r["curve"] for r in seeds] for m, seeds in runs.items()},
         }
-        (RESULTS / f"ddpo_{reward}.json").write_text(json.dumps(summary, indent=1))
+        (RESULTS / f"ddpo_{reward}{args.tag}.json").write_text(json.dumps(summary, indent=1))
     if not args.skip_speed:
         speeds = measure_speed(models, args)
         base = speeds["unoptimised (two CFG passes, autograd sampling, all timesteps)"]
