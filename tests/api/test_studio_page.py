@@ -28,10 +28,20 @@ def test_page_and_every_asset_it_loads_are_served_from_the_app(client):
     assert not re.search(r"https?://", page.text), "the page must not load anything from another origin"
 
 
-def test_dimension_definitions_come_from_the_hrv_constants(client):
-    body = client.get("/studio/dimensions.json").json()
+def test_definitions_come_from_the_hrv_constants_and_the_api_schema(client):
+    body = client.get("/studio/definitions.json").json()
     assert [d["name"] for d in body["dimensions"]] == HRV_DIMENSIONS
     assert all(d["description"] == HRV_DESCRIPTIONS[d["name"]] for d in body["dimensions"])
+    documented = client.get("/openapi.json").json()["components"]["schemas"]["WritingTerms"]["properties"]
+    assert [t["name"] for t in body["terms"]] == [
+        "resonance",
+        "fluency",
+        "coherence",
+        "topic",
+        "repetition",
+        "reward",
+    ]
+    assert all(t["description"] == documented[t["name"]]["description"] for t in body["terms"])
 
 
 def test_unknown_paths_stay_json_errors(client):

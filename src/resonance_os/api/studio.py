@@ -1,9 +1,10 @@
 """Resonance Studio: the web page served at ``/`` that drives the public API from a browser.
 
 The page is static files shipped in ``resonance_os/api/studio/`` (no build step, no CDN): ``/`` serves
-``index.html``, ``/studio/...`` its scripts and styles, and ``/studio/dimensions.json`` the HRV
-dimensions and their definitions from :mod:`resonance_os.core.hrv_constants` (one source of truth for
-the charts' hover text). Every call the page makes goes through the documented ``/v1`` routes with the
+``index.html``, ``/studio/...`` its scripts and styles, and ``/studio/definitions.json`` the HRV
+dimensions and their definitions (:mod:`resonance_os.core.hrv_constants`) and the writing reward's terms
+with the descriptions the API documents (:class:`~resonance_os.api.schemas.WritingTerms`), so the
+page's hover text has one source of truth. Every call the page makes goes through the documented ``/v1`` routes with the
 tenant's API key, exactly like any other client.
 """
 
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
+from resonance_os.api.schemas import WritingTerms
 from resonance_os.core.hrv_constants import HRV_DESCRIPTIONS, HRV_DIMENSIONS
 
 STUDIO_DIR = Path(__file__).with_name("studio")
@@ -31,9 +33,17 @@ SECURITY_HEADERS = {
 """The page loads only its own files and talks only to its own origin; no referrer leaves it."""
 
 
-def dimensions() -> dict:
-    """The 8 HRV dimensions in vector order, each with its definition."""
-    return {"dimensions": [{"name": name, "description": HRV_DESCRIPTIONS[name]} for name in HRV_DIMENSIONS]}
+def definitions() -> dict:
+    """The 8 HRV dimensions in vector order and the reward's numeric terms, each with its description."""
+    terms = [
+        {"name": name, "description": field.description}
+        for name, field in WritingTerms.model_fields.items()
+        if name != "meta_text"
+    ]
+    return {
+        "dimensions": [{"name": name, "description": HRV_DESCRIPTIONS[name]} for name in HRV_DIMENSIONS],
+        "terms": terms,
+    }
 
 
 def mount_studio(app: FastAPI) -> None:
@@ -43,8 +53,8 @@ def mount_studio(app: FastAPI) -> None:
     def studio_page() -> FileResponse:
         return FileResponse(STUDIO_DIR / "index.html", media_type="text/html", headers=SECURITY_HEADERS)
 
-    @app.get("/studio/dimensions.json", include_in_schema=False)
-    def studio_dimensions() -> dict:
-        return dimensions()
+    @app.get("/studio/definitions.json", include_in_schema=False)
+    def studio_definitions() -> dict:
+        return definitions()
 
     app.mount("/studio", StaticFiles(directory=STUDIO_DIR), name="studio")

@@ -5,17 +5,9 @@ import { label, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
 
 const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
-const TERMS = [
-  ["resonance", "Style: 1 - mean |target - measured| over the 8 dimensions."],
-  ["fluency", "How natural the words and their order are."],
-  ["coherence", "Sentence order and connection."],
-  ["topic", "How much the text is about the prompt."],
-  ["repetition", "Penalty for repeats, copying and meta-text (0 = clean)."],
-  ["reward", "The combined writing reward."],
-];
 
 const $ = (selector) => document.querySelector(selector);
-const state = { dimensions: [], profiles: [], selected: null, article: null, previous: null };
+const state = { dimensions: [], terms: [], profiles: [], selected: null, article: null, previous: null };
 
 function make(tag, attributes = {}, text = null) {
   const node = document.createElement(tag);
@@ -288,7 +280,7 @@ function termsTable(terms) {
   const table = make("table", { class: "terms" });
   table.append(make("caption", {}, "Quality terms and combined reward"));
   const body = make("tbody");
-  for (const [name, description] of TERMS) {
+  for (const { name, description } of state.terms) {
     if (!(name in terms)) continue;
     const row = make("tr");
     row.append(make("th", { scope: "row", title: description }, label(name)));
@@ -452,8 +444,8 @@ function legends() {
 // -- start --------------------------------------------------------------------------------------
 
 async function start() {
-  const response = await fetch("/studio/dimensions.json");
-  state.dimensions = (await response.json()).dimensions;
+  const response = await fetch("/studio/definitions.json");
+  ({ dimensions: state.dimensions, terms: state.terms } = await response.json());
   buildSliders();
   legends();
   $("#sign-in-form").addEventListener("submit", signIn);
