@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,13 @@ __all__ = ["SimpleRequest", "SimpleResponse", "create_app", "hr_generate", "main
 
 log = logging.getLogger("resonance_os.api")
 
+GIL_SWITCH_INTERVAL_S = 0.0005
+"""How often a thread holding the GIL is asked to let another run (Python's default: 5 ms). Writing and
+long measurements run in the thread pool while the event loop serves every other request; at 5 ms a
+request on the loop waited up to that long at each of its steps behind a writing thread (a victim's
+/v1/analyze p99 5-7x its quiet value while another tenant wrote 12-paragraph articles; 2.4-2.6x at
+0.5 ms, benchmarks/abuse.py)."""
+
 WORKER_HEALTHCHECK_S = 60
 """Seconds a worker may take to answer uvicorn's health ping (default 5) before it is killed and
 restarted: a worker importing the stack on a busy machine took longer, and was restarted forever."""
@@ -60,6 +68,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     :class:`~resonance_os.api.jobs.JobRunner` thread starts queued jobs within the job limits.
     """
     settings = settings or Settings.from_env(db_url=db_url, **overrides)
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     db = Database(settings.db_url)
     if settings.migrate:
         db.migrate()
