@@ -200,7 +200,7 @@ def test_sqlalchemy_url_form(tmp_path):
     [
         ("nosuchdialect://x", "dialect"),
         ("postgresql+psycopg://user:secret@127.0.0.1:1/db", "cannot open"),
-        ("sqlite:////nonexistent-dir/sub/x.db", "unable to open"),
+        ("sqlite:////nonexistent-dir/sub/x.db", "cannot create the database file"),
         ("", "empty"),
     ],
 )
