@@ -163,5 +163,7 @@ def test_preview_is_the_score_the_step_gives_without_taking_it(env):
     expected = env.preview(action)
     assert env.paragraph.text == text  # nothing applied yet
     _, reward, _, _, info = env.step(action)
-    assert info["score"] == pytest.approx(expected) and reward == pytest.approx(expected - info["first_score"])
+    assert info["score"] == pytest.approx(expected) and reward == pytest.approx(
+        expected - info["first_score"]
+    )
     assert env.preview(np.zeros(8)) == pytest.approx(info["score"])

@@ -45,7 +45,13 @@ def record(
         new_items = [i for i in (item, other) if i is not None and sa.inspect(i).transient]
         stored_texts = [t for i in new_items for t in (i.text, i.prompt)]
         copied_texts = [item.text, None if other is None else other.text, prompt]
-        charge(session, ctx.tenant_id, service.quota, 1 + len(new_items), text_bytes(*stored_texts, *copied_texts))
+        charge(
+            session,
+            ctx.tenant_id,
+            service.quota,
+            1 + len(new_items),
+            text_bytes(*stored_texts, *copied_texts),
+        )
         for new in new_items:
             session.add(new)
         session.flush()

@@ -144,7 +144,9 @@ class ResonanceService:
     def store_item(self, ctx: TenantContext, **fields: Any) -> Item:
         """Store an item (``StorageQuotaError`` past the tenant's quota)."""
         with self.db.write() as session:
-            charge(session, ctx.tenant_id, self.quota, 1, text_bytes(fields.get("text"), fields.get("prompt")))
+            charge(
+                session, ctx.tenant_id, self.quota, 1, text_bytes(fields.get("text"), fields.get("prompt"))
+            )
             item = Item(tenant_id=ctx.tenant_id, **fields)
             session.add(item)
             session.flush()
