@@ -88,6 +88,25 @@ def _read_all(sock: socket.socket) -> bytes:
     return b"".join(chunks)
 
 
+def _read_response(sock: socket.socket) -> bytes:
+    """One HTTP response: the head, then Content-Length bytes of body (they may come in later packets)."""
+    data = b""
+    while b"\r\n\r\n" not in data and (chunk := sock.recv(65536)):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
+    while len(body) < length and (chunk := sock.recv(65536)):
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 def _stalled_headers_and_bodies_are_answered_408_and_closed(server, key: str) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=60) as silent:
         assert _read_all(silent).startswith(b"HTTP/1.1 408")  # never sent a byte
@@ -101,7 +120,7 @@ def _stalled_headers_and_bodies_are_answered_408_and_closed(server, key: str) ->
             + f"Authorization: Bearer {key}\r\nContent-Length: 100\r\n\r\n".encode()
             + b'{"text": "only part'
         )
-        answer = slow_body.recv(65536)
+        answer = _read_response(slow_body)
     assert answer.startswith(b"HTTP/1.1 408") and b"body did not arrive" in answer
     ok = httpx.post(
         f"{server.url}/v1/analyze", json={"text": "Still served."}, headers={"Authorization": f"Bearer {key}"}
