@@ -10,7 +10,6 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.evolution.hr_policy import load_run, save_run, write_with_policy
 from resonance_os.evolution.hr_rl_trainer import (
     HRWritingEnv,
-    evaluate_writing_policy,
     hr_ppo_config,
     train_hr_ppo,
 )
@@ -105,13 +104,3 @@ def test_bad_runs_and_arguments_are_clear_errors(tmp_path, run_dir):
     result = CliRunner().invoke(app, ["train", "--profile", "builtin/creative", "--hrv", "0.5,0.5"])
     assert result.exit_code == 2
     assert "not both" in result.output
-
-
-@pytest.mark.slow
-def test_ppo_learns_edits_that_beat_no_edits_and_random_edits_on_heldout_drafts():
-    """20,000 steps, spec configuration, seed 0; evaluated on held-out drafts (benchmarks/README.md)."""
-    model = train_hr_ppo(HRWritingEnv(), timesteps=20_000, seed=0, progress_bar=False)
-    heldout = HRWritingEnv(split="heldout")
-    trained = evaluate_writing_policy(heldout, model, episodes=120, seed=10_000)["mean"]
-    for baseline in ("zero", "random"):
-        assert trained > evaluate_writing_policy(heldout, baseline, episodes=120, seed=10_000)["mean"] + 0.004
