@@ -73,3 +73,18 @@ def test_bad_input_is_a_clear_error(reward):
         reward.score("Fine text.", [0.5] * 7)
     with pytest.raises(ValidationError, match="model must be one of fast, lm"):
         WritingReward(model="gpt")
+
+
+def test_a_text_scored_again_gives_what_a_fresh_reward_gives(reward, held_out):
+    """The reward remembers a text's HRV and quality terms; the prompt, the context and the target
+    still count, and the caller's HRV still replaces the measured one."""
+    text = held_out[0]
+    creative, technical = (BUILTIN_TEMPLATES[n].vector.to_list() for n in ("creative", "technical"))
+    reward.score(text, creative, prompt="gardens")
+    for kwargs in (
+        {"prompt": "gardens"},
+        {"prompt": "taxes"},
+        {"prompt": "gardens", "context": [text]},
+        {"hrv": [0.5] * 8},
+    ):
+        assert reward.score(text, technical, **kwargs) == WritingReward().score(text, technical, **kwargs)

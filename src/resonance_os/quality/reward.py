@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from resonance_os.core.errors import ValidationError
@@ -38,6 +39,8 @@ from resonance_os.quality.coherence import coherence_model
 from resonance_os.quality.repetition import repetition_report
 from resonance_os.quality.topic import topic_model
 
+TEXT_CACHE_SIZE = 8192
+"""Texts whose HRV and quality terms a ``WritingReward`` remembers."""
 W_FLUENCY = 2.0
 W_COHERENCE = 0.35
 W_TOPIC = 1.0
@@ -118,6 +121,10 @@ class WritingReward:
         self._topic = topic_model()
         self.similarity_method = resolve_method(similarity_method)
         self._similarity = SimilarityCalculator(self.similarity_method)
+        # Everything but resonance depends on the text alone: an RL env or the refiner scores the same
+        # draft against other targets, or an edit that changed nothing, again and again.
+        self._measured = lru_cache(maxsize=TEXT_CACHE_SIZE)(self.extractor.extract)
+        self._quality_terms = lru_cache(maxsize=TEXT_CACHE_SIZE)(self._measure_quality)
 
     def score(
         self,
@@ -136,24 +143,31 @@ class WritingReward:
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("text must be a non-empty string")
         target = validate_hrv(target_hrv, what="target HRV")
-        measured = list(hrv) if hrv is not None else self.extractor.extract(text)
+        measured = list(hrv) if hrv is not None else self._measured(text)
         resonance = float(self._similarity.calculate_similarity(measured, target))
-        sentences = split_sentences(text)
-        fluency = float(self.fluency_model.score(text, sentences))
-        coherence = float(self.coherence_model.score(text, sentences))
-        topic = self._topic.score(text, prompt, sentences) if prompt and prompt.strip() else None
-        copying = repetition_report(text, prompt or "", context, sentences)
-        quality = quality_factor(fluency, coherence, topic, copying.repetition)
+        fluency, coherence, topic, repetition, meta_text = self._quality_terms(text, prompt, tuple(context))
+        quality = quality_factor(fluency, coherence, topic, repetition)
         return WritingScore(
             hrv=[float(v) for v in measured],
             resonance=resonance,
             fluency=fluency,
             coherence=coherence,
             topic=topic,
-            repetition=copying.repetition,
+            repetition=repetition,
             reward=max(0.0, min(1.0, resonance * quality)),
-            meta_text=copying.meta_text,
+            meta_text=list(meta_text),
         )
+
+    def _measure_quality(
+        self, text: str, prompt: str | None, context: tuple[str, ...]
+    ) -> tuple[float, float, float | None, float, tuple[str, ...]]:
+        """(fluency, coherence, topic, repetition, meta-text) of ``text``: the terms without the style."""
+        sentences = split_sentences(text)
+        fluency = float(self.fluency_model.score(text, sentences))
+        coherence = float(self.coherence_model.score(text, sentences))
+        topic = self._topic.score(text, prompt, sentences) if prompt and prompt.strip() else None
+        copying = repetition_report(text, prompt or "", context, sentences)
+        return fluency, coherence, topic, copying.repetition, tuple(copying.meta_text)
 
     def predict(self, text: str, target_hrv: Sequence[float]) -> float:
         """The reward alone (no prompt): the ``predict(text, target_hrv)`` surface of a reward model."""
