@@ -178,6 +178,47 @@ class GenerateResponse(BaseModel):
     policy: str | None = None
 
 
+class GenerateProgress(BaseModel):
+    """Data of a ``progress`` event of ``POST /v1/generate/stream``."""
+
+    paragraph: int = Field(description="The paragraph being written now, from 1.")
+    paragraphs: int = Field(description="How many paragraphs the article will have.")
+
+
+class RefineRequest(Body):
+    text: Text = Field(description="Your text; paragraphs are separated by blank lines.")
+    profile: Name | None = Field(None, description="One of your profiles (or a built-in template).")
+    target_hrv: HRVList | None = None
+    seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the edit order (same seed, same edits).")
+
+    @model_validator(mode="after")
+    def _at_most_one_target(self) -> RefineRequest:
+        if self.profile is not None and self.target_hrv is not None:
+            raise ValueError("give profile or target_hrv, not both")
+        return self
+
+
+class DiffSegment(BaseModel):
+    op: Literal["equal", "delete", "insert"]
+    text: str
+
+
+class RefinedScore(WritingTerms):
+    hrv: dict[str, float] = Field(description="The whole text's measured HRV by dimension.")
+
+
+class RefineResponse(BaseModel):
+    text: str = Field(description="The edited text.")
+    original_text: str = Field(description="Your text as edited: paragraphs stripped, one blank line apart.")
+    edits: list[str] = Field(description="The kept edits, in order (e.g. 'add_question').")
+    diff: list[DiffSegment] = Field(
+        description="Word diff: equal + delete segments read the original, equal + insert the edit."
+    )
+    target_hrv: dict[str, float]
+    before: RefinedScore = Field(description="The original's HRV, writing reward and terms.")
+    after: RefinedScore = Field(description="The edited text's HRV, writing reward and terms.")
+
+
 # --- profiles ---------------------------------------------------------------------------------
 
 

@@ -8,6 +8,7 @@ writer) are created once per process on first use.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -187,12 +188,15 @@ class ResonanceService:
         seed: int | None = None,
         policy: str | None = None,
         deadline: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Write an article toward the target, measure it, store it as an item, return both.
 
         The writer is shared fairly (:class:`~resonance_os.api.turns.WriterTurns`: tenants take turns
         paragraph by paragraph); past ``deadline`` (a ``time.monotonic()`` instant) the call stops with
-        ``BusyError``."""
+        ``BusyError``. ``progress(k, n)`` is called when paragraph ``k`` of ``n`` starts (with a trained
+        policy only for the first); an exception it raises stops the writing."""
+        report = progress or (lambda k, n: None)
         if policy is not None:
             from resonance_os.api.policies import policy_folder, policy_job
 
@@ -213,18 +217,27 @@ class ResonanceService:
                 return load_version(self.db, ctx.tenant_id, version, self.extractor)
 
             with self.turns.turn(ctx.tenant_id, deadline):
+                report(1, paragraphs)
                 article = generate_with_policy(
                     self, policy_folder(job), prompt, target, paragraphs, seed, reward_model
                 )
         else:
             target, profile_name = self.resolve_target(ctx, profile, target_hrv)
             with self.turns.turn(ctx.tenant_id, deadline) as pass_turn:
+                started = [1]
+
+                def next_paragraph() -> None:
+                    pass_turn()
+                    started[0] += 1
+                    report(started[0], paragraphs)
+
+                report(1, paragraphs)
                 article = self.writer.generate(
                     prompt,
                     target_hrv=target,
                     num_paragraphs=paragraphs,
                     seed=seed,
-                    between_paragraphs=pass_turn,
+                    between_paragraphs=next_paragraph,
                 )
         measured = [float(v) for v in article.measured_hrv["article"]]
         resonance = float(article.resonance)
@@ -248,6 +261,34 @@ class ResonanceService:
             "resonance": resonance,
             "reward": article.score.to_dict(),
             "policy": policy,
+        }
+
+    def refine(
+        self,
+        ctx: TenantContext,
+        text: str,
+        *,
+        profile: str | None = None,
+        target_hrv: list[float] | None = None,
+        seed: int = 0,
+        deadline: float | None = None,
+    ) -> dict[str, Any]:
+        """Edit ``text`` toward the target as ``resonance refine`` does
+        (:func:`~resonance_os.generation.text_refine.refine_text`, holding a writer turn, passed on
+        between paragraphs); the edited text, the kept edits, a word diff and the score before and after."""
+        from resonance_os.generation.text_refine import refine_text, word_diff
+
+        target, _ = self.resolve_target(ctx, profile, target_hrv)
+        with self.turns.turn(ctx.tenant_id, deadline) as pass_turn:
+            refined = refine_text(self.writer, text, target, seed=seed, between_paragraphs=pass_turn)
+        return {
+            "text": refined.text,
+            "original_text": refined.original_text,
+            "edits": refined.edits,
+            "diff": word_diff(refined.original_text, refined.text),
+            "target_hrv": as_dict(target),
+            "before": refined.before.to_dict(),
+            "after": refined.after.to_dict(),
         }
 
     # -- training --------------------------------------------------------------------------------

@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -20,7 +19,6 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
 console = Console(highlight=False)
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 
 
 def sentence_diff(before: str, after: str) -> list[str]:
@@ -68,31 +66,24 @@ def refine(
     lines; without --profile or --hrv the default profile is the target."""
 
     def run():
-        from resonance_os.generation.refiner_layer import RefinerLayer
+        from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+        from resonance_os.generation.text_refine import refine_text
         from resonance_os.profiles.targets import resolve_target
-        from resonance_os.quality.reward import WritingReward
 
         if profile is not None and hrv is not None:
             raise ValidationError("give --profile or --hrv, not both")
         target, label = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
-        text = read_source(source)
-        paragraphs = [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
-        if not paragraphs:
-            raise ValidationError(f"{source!r} has no text to edit; give a file with at least one sentence")
-        reward = WritingReward()
-        refiner = RefinerLayer(reward=reward)
-        results = [refiner.refine_to_target(p, target, seed=seed + i) for i, p in enumerate(paragraphs)]
-        edited = "\n\n".join(r.text for r in results)
+        refined = refine_text(HumanResonantWriter(), read_source(source), target, seed=seed)
         if out is not None:
-            write_atomically(out, edited + "\n")
-        before, after = reward.score("\n\n".join(paragraphs), target), reward.score(edited, target)
-        return paragraphs, results, edited, before, after, target, label
+            write_atomically(out, refined.text + "\n")
+        return refined, target, label
 
-    paragraphs, results, edited, before, after, target, label = run_reporting_user_errors(run)
+    refined, target, label = run_reporting_user_errors(run)
+    before, after = refined.before, refined.after
     if as_json:
         payload = {
-            "text": edited,
-            "edits": [edit for r in results for edit in r.edits],
+            "text": refined.text,
+            "edits": refined.edits,
             "hrv_before": dict(zip(HRV_DIMENSIONS, before.hrv)),
             "hrv_after": dict(zip(HRV_DIMENSIONS, after.hrv)),
             "reward_before": before.reward,
@@ -100,7 +91,7 @@ def refine(
         }
         typer.echo(json.dumps(payload, indent=2, ensure_ascii=False))
         return
-    diff = [line for p, r in zip(paragraphs, results) for line in sentence_diff(p, r.text)]
+    diff = [line for p, e in zip(refined.paragraphs, refined.edited) for line in sentence_diff(p, e)]
     for line in diff or ["(no edit closed the gap without costing quality; the text is unchanged)"]:
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan"
         console.print(f"[{style}]{line}[/{style}]" if line[:1] in "+-@" else line, markup=True)
@@ -109,6 +100,6 @@ def refine(
         table.add_row(name, f"{t:.3f}", f"{b:.3f}", f"{a:.3f}")
     table.caption = (
         f"reward {before.reward:.3f} -> {after.reward:.3f} (quality {before.quality:.3f} -> {after.quality:.3f};"
-        f" {sum(len(r.edits) for r in results)} edits)"
+        f" {len(refined.edits)} edits)"
     )
     console.print(table)

@@ -2,19 +2,35 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import logging
 import time
+from collections.abc import AsyncIterator
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
 from resonance_os.api.deps import service, tenant
-from resonance_os.api.schemas import GenerateRequest, GenerateResponse, HrGenerateRequest, HrGenerateResponse
+from resonance_os.api.schemas import (
+    GenerateProgress,
+    GenerateRequest,
+    GenerateResponse,
+    HrGenerateRequest,
+    HrGenerateResponse,
+)
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext
-from resonance_os.core.errors import ProfileNotFoundError
+from resonance_os.core.errors import ProfileNotFoundError, ResonanceError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
 router = APIRouter(tags=["generation"])
+log = logging.getLogger("resonance_os.api")
+
+
+class ClientGoneError(ResonanceError):
+    """The client of a streamed generation disconnected; the writer stops between paragraphs."""
 
 
 async def _generate_in_turn(request: Request, svc: ResonanceService, *args, **kwargs) -> dict:
@@ -67,4 +83,94 @@ async def generate(
         paragraphs=body.paragraphs,
         seed=body.seed,
         policy=body.policy,
+    )
+
+
+STREAM_DESCRIPTION = f"""Server-sent events (``text/event-stream``), each a JSON ``data`` line:
+
+* ``progress``: ``{{"paragraph": k, "paragraphs": n}}`` when paragraph k of n starts
+  ({", ".join(GenerateProgress.model_fields)});
+* ``result``: the body ``POST /v1/generate`` returns (the article, its HRV, reward and item ``id``), last;
+* ``error``: ``{{"error": {{"type", "message"}}}}`` when the writing fails after the stream began, last.
+
+Errors found before writing starts (validation, unknown profile or policy, 401, 429, 503) are ordinary
+JSON error responses with their status code."""
+
+
+def _event(name: str, data: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+def _error_data(exc: BaseException) -> dict:
+    if isinstance(exc, ResonanceError):
+        return {"error": {"type": exc.type_name, "message": str(exc)}}
+    log.error("internal error in a streamed generation", exc_info=exc)
+    return {
+        "error": {"type": "InternalError", "message": "internal server error; the server log has the details"}
+    }
+
+
+@router.post(
+    "/v1/generate/stream",
+    response_class=StreamingResponse,
+    responses={200: {"description": STREAM_DESCRIPTION, "content": {"text/event-stream": {}}}},
+)
+async def generate_stream(
+    body: GenerateRequest,
+    request: Request,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
+) -> StreamingResponse:
+    """``POST /v1/generate`` with its progress streamed: the same body, auth and writing path; the
+    response starts once the writer has taken the request (so errors before that keep their status)."""
+    loop = asyncio.get_running_loop()
+    events: asyncio.Queue[tuple[str, object]] = asyncio.Queue()
+    gone = False
+
+    def progress(paragraph: int, paragraphs: int) -> None:
+        if gone:
+            raise ClientGoneError("the client disconnected; writing stopped")
+        data = GenerateProgress(paragraph=paragraph, paragraphs=paragraphs).model_dump()
+        loop.call_soon_threadsafe(events.put_nowait, ("progress", data))
+
+    async def write() -> None:
+        try:
+            result = await _generate_in_turn(
+                request,
+                svc,
+                ctx,
+                body.prompt,
+                profile=body.profile,
+                target_hrv=body.target_hrv,
+                paragraphs=body.paragraphs,
+                seed=body.seed,
+                policy=body.policy,
+                progress=progress,
+            )
+        except Exception as exc:  # reported to the client, as a status or as an error event
+            events.put_nowait(("error", exc))
+        else:
+            events.put_nowait(("result", GenerateResponse(**result).model_dump(mode="json")))
+
+    task = asyncio.create_task(write())
+    first = await events.get()
+    if first[0] == "error":
+        raise first[1]
+
+    async def stream() -> AsyncIterator[bytes]:
+        nonlocal gone
+        name, data = first
+        try:
+            while True:
+                yield _event(name, _error_data(data) if name == "error" else data)
+                if name != "progress":
+                    return
+                name, data = await events.get()
+        finally:
+            gone = not task.done()
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+import time
+
+from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from resonance_os.api.deps import service, tenant
-from resonance_os.api.schemas import AnalyzeRequest, AnalyzeResponse, ScoreRequest, ScoreResponse
+from resonance_os.api.schemas import (
+    AnalyzeRequest,
+    AnalyzeResponse,
+    RefineRequest,
+    RefineResponse,
+    ScoreRequest,
+    ScoreResponse,
+)
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext
 
@@ -35,3 +44,26 @@ def score(
     """The writing reward of the text toward a profile or target HRV: resonance, fluency, coherence,
     topic (with ``prompt``), repetition and the combined reward, with per-dimension gaps."""
     return svc.score(ctx, body.text, body.profile, body.target_hrv, body.prompt)
+
+
+@router.post("/refine", response_model=RefineResponse)
+async def refine(
+    body: RefineRequest,
+    request: Request,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
+) -> dict:
+    """Edit your text toward a profile or target HRV (default: the default profile) as ``resonance
+    refine`` does, keeping only edits that close the style gap without costing writing quality: the
+    edited text, the kept edits, a word diff, and the HRV, reward and terms before and after. It takes
+    turns at the writer with generation (same limits and time budget: 429, 503)."""
+    deadline = time.monotonic() + request.app.state.settings.generate_budget_s
+    return await run_in_threadpool(
+        svc.refine,
+        ctx,
+        body.text,
+        profile=body.profile,
+        target_hrv=body.target_hrv,
+        seed=body.seed,
+        deadline=deadline,
+    )

@@ -1,0 +1,119 @@
+"""POST /v1/generate/stream (server-sent progress, then the article) against a real uvicorn server read
+with httpx streaming, and POST /v1/refine (edits, a word diff, scores before and after)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import httpx
+import pytest
+from conftest import LiveServer, unique
+
+from resonance_os.api.db import Database
+from resonance_os.api.tenants import create_tenant
+
+DRAFT = (
+    "The interpreter imports the module. The result is an integer. "
+    "The call returns a new list of the items in their original order.\n\n"
+    "The function reads the file. The loop counts the lines and the words in it."
+)
+
+
+def _key(db_url: str) -> str:
+    db = Database(db_url)
+    db.migrate()
+    key = create_tenant(db, unique("stream"))
+    db.dispose()
+    return key
+
+
+def _events(response: httpx.Response) -> list[tuple[str, dict]]:
+    events, name = [], None
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            name = line[len("event: ") :]
+        elif line.startswith("data: "):
+            events.append((name, json.loads(line[len("data: ") :])))
+    return events
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    db_url = os.environ.get("RESONANCE_TEST_DB_URL") or f"sqlite:///{tmp_path_factory.mktemp('db') / 's.db'}"
+    key = _key(db_url)
+    server = LiveServer(db_url).start()
+    try:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
+            yield c
+    finally:
+        server.stop()
+
+
+def test_stream_reports_each_paragraph_then_the_stored_article(live):
+    body = {
+        "prompt": "How tide pools survive winter storms",
+        "profile": "creative",
+        "paragraphs": 3,
+        "seed": 4,
+    }
+    with live.stream("POST", "/v1/generate/stream", json=body) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = _events(response)
+    names = [name for name, _ in events]
+    assert names == ["progress", "progress", "progress", "result"]
+    assert [data["paragraph"] for _, data in events[:3]] == [1, 2, 3]
+    assert all(data["paragraphs"] == 3 for _, data in events[:3])
+    result = events[-1][1]
+    assert len(result["paragraphs"]) == 3 and result["article"] == "\n\n".join(result["paragraphs"])
+    plain = live.post("/v1/generate", json=body).json()  # the same writing path: same seed, same article
+    assert plain["article"] == result["article"] and plain["id"] != result["id"]
+    feedback = live.post("/v1/feedback", json={"kind": "rating", "item": {"id": result["id"]}, "rating": 4})
+    assert feedback.status_code in (200, 201), feedback.text  # the streamed article was stored as an item
+
+
+def test_stream_errors_before_writing_keep_their_status(live):
+    missing = live.post("/v1/generate/stream", json={"prompt": "Tides", "profile": "nope"})
+    assert missing.status_code == 404 and missing.json()["error"]["type"]
+    invalid = live.post("/v1/generate/stream", json={"prompt": "", "paragraphs": 40})
+    assert invalid.status_code == 422 and "paragraphs" in invalid.json()["error"]["message"]
+    anonymous = httpx.post(f"{live.base_url}/v1/generate/stream", json={"prompt": "Tides"})
+    assert anonymous.status_code == 401
+
+
+def test_refine_returns_edits_a_word_diff_and_scores(live):
+    response = live.post("/v1/refine", json={"text": DRAFT, "profile": "creative", "seed": 0})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["edits"] and body["text"] != body["original_text"]
+    diff = body["diff"]
+    assert "".join(s["text"] for s in diff if s["op"] != "insert") == body["original_text"]
+    assert "".join(s["text"] for s in diff if s["op"] != "delete") == body["text"]
+    assert {s["op"] for s in diff} >= {"equal", "insert"}
+    target = [body["target_hrv"][d] for d in body["before"]["hrv"]]
+    gap = lambda hrv: sum(abs(t - v) for t, v in zip(target, hrv.values()))  # noqa: E731
+    assert gap(body["after"]["hrv"]) < gap(body["before"]["hrv"])  # the kept edits close the style gap
+    assert body["after"]["resonance"] > body["before"]["resonance"]
+
+
+def test_refine_matches_the_cli(live, tmp_path):
+    from typer.testing import CliRunner
+
+    from resonance_os.cli.hr_main import app
+
+    source = tmp_path / "draft.txt"
+    source.write_text(DRAFT)
+    cli = CliRunner().invoke(app, ["refine", str(source), "--profile", "builtin/creative", "--json"])
+    assert cli.exit_code == 0, cli.output
+    expected = json.loads(cli.output)
+    body = live.post("/v1/refine", json={"text": DRAFT, "profile": "creative"}).json()
+    assert body["text"] == expected["text"] and body["edits"] == expected["edits"]
+    assert body["after"]["reward"] == pytest.approx(expected["reward_after"])
+
+
+def test_refine_rejects_bad_input(live):
+    both = live.post("/v1/refine", json={"text": DRAFT, "profile": "creative", "target_hrv": [0.5] * 8})
+    assert both.status_code == 422 and "not both" in both.json()["error"]["message"]
+    assert live.post("/v1/refine", json={"text": "   \n\n  "}).status_code == 422
+    assert live.post("/v1/refine", json={"text": DRAFT, "profile": "nope"}).status_code == 404
