@@ -15,6 +15,11 @@ ANALYZE_TEXT = (
     "Our numbers rose like a tide, and we definitely beat the target!"
 )
 
+REFINE_TEXT = (
+    "The interpreter imports the module. The result is an integer. "
+    "The call returns a new list of the items in their original order.\n\n"
+    "The function reads the file. The loop counts the lines and the words in it."
+)
 RATED_TEXTS = [
     "The harbour was quiet at dawn.",
     "Boats rocked like cradles! Why?",
@@ -82,6 +87,11 @@ def test_sign_in_profile_from_text_write_rate_and_sign_out(page, studio):
     page.click("#write-form button[type=submit]")
     page.wait_for_selector("#write-result:not([hidden]), #message:not([hidden])")
     assert page.is_hidden("#message"), page.inner_text("#message")
+    # the progress bar, fed by /v1/generate/stream, ends at n of n
+    assert page.get_attribute("#write-progress", "max") == "2"
+    assert page.evaluate("document.querySelector('#write-progress').value") == 2
+    assert page.inner_text("#write-status") == "Wrote 2 of 2 paragraphs."
+    assert any(url.endswith("/v1/generate/stream") for url in page.request_urls)
     paragraphs = page.locator("#article p").all_inner_texts()
     assert len(paragraphs) == 2 and all(p.strip() for p in paragraphs)
     assert page.locator("#write-measure .radar .series").count() == 2
@@ -151,6 +161,30 @@ def test_analyze_highlights_evidence_and_scores_against_a_profile(page, studio):
     assert page.inner_text("#evidence-text mark.ev-exclamation").startswith("Our numbers rose")
     assert page.locator("#analyze-measure table.gaps tbody tr").count() == 8
     assert page.inner_text("#evidence-text") == ANALYZE_TEXT
+
+
+def test_refine_shows_the_edits_as_a_diff(page, studio):
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.click("#tabs button[data-tab=analyze]")
+    page.fill("#analyze-text", REFINE_TEXT)
+    page.select_option("#analyze-profile", "creative")
+    page.click("#refine-button")
+    page.wait_for_selector("#refine-result:not([hidden]), #message:not([hidden])")
+    assert page.is_hidden("#message"), page.inner_text("#message")
+    expected = httpx.post(
+        f"{studio.url}/v1/refine",
+        json={"text": REFINE_TEXT, "profile": "creative"},
+        headers={"Authorization": f"Bearer {studio.key}"},
+    ).json()
+    inserted = page.locator("#diff ins").all_inner_texts()
+    assert inserted and inserted == [s["text"] for s in expected["diff"] if s["op"] == "insert"]
+    kept = page.locator("#diff > :not(ins)").all_inner_texts()
+    assert "".join(kept) == expected["original_text"]
+    assert f"{len(expected['edits'])} edit" in page.inner_text("#refine-summary")
+    assert page.locator("#refine-measure table.gaps tbody tr").count() == 8
+    page.click("#use-refined")
+    assert page.input_value("#analyze-text") == expected["text"]
 
 
 def test_phone_width_needs_no_sideways_scrolling(browser, studio):

@@ -17,7 +17,7 @@ export class ApiError extends Error {
   }
 }
 
-export async function call(method, path, body) {
+async function send(method, path, body) {
   const headers = { Authorization: `Bearer ${session.key() ?? ""}` };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   let response;
@@ -30,10 +30,8 @@ export async function call(method, path, body) {
   } catch {
     throw new ApiError(0, "NetworkError", "The service could not be reached.");
   }
-  if (response.status === 204) return null;
-  const data = await response.json().catch(() => null);
   if (!response.ok) {
-    const error = data?.error ?? {};
+    const error = (await response.json().catch(() => null))?.error ?? {};
     throw new ApiError(
       response.status,
       error.type ?? "HTTPError",
@@ -41,7 +39,39 @@ export async function call(method, path, body) {
       response.headers.get("Retry-After"),
     );
   }
-  return data;
+  return response;
+}
+
+export async function call(method, path, body) {
+  const response = await send(method, path, body);
+  if (response.status === 204) return null;
+  return response.json().catch(() => null);
+}
+
+/**
+ * POST to a server-sent-events route: `onProgress(data)` for each `progress` event; resolves with the
+ * `result` event's data, rejects with an ApiError for an error status or an `error` event.
+ */
+export async function stream(path, body, onProgress) {
+  const response = await send("POST", path, body);
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) throw new ApiError(0, "NetworkError", "The connection closed before the article was finished.");
+    buffer += value;
+    let end;
+    while ((end = buffer.indexOf("\n\n")) >= 0) {
+      const fields = Object.fromEntries(
+        buffer.slice(0, end).split("\n").map((line) => [line.slice(0, line.indexOf(":")), line.slice(line.indexOf(":") + 2)]),
+      );
+      buffer = buffer.slice(end + 2);
+      const data = JSON.parse(fields.data);
+      if (fields.event === "progress") onProgress(data);
+      else if (fields.event === "result") return data;
+      else throw new ApiError(null, data.error.type, data.error.message);
+    }
+  }
 }
 
 /** A sentence a writer can act on, for any error the API (or the network) gave. */
@@ -49,6 +79,8 @@ export function describe(error) {
   if (!(error instanceof ApiError)) return `Something went wrong in the page: ${error.message}`;
   const detail = error.message;
   switch (error.status) {
+    case null:
+      return `Writing stopped (${error.type}): ${detail}`;
     case 0:
       return `${detail} Check that the server is running, then try again.`;
     case 401:

@@ -1,13 +1,13 @@
 // Resonance Studio: sign in, profiles, write, analyze, rate; every call goes through api.js.
 
-import { call, describe, session } from "./api.js";
+import { call, describe, session, stream } from "./api.js";
 import { label, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
 
 const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
 
 const $ = (selector) => document.querySelector(selector);
-const state = { dimensions: [], terms: [], profiles: [], selected: null, article: null, previous: null };
+const state = { dimensions: [], terms: [], profiles: [], selected: null, article: null, previous: null, refined: null };
 
 function make(tag, attributes = {}, text = null) {
   const node = document.createElement(tag);
@@ -82,7 +82,7 @@ function signOut(clear = true) {
   state.article = null;
   state.previous = null;
   for (const panel of document.querySelectorAll(".panel")) panel.hidden = true;
-  for (const result of ["#write-result", "#analyze-result", "#profile-detail", "#ab-form"]) $(result).hidden = true;
+  for (const result of ["#write-result", "#write-progress-box", "#analyze-result", "#refine-result", "#profile-detail", "#ab-form"]) $(result).hidden = true;
   $("#tabs").hidden = true;
   $("#sign-out").hidden = true;
   $("#sign-in").hidden = false;
@@ -312,6 +312,7 @@ async function write(event) {
   const form = event.target;
   const button = form.querySelector("button[type=submit]");
   button.textContent = "Writing…";
+  let written = false;
   await submitting(form, async () => {
     const body = {
       prompt: form.prompt.value,
@@ -320,7 +321,19 @@ async function write(event) {
     };
     if (form.seed.value !== "") body.seed = Number(form.seed.value);
     if (form.policy.value.trim()) body.policy = form.policy.value.trim();
-    const result = await call("POST", "/v1/generate", body);
+    const bar = $("#write-progress");
+    const status = $("#write-status");
+    bar.max = body.paragraphs;
+    bar.value = 0;
+    status.textContent = "Waiting for the writer…";
+    $("#write-progress-box").hidden = false;
+    const result = await stream("/v1/generate/stream", body, ({ paragraph, paragraphs }) => {
+      bar.max = paragraphs;
+      bar.value = paragraph - 1;
+      status.textContent = `Writing paragraph ${paragraph} of ${paragraphs}…`;
+    });
+    bar.value = bar.max;
+    status.textContent = `Wrote ${bar.max} of ${bar.max} paragraphs.`;
     const text = result.paragraphs.join("\n\n");
     const { evidence } = await call("POST", "/v1/analyze", { text, evidence: true });
     state.previous = state.article;
@@ -333,7 +346,9 @@ async function write(event) {
     $("#rate-form").reset();
     $("#write-result").hidden = false;
     notify(`Article written (resonance ${result.resonance.toFixed(3)}).`);
+    written = true;
   });
+  if (!written) $("#write-progress-box").hidden = true;
   button.textContent = "Write article";
 }
 
@@ -435,6 +450,43 @@ async function analyze(event) {
   });
 }
 
+function showDiff(segments) {
+  const tags = { equal: "span", delete: "del", insert: "ins" };
+  return segments.map(({ op, text }) => make(tags[op], op === "equal" ? {} : { class: `diff-${op}` }, text));
+}
+
+async function refine() {
+  const form = $("#analyze-form");
+  if (!form.reportValidity()) return;
+  const button = $("#refine-button");
+  button.disabled = true;
+  form.setAttribute("aria-busy", "true");
+  clearMessages();
+  try {
+    const result = await call("POST", "/v1/refine", { text: form.text.value, profile: form.profile.value });
+    state.refined = result.text;
+    $("#diff").replaceChildren(...showDiff(result.diff));
+    const { before, after } = result;
+    const count = result.edits.length;
+    $("#refine-summary").textContent = count
+      ? `${count} edit${count === 1 ? "" : "s"} kept (${result.edits.join(", ")}): reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, resonance ${before.resonance.toFixed(3)} → ${after.resonance.toFixed(3)}.`
+      : "No edit closed the style gap without costing writing quality; the text is unchanged.";
+    renderMeasure($("#refine-measure"), after.hrv, result.target_hrv, after);
+    $("#refine-result").hidden = false;
+  } catch (error) {
+    showError(error);
+  } finally {
+    button.disabled = false;
+    form.removeAttribute("aria-busy");
+  }
+}
+
+function useRefined() {
+  $("#analyze-text").value = state.refined;
+  $("#refine-result").hidden = true;
+  notify("The edited text is in the text box; analyze or refine it again.");
+}
+
 function legends() {
   for (const box of document.querySelectorAll(".legend")) {
     for (const [kind, title] of Object.entries(EVIDENCE_KINDS)) box.append(make("mark", { class: `ev-${kind}` }, title), " ");
@@ -467,6 +519,8 @@ async function start() {
   $("#ab-form").addEventListener("submit", prefer);
   $("#train-form").addEventListener("submit", trainRewardModel);
   $("#analyze-form").addEventListener("submit", analyze);
+  $("#refine-button").addEventListener("click", refine);
+  $("#use-refined").addEventListener("click", useRefined);
   renderProfiles();
   if (session.key()) {
     try {
