@@ -11,7 +11,7 @@ browser context each time), ``--loads`` times per setting:
 Page weight is the bytes on the wire (``transferSize``: headers + bodies) of every request of the load;
 time to interactive is the page's own ``studio-ready`` mark (set once its modules ran, the dimension
 definitions arrived and every control has its handler), from navigation start; the median is reported.
-With ``--screenshots DIR`` it also drives the main screens (sign in, profile from text, write, analyze)
+With ``--screenshots DIR`` it also drives the main screens (sign in, profile from text, write, analyze, refine)
 and saves them at both widths.
 
     python benchmarks/bench_studio.py --loads 10 --screenshots docs/img
@@ -64,6 +64,12 @@ VOICE = (
     "they glowed like lanterns on the black water. Why do we remember mornings like that? My grandfather "
     "told me the sea was a patient teacher. We listened. We learned. Then the sun came up and it was gone!"
 )
+DRAFT = (
+    "The team reviewed the quarterly report. The results were better than expected. "
+    "The budget for next year was approved by the board.\n\n"
+    "The new office opens in March. Everyone will move during the first week."
+)
+"""A plain draft refined toward ``creative`` for the refine screenshot."""
 
 
 def start_server(home: Path) -> tuple[subprocess.Popen, str, str]:
@@ -153,6 +159,12 @@ def screenshots(browser, url: str, key: str, out: Path, width: str) -> list[Path
     page.click("#analyze-form button[type=submit]")
     page.wait_for_selector("#analyze-result:not([hidden])")
     shot("analyze")
+    page.fill("#analyze-text", DRAFT)
+    page.select_option("#analyze-profile", "creative")
+    page.click("#refine-button")
+    page.wait_for_selector("#refine-result:not([hidden])")
+    page.locator("#refine-result").scroll_into_view_if_needed()
+    shot("refine")
     page.click("#tabs button[data-tab=learn]")
     page.click("#train-form button[type=submit]")
     page.wait_for_selector("#notice:has-text('trained')")

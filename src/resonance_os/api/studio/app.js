@@ -446,6 +446,7 @@ async function analyze(event) {
     ]);
     $("#evidence-text").replaceChildren(...highlight(text, analysis.evidence));
     renderMeasure($("#analyze-measure"), score.hrv, score.target_hrv, score);
+    $("#refine-result").hidden = true;
     $("#analyze-result").hidden = false;
   });
 }
@@ -472,6 +473,8 @@ async function refine() {
       ? `${count} edit${count === 1 ? "" : "s"} kept (${result.edits.join(", ")}): reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, resonance ${before.resonance.toFixed(3)} → ${after.resonance.toFixed(3)}.`
       : "No edit closed the style gap without costing writing quality; the text is unchanged.";
     renderMeasure($("#refine-measure"), after.hrv, result.target_hrv, after);
+    for (const part of ["#diff-legend", "#use-refined"]) $(part).hidden = count === 0;
+    $("#analyze-result").hidden = true;
     $("#refine-result").hidden = false;
   } catch (error) {
     showError(error);
