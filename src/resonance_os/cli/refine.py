@@ -73,7 +73,8 @@ def refine(
         if profile is not None and hrv is not None:
             raise ValidationError("give --profile or --hrv, not both")
         target, label = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
-        refined = refine_text(HumanResonantWriter(), read_source(source), target, seed=seed)
+        writer = HumanResonantWriter(backend="builtin")  # revise never drafts: load no language model
+        refined = refine_text(writer, read_source(source), target, seed=seed)
         if out is not None:
             write_atomically(out, refined.text + "\n")
         return refined, target, label
