@@ -39,15 +39,31 @@ def _events(response: httpx.Response) -> list[tuple[str, dict]]:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
-    db_url = os.environ.get("RESONANCE_TEST_DB_URL") or f"sqlite:///{tmp_path_factory.mktemp('db') / 's.db'}"
-    key = _key(db_url)
-    server = LiveServer(db_url).start()
-    try:
-        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as c:
-            yield c
-    finally:
-        server.stop()
+def shared_db(tmp_path_factory) -> str:
+    return os.environ.get("RESONANCE_TEST_DB_URL") or f"sqlite:///{tmp_path_factory.mktemp('db') / 's.db'}"
+
+
+@pytest.fixture(scope="module")
+def keys(shared_db) -> tuple[str, str]:
+    """Two tenants' keys, made before the server starts (with the environment it starts with)."""
+    return _key(shared_db), _key(shared_db)
+
+
+@pytest.fixture(scope="module")
+def server(shared_db, keys):
+    server = LiveServer(shared_db).start()
+    yield server
+    server.stop()
+
+
+def _client(server: LiveServer, key: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def live(server, keys):
+    with _client(server, keys[0]) as client:
+        yield client
 
 
 def test_stream_reports_each_paragraph_then_the_stored_article(live):
@@ -117,3 +133,14 @@ def test_refine_rejects_bad_input(live):
     assert both.status_code == 422 and "not both" in both.json()["error"]["message"]
     assert live.post("/v1/refine", json={"text": "   \n\n  "}).status_code == 422
     assert live.post("/v1/refine", json={"text": DRAFT, "profile": "nope"}).status_code == 404
+
+
+def test_another_tenants_profile_is_not_found_by_stream_or_refine(live, server, keys):
+    hrv = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
+    assert live.post("/v1/profiles", json={"name": "private-voice", "hrv": hrv}).status_code == 201
+    assert live.post("/v1/refine", json={"text": DRAFT, "profile": "private-voice"}).status_code == 200
+    with _client(server, keys[1]) as other:
+        stream = other.post("/v1/generate/stream", json={"prompt": "Tides", "profile": "private-voice"})
+        refine = other.post("/v1/refine", json={"text": DRAFT, "profile": "private-voice"})
+    assert stream.status_code == 404, stream.text
+    assert refine.status_code == 404, refine.text
