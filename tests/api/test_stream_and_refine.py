@@ -8,6 +8,7 @@ import os
 
 import httpx
 import pytest
+import sqlalchemy as sa
 from conftest import LiveServer, unique
 
 from resonance_os.api.db import Database
@@ -43,15 +44,21 @@ def shared_db(tmp_path_factory) -> str:
     return os.environ.get("RESONANCE_TEST_DB_URL") or f"sqlite:///{tmp_path_factory.mktemp('db') / 's.db'}"
 
 
+PEPPER = {"RESONANCE_KEY_PEPPER": "stream-and-refine-tests"}
+"""The module's servers outlive a test's own environment: they and the keys share this pepper."""
+
+
 @pytest.fixture(scope="module")
 def keys(shared_db) -> tuple[str, str]:
-    """Two tenants' keys, made before the server starts (with the environment it starts with)."""
-    return _key(shared_db), _key(shared_db)
+    """Two tenants' keys, hashed with ``PEPPER`` like the module's servers hash them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RESONANCE_KEY_PEPPER", PEPPER["RESONANCE_KEY_PEPPER"])
+        return _key(shared_db), _key(shared_db)
 
 
 @pytest.fixture(scope="module")
 def server(shared_db, keys):
-    server = LiveServer(shared_db).start()
+    server = LiveServer(shared_db, env=PEPPER).start()
     yield server
     server.stop()
 
@@ -144,3 +151,25 @@ def test_another_tenants_profile_is_not_found_by_stream_or_refine(live, server, 
         refine = other.post("/v1/refine", json={"text": DRAFT, "profile": "private-voice"})
     assert stream.status_code == 404, stream.text
     assert refine.status_code == 404, refine.text
+
+
+def test_a_failure_after_the_stream_began_is_an_error_event(shared_db, keys):
+    """A 1 ms budget lets the writer start (the first progress event), then stops it between
+    paragraphs: the stream ends with an ``error`` event naming the budget, and nothing is stored."""
+    server = LiveServer(shared_db, env={**PEPPER, "RESONANCE_GENERATE_BUDGET_S": "0.001"}).start()
+    try:
+        with _client(server, keys[1]) as client:
+            body = {"prompt": "Out of time", "profile": "creative", "paragraphs": 3}
+            with client.stream("POST", "/v1/generate/stream", json=body) as response:
+                assert response.status_code == 200
+                events = _events(response)
+    finally:
+        server.stop()
+    assert [name for name, _ in events] == ["progress", "error"]
+    error = events[-1][1]["error"]
+    assert error["type"] == "BusyError" and "time budget" in error["message"]
+    engine = sa.create_engine(shared_db)
+    with engine.connect() as connection:
+        stored = connection.execute(sa.text("SELECT count(*) FROM api_items WHERE prompt = 'Out of time'"))
+        assert stored.scalar() == 0
+    engine.dispose()

@@ -24,6 +24,7 @@ from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import ProfileNotFoundError, ResonanceError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.rl.errors import RLError
 
 router = APIRouter(tags=["generation"])
 log = logging.getLogger("resonance_os.api")
@@ -102,7 +103,7 @@ def _event(name: str, data: dict) -> bytes:
 
 
 def _error_data(exc: BaseException) -> dict:
-    if isinstance(exc, ResonanceError):
+    if isinstance(exc, (ResonanceError, RLError)):  # user errors carry their own type and message
         return {"error": {"type": exc.type_name, "message": str(exc)}}
     log.error("internal error in a streamed generation", exc_info=exc)
     return {
