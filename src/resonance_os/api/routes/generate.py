@@ -74,17 +74,18 @@ async def generate(
     svc: ResonanceService = Depends(service),
 ) -> dict:
     """Write an article toward a profile or target HRV; the response's ``id`` is for /v1/feedback."""
-    return await _generate_in_turn(
-        request,
-        svc,
-        ctx,
-        body.prompt,
-        profile=body.profile,
-        target_hrv=body.target_hrv,
-        paragraphs=body.paragraphs,
-        seed=body.seed,
-        policy=body.policy,
-    )
+    return await _generate_in_turn(request, svc, ctx, body.prompt, **_writing_options(body))
+
+
+def _writing_options(body: GenerateRequest) -> dict:
+    """What a ``GenerateRequest`` asks of ``ResonanceService.generate`` besides the prompt."""
+    return {
+        "profile": body.profile,
+        "target_hrv": body.target_hrv,
+        "paragraphs": body.paragraphs,
+        "seed": body.seed,
+        "policy": body.policy,
+    }
 
 
 STREAM_DESCRIPTION = f"""Server-sent events (``text/event-stream``), each a JSON ``data`` line:
@@ -137,16 +138,7 @@ async def generate_stream(
     async def write() -> None:
         try:
             result = await _generate_in_turn(
-                request,
-                svc,
-                ctx,
-                body.prompt,
-                profile=body.profile,
-                target_hrv=body.target_hrv,
-                paragraphs=body.paragraphs,
-                seed=body.seed,
-                policy=body.policy,
-                progress=progress,
+                request, svc, ctx, body.prompt, **_writing_options(body), progress=progress
             )
         except Exception as exc:  # reported to the client, as a status or as an error event
             events.put_nowait(("error", exc))
