@@ -345,7 +345,9 @@ async function write(event) {
     renderMeasure($("#write-measure"), result.hrv, result.target_hrv, result.reward);
     $("#rate-form").reset();
     $("#write-result").hidden = false;
-    notify(`Article written (resonance ${result.resonance.toFixed(3)}).`);
+    notify(
+      `Article written: reward ${result.reward.reward.toFixed(3)}, resonance ${result.reward.resonance.toFixed(3)}.`,
+    );
     written = true;
   });
   if (!written) $("#write-progress-box").hidden = true;
