@@ -110,6 +110,7 @@ def test_generate_is_seeded_measured_and_stored_for_feedback(client, make_tenant
     assert [first["hrv"][d] for d in HRV_DIMENSIONS] == measured
     assert first["resonance"] > 0.9
     assert 0.0 < first["reward"]["reward"] <= first["reward"]["resonance"]
+    assert first["backend"] == "builtin (template draft mode)"  # the tests' offline composer says so
     default = client.post("/v1/generate", json={"prompt": "city cycling"}, headers=tenant.headers)
     assert default.status_code == 200
     assert (

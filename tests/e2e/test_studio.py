@@ -91,6 +91,7 @@ def test_sign_in_profile_from_text_write_rate_and_sign_out(page, studio):
     assert page.get_attribute("#write-progress", "max") == "2"
     assert page.evaluate("document.querySelector('#write-progress').value") == 2
     assert page.inner_text("#write-status") == "Wrote 2 of 2 paragraphs."
+    assert "draft mode" in page.inner_text("#notice")  # the offline template composer says what it is
     assert any(url.endswith("/v1/generate/stream") for url in page.request_urls)
     paragraphs = page.locator("#article p").all_inner_texts()
     assert len(paragraphs) == 2 and all(p.strip() for p in paragraphs)

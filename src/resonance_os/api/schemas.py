@@ -176,6 +176,11 @@ class GenerateResponse(BaseModel):
     resonance: float
     reward: WritingTerms = Field(description="The article's writing reward and its terms.")
     policy: str | None = None
+    backend: str | None = Field(
+        None,
+        description="What drafted it: 'local', an OpenAI-compatible model, or "
+        "'builtin (template draft mode)', the offline template composer (a draft mode, not a writer).",
+    )
 
 
 class GenerateProgress(BaseModel):

@@ -261,6 +261,7 @@ class ResonanceService:
             "resonance": resonance,
             "reward": article.score.to_dict(),
             "policy": policy,
+            "backend": article.backend,
         }
 
     def refine(

@@ -345,8 +345,11 @@ async function write(event) {
     renderMeasure($("#write-measure"), result.hrv, result.target_hrv, result.reward);
     $("#rate-form").reset();
     $("#write-result").hidden = false;
+    const draftMode = (result.backend || "").includes("draft mode")
+      ? " Drafted by the offline template composer (draft mode, not a writer): install the local model for real prose."
+      : "";
     notify(
-      `Article written: reward ${result.reward.reward.toFixed(3)}, resonance ${result.reward.resonance.toFixed(3)}.`,
+      `Article written: reward ${result.reward.reward.toFixed(3)}, resonance ${result.reward.resonance.toFixed(3)}.${draftMode}`,
     );
     written = true;
   });
