@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -34,13 +34,18 @@ class ClientGoneError(ResonanceError):
     """The client of a streamed generation disconnected; the writer stops between paragraphs."""
 
 
-async def _generate_in_turn(request: Request, svc: ResonanceService, *args, **kwargs) -> dict:
-    """``svc.generate`` in the thread pool within the request's time budget (from its arrival).
+async def in_writer_budget(request: Request, write: Callable[..., dict], *args, **kwargs) -> dict:
+    """``write`` (``svc.generate`` or ``svc.refine``) in the thread pool within the request's time
+    budget (from its arrival).
 
     The service shares the writer fairly between tenants, paragraph by paragraph
     (:class:`~resonance_os.api.turns.WriterTurns`), and answers 503 when the budget runs out."""
     deadline = time.monotonic() + request.app.state.settings.generate_budget_s
-    return await run_in_threadpool(svc.generate, *args, deadline=deadline, **kwargs)
+    return await run_in_threadpool(write, *args, deadline=deadline, **kwargs)
+
+
+async def _generate_in_turn(request: Request, svc: ResonanceService, *args, **kwargs) -> dict:
+    return await in_writer_budget(request, svc.generate, *args, **kwargs)
 
 
 @router.post("/hr_generate", response_model=HrGenerateResponse)

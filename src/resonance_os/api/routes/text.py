@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import time
-
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
 from resonance_os.api.deps import service, tenant
+from resonance_os.api.routes.generate import in_writer_budget
 from resonance_os.api.schemas import (
     AnalyzeRequest,
     AnalyzeResponse,
@@ -57,13 +56,6 @@ async def refine(
     refine`` does, keeping only edits that close the style gap without costing writing quality: the
     edited text, the kept edits, a word diff, and the HRV, reward and terms before and after. It takes
     turns at the writer with generation (same limits and time budget: 429, 503)."""
-    deadline = time.monotonic() + request.app.state.settings.generate_budget_s
-    return await run_in_threadpool(
-        svc.refine,
-        ctx,
-        body.text,
-        profile=body.profile,
-        target_hrv=body.target_hrv,
-        seed=body.seed,
-        deadline=deadline,
+    return await in_writer_budget(
+        request, svc.refine, ctx, body.text, profile=body.profile, target_hrv=body.target_hrv, seed=body.seed
     )
