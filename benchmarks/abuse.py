@@ -21,9 +21,11 @@ skipped with the reason):
   nul-probes      NUL in every field and URL part that reaches the database
   login-flood     bad API keys from 127.0.0.2 as fast as four raw keep-alive connections go
   fuzz            random hostile bodies (NUL, huge and deep JSON, wrong types, odd Unicode) on every route
+                  (a training job it happens to start is cancelled at the end)
   train-flood     /v1/train as fast as it answers (jobs past the limits queue or get 429), all cancelled
-                  at the end
-  storage-flood   feedback with 40,000-character texts until the tenant's storage quota answers 507
+                  at the end (``tenant_floods.train_flood``)
+  storage-flood   feedback with 40,000-character texts on two connections, on past the tenant's storage
+                  quota (507) (``tenant_floods.storage_flood``)
 Loopback only; every loop is bounded by ``--duration``.
 """
 
@@ -43,12 +45,16 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import numpy as np
 
 from resonance_os.api.db import Database
 from resonance_os.api.tenants import create_tenant
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import tenant_floods as floods  # noqa: E402  (the train and storage floods, one implementation)
 
 ATTACKER_ADDRESS = "127.0.0.2"  # all of 127.0.0.0/8 is loopback on Linux
 VICTIM_TEXT = (
@@ -321,37 +327,36 @@ def fuzz(url: str, port: int, key: str, until: float) -> Counter:
                 + rng.choice(["%00", "%ff", "..%2f", "a" * 500, "%F0%9F%98%80"])
             )
         body = {field: _hostile_value(rng) for field in rng.sample(fields, rng.randrange(1, len(fields) + 1))}
-        return client.request(method, path, json=body)
+        response = client.request(method, path, json=body)
+        if path == "/v1/train" and response.status_code == 202:
+            started.append(response.json()["id"])
+        return response
 
-    return in_threads(2, lambda i: httpx_loop(url, key, until, request, seed=100 + i))
-
-
-@attack("train-flood", needs=(("POST", "/v1/train"), ("DELETE", "/v1/jobs/{job_id}")))
-def train_flood(url: str, port: int, key: str, until: float) -> Counter:
-    statuses: Counter = Counter()
     started: list[str] = []
+    statuses = in_threads(2, lambda i: httpx_loop(url, key, until, request, seed=100 + i))
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
-        while time.monotonic() < until:
-            response = client.post(
-                "/v1/train", json={"target_hrv": HRV, "timesteps": 2048, "use_reward_model": False}
-            )
-            statuses[response.status_code] += 1
-            if response.status_code < 300:
-                started.append(response.json()["id"])
-            if response.status_code == 429:
-                time.sleep(0.05)
-        for job_id in started:
+        for job_id in started:  # a job the fuzz started must not run on into the next attack's baseline
             statuses[f"cancel {client.delete(f'/v1/jobs/{job_id}').status_code}"] += 1
     return statuses
 
 
+@attack("train-flood", needs=(("POST", "/v1/train"), ("DELETE", "/v1/jobs/{job_id}")))
+def train_flood(url: str, port: int, key: str, until: float) -> Counter:
+    return floods.train_flood(url, {"Authorization": f"Bearer {key}"}, until=until, watch_s=0).statuses
+
+
 @attack("storage-flood", needs=(("POST", "/v1/feedback"),))
 def storage_flood(url: str, port: int, key: str, until: float) -> Counter:
-    def request(client: httpx.Client, rng: random.Random) -> httpx.Response:
-        text = " ".join(rng.choice(VICTIM_TEXT.split()) for _ in range(6_500))[:40_000]
-        return client.post("/v1/feedback", json={"kind": "rating", "item": {"text": text}, "rating": 3})
-
-    return in_threads(2, lambda i: httpx_loop(url, key, until, request, seed=200 + i))
+    return floods.storage_flood(
+        url,
+        {"Authorization": f"Bearer {key}"},
+        seconds=until - time.monotonic(),
+        text_chars=40_000,
+        max_requests=1_000_000,
+        connections=2,
+        until_refused=False,
+        seed=200,
+    ).statuses
 
 
 def _drive(attack_name: str, url: str, port: int, key: str, until: float, queue) -> None:

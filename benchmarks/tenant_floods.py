@@ -9,8 +9,8 @@
   measured about 36 GB an hour of stored text); it reports the bytes the server accepted per hour at
   that pace and where the storage quota stopped it.
 
-Both functions take a server URL and a tenant's headers, so ``benchmarks/abuse.py`` can replay them as
-attacks while it measures a victim tenant; run as a script, this file starts its own server on
+Both functions take a server URL and a tenant's headers; ``benchmarks/abuse.py`` replays them (until a
+deadline, on more connections) as attacks while it measures a victim tenant; run as a script, this file starts its own server on
 127.0.0.1 (fresh SQLite database, the default limits, a 5 MB byte quota so the stop is seen in
 seconds) and prints each flood beside the issue's figures.
 """
@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -74,23 +76,36 @@ class FloodResult:
 
 
 def train_flood(
-    url: str, headers: dict[str, str], *, jobs: int = 10, watch_s: float = 15.0, server_pid: int | None = None
+    url: str,
+    headers: dict[str, str],
+    *,
+    jobs: int = 10,
+    until: float | None = None,
+    watch_s: float = 15.0,
+    server_pid: int | None = None,
 ) -> FloodResult:
-    """Submit ``jobs`` training jobs back to back, watch the worker processes (of ``server_pid``, if
-    given) for ``watch_s`` seconds, then cancel every job that was accepted."""
+    """Submit ``jobs`` training jobs back to back (with ``until``, a ``time.monotonic()`` deadline: keep
+    submitting until then, pausing 50 ms after each refusal), watch the worker processes (of
+    ``server_pid``, if given) for ``watch_s`` seconds, then cancel every job that was accepted."""
     _loopback(url)
     result = FloodResult("train flood")
     accepted = []
-    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+    with httpx.Client(base_url=url, headers=headers, timeout=120) as client:
         start = time.perf_counter()
-        for seed in range(jobs):
-            answer = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 20_000, "seed": seed})
+        while (result.requests < jobs) if until is None else (time.monotonic() < until):
+            answer = client.post(
+                "/v1/train", json={"target_hrv": HRV, "timesteps": 20_000, "seed": result.requests}
+            )
+            result.requests += 1
             result.statuses[answer.status_code] += 1
             if answer.status_code == 202:
                 accepted.append(answer.json()["id"])
-            elif not result.refusal:
+                continue
+            if not result.refusal:
                 result.refusal = answer.json()["error"]["message"]
-        result.requests, result.seconds = jobs, time.perf_counter() - start
+            if until is not None:
+                time.sleep(0.05)
+        result.seconds = time.perf_counter() - start
         deadline = time.monotonic() + watch_s
         while time.monotonic() < deadline:
             workers = worker_processes(server_pid)
@@ -98,8 +113,14 @@ def train_flood(
             result.peak_worker_rss = max(result.peak_worker_rss, sum(rss for _, rss in workers))
             time.sleep(0.2)
         for job_id in accepted:
-            client.delete(f"/v1/jobs/{job_id}")
+            result.statuses[f"cancel {client.delete(f'/v1/jobs/{job_id}').status_code}"] += 1
     return result
+
+
+WORDS = (
+    "the tide came in over the flat grey sand while gulls argued above the pier and an old fisherman "
+    "mended his nets by the sea wall humming a tune nobody else remembered"
+).split()
 
 
 def storage_flood(
@@ -109,25 +130,50 @@ def storage_flood(
     seconds: float = 10.0,
     text_chars: int = 50_000,
     max_requests: int = 2000,
+    connections: int = 1,
+    until_refused: bool = True,
+    seed: int = 0,
 ) -> FloodResult:
-    """Rate submitted texts of ``text_chars`` characters back to back for at most ``seconds`` seconds
-    (and ``max_requests`` requests), stopping early once the server refuses one."""
+    """Rate submitted texts of ``text_chars`` characters (random words, a new text each time, so no
+    cache spares the server measuring it) back to back on ``connections`` connections for at most
+    ``seconds`` seconds and ``max_requests`` requests in all; with ``until_refused`` a connection stops
+    at the first refusal (else it keeps sending: each refused text is still read and checked)."""
     _loopback(url)
     result = FloodResult("storage flood")
-    sentence = "The tide came in over the flat grey sand while the gulls argued above the pier. "
-    text = (sentence * (text_chars // len(sentence) + 1))[:text_chars].rstrip() + "."
-    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
-        start = time.perf_counter()
-        while time.perf_counter() - start < seconds and result.requests < max_requests:
-            answer = client.post("/v1/feedback", json={"kind": "rating", "item": {"text": text}, "rating": 3})
-            result.requests += 1
-            result.statuses[answer.status_code] += 1
-            if answer.status_code == 201:
-                result.accepted_bytes += 2 * len(text.encode())  # the item and the feedback row's copy
-            else:
-                result.refusal = answer.json()["error"]["message"]
-                break
-        result.seconds = time.perf_counter() - start
+    lock = threading.Lock()
+    stop_at = time.perf_counter() + seconds
+
+    def flood(connection: int) -> None:
+        rng = random.Random(seed * 1000 + connection)
+        with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
+            while time.perf_counter() < stop_at:
+                with lock:
+                    if result.requests >= max_requests:
+                        return
+                    result.requests += 1
+                words = " ".join(rng.choice(WORDS) for _ in range(text_chars // 4))
+                text = words[: text_chars - 1].rstrip() + "."
+                answer = client.post(
+                    "/v1/feedback", json={"kind": "rating", "item": {"text": text}, "rating": 3}
+                )
+                with lock:
+                    result.statuses[answer.status_code] += 1
+                    if answer.status_code == 201:
+                        result.accepted_bytes += 2 * len(
+                            text.encode()
+                        )  # the item and the feedback row's copy
+                    elif not result.refusal:
+                        result.refusal = answer.json()["error"]["message"]
+                if answer.status_code != 201 and until_refused:
+                    return
+
+    start = time.perf_counter()
+    threads = [threading.Thread(target=flood, args=(i,)) for i in range(connections)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    result.seconds = time.perf_counter() - start
     return result
 
 

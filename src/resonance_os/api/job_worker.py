@@ -9,6 +9,10 @@ one there, resumes from it (``report.resumed``). A heartbeat thread keeps ``hear
 server can tell a live worker from a dead one, and stops the worker when the job was cancelled. On
 SIGTERM the job is released (queued again to resume, see :func:`resonance_os.api.jobs.release`) unless
 it was cancelled. The work folder is removed when the job ends.
+
+A worker runs at the lowest CPU priority (:func:`lower_priority`: nice 19 and Linux's ``SCHED_IDLE``
+policy), so training uses only the CPU time that request handling leaves: on a machine with few
+cores a running job would otherwise take a core from the server and slow every tenant's requests.
 """
 
 from __future__ import annotations
@@ -143,6 +147,21 @@ def _heartbeat(db: Database, job_id: str, stop: threading.Event) -> None:
             os._exit(0)
 
 
+def lower_priority() -> None:
+    """Put this process (and the threads it starts afterwards) at the lowest CPU priority: nice 19,
+    then the ``SCHED_IDLE`` policy where the platform has it. Either may be refused (a container's
+    limits); the job then runs at whatever priority it has, which is logged."""
+    try:
+        os.nice(19 - os.nice(0))
+    except OSError as exc:
+        log.warning("cannot lower the worker's nice value: %s", exc)
+    if hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError as exc:
+            log.warning("cannot set the worker's SCHED_IDLE policy: %s", exc)
+
+
 def load_trainer(spec: str):
     module_name, _, function_name = spec.partition(":")
     return getattr(importlib.import_module(module_name), function_name)
@@ -189,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("job_id")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    lower_priority()
     db = Database(args.db)
     try:
         state = run_job(db, args.job_id)
