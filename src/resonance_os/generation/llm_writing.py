@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS, TYPICAL_HRV, typical_position
 from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
 from resonance_os.generation.topics import model_brief
@@ -105,8 +105,14 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
 
 
 def style_instructions(target: Sequence[float], notes: Sequence[str], count: int = STYLE_NOTES) -> list[str]:
-    """The ``count`` notes (``Outline.notes``, one per dimension) whose target is furthest from 0.5."""
-    order = sorted(range(len(HRV_DIMENSIONS)), key=lambda d: -abs(target[d] - 0.5))
+    """The ``count`` notes (``Outline.notes``, one per dimension) whose target stands out most from
+    real prose: furthest from the dimension's median, in units of its typical range (``TYPICAL_HRV``)."""
+
+    def distinctness(d: int) -> float:
+        name = HRV_DIMENSIONS[d]
+        return abs(typical_position(name, target[d]) - typical_position(name, TYPICAL_HRV[name][1]))
+
+    order = sorted(range(len(HRV_DIMENSIONS)), key=lambda d: -distinctness(d))
     return [notes[d] for d in sorted(order[:count])]
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS, typical_position
 from resonance_os.core.hrv_types import default_target, validate_hrv
 from resonance_os.generation.topics import topic_phrases, validate_prompt
 
@@ -82,11 +82,13 @@ def spread_targets(target: list[float], roles: list[str]) -> list[list[float]]:
 
 
 def style_notes(target: list[float]) -> tuple[str, ...]:
-    """Describe a target in words (the instructions an LLM backend receives)."""
-    (cadence, valence, intensity, assertive, curiosity, metaphor, story, active) = target
+    """Describe a target in words (the instructions an LLM backend receives): each dimension low, mid
+    or high by the third of real prose's range it falls in (``core.hrv_constants.typical_position``)."""
+    positions = iter(typical_position(d, v) for d, v in zip(HRV_DIMENSIONS, target))
+    (cadence, valence, intensity, assertive, curiosity, metaphor, story, active) = positions
 
-    def level(value: float, low: str, mid: str, high: str) -> str:
-        return low if value < 0.35 else high if value > 0.65 else mid
+    def level(position: float, low: str, mid: str, high: str) -> str:
+        return low if position < 1 / 3 else high if position > 2 / 3 else mid
 
     return (
         level(

@@ -3,7 +3,7 @@
 The edges (API, CLI, evolution) call :func:`resolve_target` and pass the vector down; the writer and
 the rest of generation never open the profile database.
 
->>> resolve_target()                                   # ([0.40, 0.62, ...], "default profile builtin/professional")
+>>> resolve_target()                                   # ([0.42, 0.55, ...], "default profile builtin/professional")
 >>> resolve_target(profile="builtin/creative")         # a built-in template
 >>> resolve_target(profile="acme/newsletter")          # a stored profile (store: folder, URL or manager)
 >>> resolve_target(profile="newsletter", tenant="acme", store=manager)   # within one tenant (the API)
