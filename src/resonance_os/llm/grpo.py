@@ -638,26 +638,8 @@ class GRPO:
         config = GRPOConfig.from_dict(ckpt.metadata["grpo_config"])
         if not isinstance(policy, LMPolicy):
             raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
-        saved = ckpt.config.get("policy") or {}
-        for key in ("finetune", "lora_rank", "lora_alpha", "target_modules"):
-            mine = policy.config.to_dict()[key]
-            if key in saved and saved[key] != mine:
-                raise CheckpointError(
-                    f"{path} was trained with PolicyConfig.{key}={saved[key]!r} but the policy passed has "
-                    f"{mine!r}; build the policy with the saved PolicyConfig"
-                )
+        policy.load_trained_weights(ckpt, path)
         try:
-            if policy.is_lora:
-                from peft import set_peft_model_state_dict
-
-                result = set_peft_model_state_dict(policy.model, ckpt.weights["adapter"])
-                if list(getattr(result, "unexpected_keys", []) or []):
-                    raise CheckpointError(f"the adapter in {path} does not fit this policy's model")
-            else:
-                tensors = dict(ckpt.weights["model"])
-                for key, source in (ckpt.config.get("tied_weights") or {}).items():
-                    tensors[key] = tensors[source]
-                policy.model.load_state_dict(tensors, strict=True)
             trainer = cls(policy, reward_fn, prompts, config, log_dir=log_dir, tensorboard=tensorboard)
             trainer.optimizer.load_state_dict(ckpt.states["optimizer"])
         except (KeyError, RuntimeError, ValueError) as exc:

@@ -42,7 +42,7 @@ import torch
 import torch.nn.functional as F
 
 from resonance_os.llm.errors import ConfigError, LLMError, ReferenceUnavailableError
-from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
+from resonance_os.rl.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from resonance_os.rl.errors import CheckpointError
 
 CHECKPOINT_KIND = "LMPolicy"
@@ -565,6 +565,38 @@ class LMPolicy:
             # With reference_copy the reference of a reloaded full fine-tune is the loaded weights.
             policy = cls(tokenizer, model, config)
         return (policy, ckpt.states) if return_states else policy
+
+    def load_trained_weights(self, checkpoint: Checkpoint, path: str | os.PathLike[str]) -> None:
+        """Load a trainer checkpoint's weights (``checkpoint``, read from ``path``) into this fresh policy.
+
+        The policy must be built the way the saved one was (same base model and ``PolicyConfig``
+        finetune mode, rank, alpha and targets); the adapter (or the full weights) is loaded in place,
+        so the reference stays the base model. A mismatch is a ``CheckpointError`` naming the field.
+        """
+        saved = checkpoint.config.get("policy") or {}
+        mine = self.config.to_dict()
+        for key in ("finetune", "lora_rank", "lora_alpha", "target_modules"):
+            if key in saved and saved[key] != mine[key]:
+                raise CheckpointError(
+                    f"{path} was trained with PolicyConfig.{key}={saved[key]!r} but the policy passed has "
+                    f"{mine[key]!r}; build the policy with the saved PolicyConfig"
+                )
+        unexpected: list[str] = []
+        try:
+            if self.is_lora:
+                from peft import set_peft_model_state_dict
+
+                result = set_peft_model_state_dict(self.model, checkpoint.weights["adapter"])
+                unexpected = list(getattr(result, "unexpected_keys", []) or [])
+            else:
+                tensors = dict(checkpoint.weights["model"])
+                for key, source in (checkpoint.config.get("tied_weights") or {}).items():
+                    tensors[key] = tensors[source]
+                self.model.load_state_dict(tensors, strict=True)
+        except (KeyError, RuntimeError, ValueError) as exc:
+            raise CheckpointError(f"checkpoint {path} does not fit this policy: {exc}") from exc
+        if unexpected:
+            raise CheckpointError(f"the adapter in {path} does not fit this policy's model")
 
     # ----------------------------------------------------------------------------------- export
     def merge(self) -> torch.nn.Module:
