@@ -30,8 +30,10 @@ def test_two_batches_in_flight_lag_two_updates():
 def test_a_bad_lag_is_a_config_error():
     from resonance_os.rl.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="max_policy_lag=0 must be an integer >= 1"):
-        AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config(), max_policy_lag=0)
+    with pytest.raises(ConfigError, match="max_policy_lag=-1 must be an integer >= 0"):
+        AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config(), max_policy_lag=-1)
+    with pytest.raises(ConfigError, match="generators=0 must be an integer >= 1"):
+        AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config(), generators=0)
 
 
 def test_policy_lag_is_zero_then_one_and_the_first_step_equals_sync():
@@ -64,3 +66,28 @@ def test_learns_to_say_the_target_word_one_step_behind():
     rewards = [row["episode_reward_mean"] for row in trainer.history]
     assert rewards[0] < 0.05
     assert sum(rewards[-3:]) / 3 > rewards[0] + 0.3, rewards
+
+
+def test_lag_zero_on_the_workers_is_the_synchronous_trainer():
+    with AsyncGRPO(make_policy(), cat_freq, PROMPTS, small_config(), max_policy_lag=0) as trainer:
+        trainer.learn(3)
+    sync = GRPO(make_policy(), cat_freq, PROMPTS, small_config()).learn(3)
+    ours = [{k: v for k, v in row.items() if k not in BACKGROUND} for row in without_timing(trainer.history)]
+    assert [row["policy_lag"] for row in ours] == [0.0, 0.0, 0.0]
+    assert [{k: v for k, v in row.items() if k != "policy_lag"} for row in ours] == without_timing(
+        sync.history
+    )
+
+
+def test_two_generation_workers_give_the_same_run_as_one():
+    runs = []
+    for generators in (1, 2):
+        with AsyncGRPO(
+            make_policy(), cat_freq, PROMPTS, small_config(), max_policy_lag=2, generators=generators
+        ) as trainer:
+            trainer.learn(4)
+        runs.append(
+            [{k: v for k, v in row.items() if k not in BACKGROUND} for row in without_timing(trainer.history)]
+        )
+    assert runs[0] == runs[1]
+    assert [row["policy_lag"] for row in runs[1]] == [0.0, 1.0, 2.0, 2.0]

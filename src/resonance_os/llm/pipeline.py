@@ -1,21 +1,30 @@
-"""Asynchronous GRPO: the next steps' generation and scoring overlap this step's training.
+"""Asynchronous GRPO: generation and scoring on workers, up to k steps ahead of training.
 
-The synchronous trainer (``llm.grpo.GRPO``) runs each step as generate -> score -> train, so while it
-trains the generator and the verifiers (``verify.VerifierPool`` behind a reward callable) wait, and
-while they work the trainer waits. ``AsyncGRPO`` keeps an inference copy of the policy and two
-workers, PipelineRL / Atropos style (NousCoder's pipeline): a generator thread samples batch after
-batch and hands each to a scorer thread (the verifiers), and goes on with the next one:
+The synchronous trainer (``llm.grpo.GRPO``) runs each step as generate -> score -> train in one
+process, so while it trains the generator and the verifiers wait, and while they work the trainer
+waits. ``AsyncGRPO`` moves generation to **generation workers** (``llm.generation_worker``), each
+an actor with its own copy of the policy, and keeps up to ``max_policy_lag`` batches in flight,
+PipelineRL / Atropos style (NousCoder's pipeline): a batch is sampled on a worker with a snapshot of
+the weights, handed to the scorers (the reward callables: with ``verify.CodeReward`` over a
+``RemoteVerifierPool``, the sandbox actors) as soon as it is sampled, while the workers go on:
 
-    step s:  take batch s (generated with the weights of step s - k, scored meanwhile)
-             queue batch s + k with a snapshot of the current weights
+    step s:  take batch s (sampled with the weights of step s - k, scored meanwhile)
+             queue batches up to s + k, each with a snapshot of the current weights
              advantages, filters, K epochs of updates on batch s   (while batches s+1..s+k are worked on)
+
+Where the workers run is a ``distributed`` placement: local processes (the default) or Ray actors
+(``RayCluster(address)``, a command line's ``--ray ADDRESS``); the code path is the same.
 
 Bounded staleness: at most ``max_policy_lag`` = k batches are in flight, so every batch trains the
 policy exactly k updates after the one that sampled it (``policy_lag``; the first steps, with less
 in flight, have smaller lags, the very first is on-policy). The loss uses the sampling log-probs as
-pi_old, so the lag is corrected as any off-policy PPO/GRPO update is, bounded by the clip. Overlong
-filtering, DAPO's soft punishment and dynamic sampling come from ``GRPOConfig`` as in ``GRPO``
-(dynamic sampling's extra rounds run synchronously, on the current policy).
+pi_old, so the lag is corrected as any off-policy PPO/GRPO update is, bounded by the clip.
+``max_policy_lag=0`` is the synchronous schedule on the same workers (generate, score, then train).
+Overlong filtering, DAPO's soft punishment and dynamic sampling come from ``GRPOConfig`` as in
+``GRPO`` (dynamic sampling's extra rounds are generated on a worker with the current weights).
+
+With k >= 2 batches are scored concurrently (up to k reward calls at once, on k threads): reward
+callables must be thread-safe (``CodeReward`` is).
 
 Extra metrics per step: ``policy_lag``, ``time_wait_batch`` (the trainer waiting for its batch),
 ``time_generate_background`` / ``time_score_background`` (the workers' time on the batch trained),
@@ -25,7 +34,7 @@ checkpoint restarts the pipeline (its first step is on-policy), so it differs fr
 
 from __future__ import annotations
 
-import copy
+import itertools
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -33,18 +42,29 @@ from typing import Any
 
 import torch
 
+from resonance_os.distributed import Actor, LocalProcesses, Placement
+from resonance_os.llm.generation_worker import GenerationWorker, samples_to
 from resonance_os.llm.grpo import GRPO, GRPOConfig
 from resonance_os.llm.policy import LMPolicy
+from resonance_os.llm.sampling import Samples
 from resonance_os.rl.errors import ConfigError
 
-Batch = tuple[Any, torch.Tensor, dict[str, torch.Tensor], list[float]]
+Batch = tuple[Samples, torch.Tensor, dict[str, torch.Tensor], list[float]]
 
 
 class AsyncGRPO(GRPO):
-    """GRPO with generation and scoring up to ``max_policy_lag`` steps ahead of training.
+    """GRPO with generation on worker actors and up to ``max_policy_lag`` batches in flight.
 
-    Same arguments as ``GRPO``, plus ``max_policy_lag`` (1: PipelineRL's one step; k: k batches in
-    flight, each generated with the weights k updates old). Call ``close()`` when done.
+    Same arguments as ``GRPO``, plus:
+
+    Args:
+        max_policy_lag: k, batches in flight (1: PipelineRL's one step; 0: synchronous, on the same
+            workers). 1.
+        placement: where the generation workers run: ``distributed.LocalProcesses()`` (default, closed
+            with the trainer) or ``distributed.RayCluster(address)`` (the caller closes it).
+        generators: generation workers; batch s is sampled by worker s mod ``generators``. 1.
+
+    Call ``close()`` when done (or use the trainer as a context manager).
     """
 
     def __init__(
@@ -55,37 +75,72 @@ class AsyncGRPO(GRPO):
         config: GRPOConfig | dict[str, Any] | None = None,
         *,
         max_policy_lag: int = 1,
+        placement: Placement | None = None,
+        generators: int = 1,
         **kwargs: Any,
     ) -> None:
+        for name, value, least in (("max_policy_lag", max_policy_lag, 0), ("generators", generators, 1)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < least:
+                raise ConfigError(f"{name}={value!r} must be an integer >= {least}")
         super().__init__(policy, reward_fn, prompts, config, **kwargs)
-        if isinstance(max_policy_lag, bool) or not isinstance(max_policy_lag, int) or max_policy_lag < 1:
-            raise ConfigError(
-                f"max_policy_lag={max_policy_lag!r} must be an integer >= 1 (batches in flight)"
-            )
         self.max_policy_lag = max_policy_lag
-        self._inference_policy = copy.deepcopy(policy)
-        self._generator = ThreadPoolExecutor(max_workers=1, thread_name_prefix="generator")
-        self._scorer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="scorer")
+        self._owns_placement = placement is None
+        self.placement: Placement = (
+            placement if placement is not None else LocalProcesses(_modules_of(policy))
+        )
+        cfg = self.config
+        sampling = {
+            "n": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature,
+            "top_p": cfg.top_p, "stop": list(cfg.stop),
+        }  # fmt: skip
+        self._turn = itertools.count()
+        self._scorer = ThreadPoolExecutor(max_workers=max(1, max_policy_lag), thread_name_prefix="scorer")
         self._in_flight: dict[int, tuple[tuple[tuple[int, ...], int], int, Future[Batch]]] = {}
         self._step_metrics: dict[str, float] = {}
+        self._generators: list[Actor] = []
+        try:
+            for index in range(generators):
+                self._generators.append(
+                    self.placement.start(
+                        GenerationWorker, policy, self._prompt_ids, sampling, name=f"generator-{index}"
+                    )
+                )
+        except BaseException:
+            self.close()
+            raise
 
     def close(self) -> None:
-        """Stop the generation and scoring workers (batches in flight are finished, then dropped)."""
-        self._generator.shutdown(wait=True)
+        """Stop the workers (batches in flight are finished, then dropped)."""
         self._scorer.shutdown(wait=True)
         self._in_flight.clear()
+        for generator in self._generators:
+            generator.stop()
+        self._generators = []
+        if self._owns_placement:
+            self.placement.close()
 
-    # -- the workers: generation on the inference copy, then scoring, each on its own thread
-    def _generate_with(self, indices: list[int], seed: int, weights: list[torch.Tensor]) -> tuple[Any, float]:
-        start = time.perf_counter()
-        with torch.no_grad():
-            for parameter, value in zip(self._inference_policy.trainable_parameters(), weights, strict=True):
-                parameter.copy_(value)
-        samples = self._generate(indices, seed, self._inference_policy)
-        return samples, time.perf_counter() - start
+    def __enter__(self) -> AsyncGRPO:
+        return self
 
-    def _score_when_generated(self, indices: list[int], generated: Future[tuple[Any, float]]) -> Batch:
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the workers: generation on a generation worker, then scoring on a scorer thread
+    def _request_generation(self, indices: list[int], seed: int) -> Future[tuple[Samples, float]]:
+        """Sample ``indices`` on the next worker with the weights as they are now (a CPU copy)."""
+        weights = [p.detach().to("cpu", copy=True) for p in self.policy.trainable_parameters()]
+        generator = self._generators[next(self._turn) % len(self._generators)]
+        return generator.call("generate", weights, indices, seed)
+
+    def _generate(self, indices: list[int], seed: int, policy: LMPolicy | None = None) -> Samples:
+        """Generation now (the synchronous schedule, the first step, dynamic sampling's rounds): on a
+        worker, with the current weights."""
+        samples, _ = self._request_generation(indices, seed).result()
+        return samples_to(samples, self.policy.device)
+
+    def _score_when_generated(self, indices: list[int], generated: Future[tuple[Samples, float]]) -> Batch:
         samples, generate_seconds = generated.result()
+        samples = samples_to(samples, self.policy.device)
         start = time.perf_counter()
         rewards, per_function = self._score(indices, samples)
         return samples, rewards, per_function, [generate_seconds, time.perf_counter() - start]
@@ -93,8 +148,7 @@ class AsyncGRPO(GRPO):
     def _launch(self, step: int) -> None:
         """Queue ``step``'s batch with the weights as they are now (before this step's update)."""
         indices, seed = self._prompt_indices(step), self._stream_seed(step, 0)
-        weights = [parameter.detach().clone() for parameter in self.policy.trainable_parameters()]
-        generated = self._generator.submit(self._generate_with, indices, seed, weights)
+        generated = self._request_generation(indices, seed)
         scored = self._scorer.submit(self._score_when_generated, indices, generated)
         self._in_flight[step] = ((tuple(indices), seed), self.num_timesteps, scored)
 
@@ -110,9 +164,9 @@ class AsyncGRPO(GRPO):
             waited = time.perf_counter() - waited
             lag, background = step - entry[1], times
             batch: Batch = (samples, rewards, per_function, [waited, 0.0])
-        else:  # nothing in flight (the first step, or after a resume): generate on-policy now
+        else:  # nothing in flight (the first step, after a resume, k = 0): generate on-policy now
             batch = super()._generate_and_score(indices, seed)
-            waited, lag, background = sum(batch[3]), 0, [0.0, 0.0]
+            waited, lag, background = sum(batch[3]), 0, batch[3]
         self._step_metrics = {
             "policy_lag": float(lag),
             "time_wait_batch": waited,
@@ -130,3 +184,9 @@ class AsyncGRPO(GRPO):
         generating = self._step_metrics["time_generate_background"]
         metrics["generator_busy_fraction"] = min(1.0, generating / max(metrics["time_step"], 1e-9))
         return metrics
+
+
+def _modules_of(policy: LMPolicy) -> list[str]:
+    """The modules a worker imports to unpickle ``policy`` (preloaded once by local processes)."""
+    objects = [policy.tokenizer, *policy.model.modules()]
+    return sorted({type(obj).__module__ for obj in objects})
