@@ -32,7 +32,10 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The slow tests include the Ray test (tests/distributed/test_ray.py: a local Ray instance, about a
+# minute with the install), so this target adds the `ray` extra; the default install does not need Ray.
 test-slow: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,local,ray]'
 	$(BIN)/python -m pytest -q -m slow
 
 # The API tests and the schema-upgrade tests again, against a throw-away PostgreSQL 15 server on
