@@ -20,6 +20,7 @@ from resonance_os.cli import original_flags
 from resonance_os.cli import plot as plot_cli
 from resonance_os.cli import profiles as profiles_cli
 from resonance_os.cli import refine as refine_cli
+from resonance_os.cli import rlvr as rlvr_cli
 from resonance_os.cli import scaling as scaling_cli
 from resonance_os.cli import score as score_cli
 from resonance_os.cli import serve as serve_cli
@@ -44,6 +45,7 @@ app.add_typer(profiles_cli.app, name="profiles")
 app.add_typer(classic_cli.app, name="classic")
 app.add_typer(llm_cli.app, name="llm")
 app.add_typer(verify_cli.app, name="verify")
+app.add_typer(rlvr_cli.app, name="rlvr")
 app.add_typer(ddpo_cli.app, name="ddpo")
 app.add_typer(scaling_cli.app, name="scaling")
 app.command("generate")(generate_cli.generate)

@@ -89,12 +89,9 @@ def _where(path: Path, table: str, key: str | None = None) -> str:
     return f"{path.name}: {table}" + (f".{key}" if key else "")
 
 
-def load_spec(path: Path) -> TrainSpec:
-    """Read and check the TOML; raises ``ConfigError`` naming the table and field of any mistake."""
-    from resonance_os.llm.grpo import GRPOConfig
-    from resonance_os.llm.policy import PolicyConfig
-    from resonance_os.llm.rewards import REWARDS, build_reward
-
+def read_toml(path: Path, tables: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The TOML at ``path`` as a dict, checked to hold exactly ``tables`` (``optional`` may be absent),
+    each a table; raises ``ConfigError`` naming the file and table."""
     if not path.is_file():
         raise ConfigError(f"no config file at {path}")
     if tomllib is None:  # pragma: no cover
@@ -103,23 +100,30 @@ def load_spec(path: Path) -> TrainSpec:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path.name} is not valid TOML: {exc}") from None
-    unknown = sorted(set(raw) - set(TABLES))
+    unknown = sorted(set(raw) - set(tables))
     if unknown:
-        raise ConfigError(f"{path.name}: unknown table(s) {unknown}; the tables are {list(TABLES)}")
-    for name in TABLES:
+        raise ConfigError(f"{path.name}: unknown table(s) {unknown}; the tables are {list(tables)}")
+    for name in tables:
         if name not in raw:
+            if name in optional:
+                continue
             raise ConfigError(f"{path.name}: missing table {name} (a [{name}] header)")
         if not isinstance(raw[name], dict):
             raise ConfigError(f"{path.name}: {name} must be a table")
-    base = path.resolve().parent
+    return raw
 
-    # [model]
-    model = dict(raw["model"])
+
+def model_table(path: Path, table: dict[str, Any]) -> tuple[str, str | None, Any]:
+    """``(model_path, device, PolicyConfig)`` from the [model] table; a relative folder is read from
+    the TOML's folder."""
+    from resonance_os.llm.policy import PolicyConfig
+
+    model = dict(table)
     model_path = model.pop("path", None)
     if not isinstance(model_path, str) or not model_path:
         raise ConfigError(f'{_where(path, "model", "path")} must be "smollm2" or a local Hugging Face folder')
     if model_path != "smollm2":
-        folder = Path(model_path) if Path(model_path).is_absolute() else base / model_path
+        folder = Path(model_path) if Path(model_path).is_absolute() else path.resolve().parent / model_path
         if not (folder / "config.json").is_file():
             raise ConfigError(
                 f"{_where(path, 'model', 'path')}={model_path!r}: no Hugging Face model folder there"
@@ -132,17 +136,31 @@ def load_spec(path: Path) -> TrainSpec:
         policy = PolicyConfig.from_dict(model)
     except (ConfigError, TypeError) as exc:
         raise ConfigError(f"{_where(path, 'model')}: {str(exc).replace('PolicyConfig.', 'model.')}") from None
+    return model_path, device, policy
 
-    # [grpo]
-    grpo_raw = raw["grpo"]
+
+def grpo_table(path: Path, table: dict[str, Any]) -> Any:
+    """The ``GRPOConfig`` of the [grpo] table; an unknown or bad field is named."""
+    from resonance_os.llm.grpo import GRPOConfig
+
     known = set(GRPOConfig.__dataclass_fields__)
-    unknown = sorted(set(grpo_raw) - known)
+    unknown = sorted(set(table) - known)
     if unknown:
         raise ConfigError(f"{_where(path, 'grpo', unknown[0])}: unknown GRPO setting; known: {sorted(known)}")
     try:
-        grpo = GRPOConfig.from_dict(grpo_raw)
+        return GRPOConfig.from_dict(table)
     except ConfigError as exc:  # "GRPOConfig.group_size=1: ..." -> "run.toml: grpo.group_size=1: ..."
         raise ConfigError(f"{path.name}: {str(exc).replace('GRPOConfig.', 'grpo.', 1)}") from None
+
+
+def load_spec(path: Path) -> TrainSpec:
+    """Read and check the TOML; raises ``ConfigError`` naming the table and field of any mistake."""
+    from resonance_os.llm.rewards import REWARDS, build_reward
+
+    raw = read_toml(path, TABLES)
+    base = path.resolve().parent
+    model_path, device, policy = model_table(path, raw["model"])
+    grpo = grpo_table(path, raw["grpo"])
 
     # [data]
     data = raw["data"]
@@ -215,17 +233,18 @@ def load_spec(path: Path) -> TrainSpec:
     return TrainSpec(model_path, device, policy, grpo, prompts, answers, rewards)
 
 
-def _build_policy(spec: TrainSpec) -> Any:
+def build_policy(model_path: str, device: str | None, config: Any) -> Any:
+    """The ``LMPolicy`` of a [model] table: SmolLM2 from the reference-model cache, or a local folder."""
     from resonance_os.llm.policy import LMPolicy
 
-    if spec.model_path == "smollm2":
+    if model_path == "smollm2":
         from resonance_os.quality import reference_lm
 
         tokenizer, model = reference_lm.load_model(str(reference_lm.default_cache_dir()))
-        if spec.device is not None:
-            model.to(spec.device)
-        return LMPolicy(tokenizer, model, spec.policy)
-    return LMPolicy.from_pretrained(spec.model_path, spec.policy, device=spec.device)
+        if device is not None:
+            model.to(device)
+        return LMPolicy(tokenizer, model, config)
+    return LMPolicy.from_pretrained(model_path, config, device=device)
 
 
 def run_training(config: Path, out: Path, steps: int, seed: int | None, progress: bool) -> Any:
@@ -240,7 +259,7 @@ def run_training(config: Path, out: Path, steps: int, seed: int | None, progress
     reward_fns = [
         (build_reward(name, spec.answers, **options), weight) for name, weight, options in spec.rewards
     ]
-    policy = _build_policy(spec)
+    policy = build_policy(spec.model_path, spec.device, spec.policy)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.toml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
     trainer = GRPO(policy, reward_fns, spec.prompts, grpo, log_dir=out)

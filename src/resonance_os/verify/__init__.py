@@ -19,6 +19,7 @@ from resonance_os.verify.problems import (
     builtin_problems,
     load_problems,
     problem_from_test_file,
+    split_problems,
 )
 from resonance_os.verify.reward import CodeReward, extract_program
 from resonance_os.verify.rollout import TestDifficulty, Verdict, verify_rollout
@@ -45,5 +46,6 @@ __all__ = [
     "load_humaneval",
     "load_problems",
     "problem_from_test_file",
+    "split_problems",
     "verify_rollout",
 ]

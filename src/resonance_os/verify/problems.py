@@ -15,7 +15,8 @@ one test and ``test.judge(execution)`` turns the sandbox's report into an :class
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import random
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -202,6 +203,33 @@ def problem_from_test_file(path: str | Path) -> Problem:
         except json.JSONDecodeError as exc:
             raise ProblemFormatError(f"{path.name}:{number}: not valid JSON ({exc.msg})") from None
     return Problem(path.stem, "", tuple(_stdio_tests(cases, path.name, "tests")))
+
+
+def split_problems(
+    problems: Sequence[Problem], heldout: float | int, seed: int = 0
+) -> tuple[list[Problem], list[Problem]]:
+    """``(train, held_out)``: a seeded shuffle of ``problems`` split in two, each part in input order.
+
+    ``heldout`` is a fraction in (0, 1) of the problems (rounded, at least one) or a count >= 1; both
+    parts must be non-empty. Same problems and seed, same split.
+    """
+    n = len(problems)
+    if isinstance(heldout, bool) or not isinstance(heldout, (int, float)):
+        raise ProblemFormatError(f"heldout={heldout!r} must be a fraction in (0, 1) or a count >= 1")
+    if isinstance(heldout, int):
+        count = heldout
+    else:
+        count = max(1, round(heldout * n)) if 0 < heldout < 1 else 0
+    if not 1 <= count < n:
+        raise ProblemFormatError(
+            f"heldout={heldout!r} leaves no problems for one side of the split of {n} problems; give a "
+            "fraction in (0, 1) or a count from 1 to the number of problems - 1"
+        )
+    order = random.Random(seed).sample(range(n), n)
+    held = set(order[:count])
+    return [p for i, p in enumerate(problems) if i not in held], [
+        p for i, p in enumerate(problems) if i in held
+    ]
 
 
 def builtin_problems() -> list[Problem]:

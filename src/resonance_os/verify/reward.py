@@ -10,14 +10,17 @@ How a completion becomes a program (``program_from``):
 
 - ``"fenced"``: the last fenced code block (```` ```python ... ``` ````), else the whole completion;
 - ``"continuation"``: the problem's prompt followed by the completion (HumanEval's convention: the
-  completion continues the function whose signature and docstring end the prompt).
+  completion continues the function whose signature and docstring end the prompt);
+- ``"prompt_then_fenced"``: the problem's prompt, then the last fenced code block (or the whole
+  completion): for chat models asked to complete a HumanEval function, which write the whole function
+  again but often drop the prompt's imports and helpers; their definition replaces the stub's.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.verify.errors import VerifyError
@@ -25,6 +28,8 @@ from resonance_os.verify.pool import VerifierPool
 from resonance_os.verify.problems import Problem
 from resonance_os.verify.rollout import Verdict
 
+ProgramFrom = Literal["fenced", "continuation", "prompt_then_fenced"]
+PROGRAM_FROM: tuple[str, ...] = get_args(ProgramFrom)
 _FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 
@@ -46,7 +51,7 @@ class CodeReward:
     Args:
         pool: the verifier pool (its ``reward`` setting decides +1/-1 or the fraction passed).
         problems: the problems, looked up by their ``prompt`` text (or give a mapping prompt -> problem).
-        program_from: ``"fenced"`` or ``"continuation"`` (see the module docstring).
+        program_from: ``"fenced"``, ``"continuation"`` or ``"prompt_then_fenced"`` (see the module docstring).
 
     ``last_verdicts`` keeps the verdicts of the latest call (outcomes, tests run, seconds) for logging.
     """
@@ -57,10 +62,10 @@ class CodeReward:
         self,
         pool: VerifierPool,
         problems: Sequence[Problem] | Mapping[str, Problem],
-        program_from: Literal["fenced", "continuation"] = "fenced",
+        program_from: ProgramFrom = "fenced",
     ) -> None:
-        if program_from not in ("fenced", "continuation"):
-            raise ValidationError(f"program_from must be 'fenced' or 'continuation', got {program_from!r}")
+        if program_from not in PROGRAM_FROM:
+            raise ValidationError(f"program_from must be one of {PROGRAM_FROM}, got {program_from!r}")
         self.pool = pool
         self.problems = dict(problems) if isinstance(problems, Mapping) else {p.prompt: p for p in problems}
         self.program_from = program_from
@@ -69,6 +74,8 @@ class CodeReward:
     def program(self, problem: Problem, completion: str) -> str:
         if self.program_from == "continuation":
             return problem.prompt + completion
+        if self.program_from == "prompt_then_fenced":
+            return f"{problem.prompt}\n{extract_program(completion)}"
         return extract_program(completion)
 
     def __call__(self, prompts: list[Any], completions: list[str]) -> list[float]:
