@@ -18,6 +18,17 @@ def measure(text: str, dimension: str) -> float:
     [
         (E.to_active, "The module is imported by the interpreter.", "The interpreter imports the module."),
         (E.to_passive, "The interpreter imports the module.", "The module is imported by the interpreter."),
+        (E.to_passive, "The team built the bridge.", "The bridge was built by the team."),  # irregular
+        (
+            E.to_passive,
+            "Finally, the company president called Sam into his office.",
+            "Finally, Sam was called by the company president into his office.",
+        ),
+        (
+            E.to_passive,
+            "The manager thanked them for their work.",
+            "They were thanked by the manager for their work.",
+        ),
         (E.to_question, "The result is an integer.", "Is the result an integer?"),
         (E.to_statement, "Is the result an integer?", "The result is an integer."),
         (
@@ -26,6 +37,11 @@ def measure(text: str, dimension: str) -> float:
             "This step is very important for the test.",
         ),
         (E.remove_intensifier, "It is a very important step.", "It is an important step."),
+        (
+            E.add_intensifier,
+            "The team felt nervous before the launch.",
+            "The team felt very nervous before the launch.",
+        ),
         (
             lambda s: E.add_opener(s, "In fact,"),
             "The call returns a new list.",
@@ -73,6 +89,13 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (E.to_passive, "The function returns the value of the key."),  # object runs on with "of"
         (E.to_active, "The value was computed by a function that runs twice."),  # agent with a clause
         (E.to_passive, "He said that it works."),  # no direct object
+        (E.to_passive, "The dog bit me and ran away."),  # "ran away" would get the new subject
+        (E.to_passive, "And so, the story begins all over again."),  # "all over again" is no object
+        (E.to_passive, "This research suggests that even minor deficiencies matter."),  # a clause
+        (
+            E.to_passive,
+            "The government recently implemented a project aimed at repairs.",
+        ),  # adverb, participle
         (E.to_question, "What is the point."),  # not a noun-phrase subject
         (E.to_statement, "Why is it slow?"),  # wh-question
         (E.split, "It works, and it is fast enough."),  # right part too short
@@ -80,6 +103,7 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (lambda s: E.add_opener(s, "In fact,"), "Indeed, the call returns."),  # already has an opener
         (lambda s: E.add_opener(s, "In fact,"), '"We kept going," Maya said.'),  # dialogue
         (E.add_intensifier, "The call uses a common type."),  # technical adjective
+        (E.add_intensifier, "The answer is perfect."),  # takes no degree
         (E.remove_intensifier, "It is the very first item."),
     ],
 )

@@ -7,7 +7,7 @@ edit works only on sentence shapes it can parse with certainty and returns ``Non
 * openers (hedge "Generally,", booster "In fact,", time marker "Eventually,"; evaluative ones such
   as "Fortunately," are only removed) go only in front of a
   sentence that starts with a function word, so lower-casing it cannot break a name;
-* voice changes need a short noun phrase on each side, a verb from the table below and no trailing
+* voice changes need a short noun phrase on each side, a verb of ``data/transitive_verbs.txt`` and no trailing
   clause: "The module is imported by the interpreter." <-> "The interpreter imports the module.";
 * questions invert only "NP be/modal ..." statements with a short noun phrase subject;
 * similes are appended as a trailing "like ..." phrase and removed only in that shape;
@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from importlib.resources import files
+
+from resonance_os.profiling.lexicons import CLASS_ADJECTIVE, CLASS_NOUN, get_lexicon
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _UNSAFE = re.compile(r"[\"“”`:()\[\]{}<>=_/\\|*#@]|'\w|\w'(?!s\b)|\s'|^'")
@@ -65,68 +68,44 @@ _ADVERBIAL_STARTS = frozenset(
     "within through across".split()
 )
 
-# base, 3rd person singular, past, past participle; only verbs that take a direct object.
-_VERB_TABLE = """
-accept add affect allow apply avoid build call catch change check choose close compare compute contain
-control convert copy create define delete describe design determine display evaluate expect explain
-find fix follow give handle hide hold ignore implement import include interpret keep know lose make
-manage modify move need open override pass pay perform produce protect provide raise read receive
-reject remove replace represent require reset resolve return run save see send set share show solve
-specify start stop store support take teach tell test throw treat understand update use write win
-"""
-_IRREGULAR = {
-    "build": ("built", "built"),
-    "catch": ("caught", "caught"),
-    "choose": ("chose", "chosen"),
-    "find": ("found", "found"),
-    "give": ("gave", "given"),
-    "hide": ("hid", "hidden"),
-    "hold": ("held", "held"),
-    "keep": ("kept", "kept"),
-    "know": ("knew", "known"),
-    "lose": ("lost", "lost"),
-    "make": ("made", "made"),
-    "pay": ("paid", "paid"),
-    "read": ("read", "read"),
-    "reset": ("reset", "reset"),
-    "run": ("ran", "run"),
-    "see": ("saw", "seen"),
-    "send": ("sent", "sent"),
-    "set": ("set", "set"),
-    "show": ("showed", "shown"),
-    "take": ("took", "taken"),
-    "teach": ("taught", "taught"),
-    "tell": ("told", "told"),
-    "throw": ("threw", "thrown"),
-    "understand": ("understood", "understood"),
-    "win": ("won", "won"),
-    "write": ("wrote", "written"),
-}
-_DOUBLING = frozenset("stop".split())
 
-
-def _forms(base: str) -> tuple[str, str, str, str]:
-    """(base, 3rd person singular, past, past participle) of a table verb."""
+def _forms(
+    base: str, irregular: tuple[str, str] | None = None, double: bool = False
+) -> tuple[str, str, str, str]:
+    """(base, 3rd person singular, past, past participle) of a verb."""
     if base.endswith(("s", "sh", "ch", "x")):
         third = base + "es"
     elif base.endswith("y") and base[-2] not in "aeiou":
         third = base[:-1] + "ies"
     else:
         third = base + "s"
-    if base in _IRREGULAR:
-        return (base, third, *_IRREGULAR[base])
+    if irregular is not None:
+        return (base, third, *irregular)
     if base.endswith("e"):
         past = base + "d"
     elif base.endswith("y") and base[-2] not in "aeiou":
         past = base[:-1] + "ied"
-    elif base in _DOUBLING:
+    elif double:
         past = base + base[-1] + "ed"
     else:
         past = base + "ed"
     return base, third, past, past
 
 
-VERBS = {base: _forms(base) for base in _VERB_TABLE.split()}
+def _verb_table() -> dict[str, tuple[str, str, str, str]]:
+    """Base form -> forms of every verb in ``data/transitive_verbs.txt`` (verbs taking a direct object)."""
+    text = files("resonance_os.generation").joinpath("data", "transitive_verbs.txt").read_text("utf-8")
+    table = {}
+    for line in text.splitlines():
+        fields = line.split()
+        if not fields or line.startswith("#"):
+            continue
+        base, rest = fields[0], fields[1:]
+        table[base] = _forms(base, (rest[0], rest[1]) if len(rest) == 2 else None, rest == ["double"])
+    return table
+
+
+VERBS = _verb_table()
 _BY_PARTICIPLE = {forms[3]: forms for forms in VERBS.values()}
 _BY_FINITE = {form: forms for forms in VERBS.values() for form in (forms[1], forms[2])}
 
@@ -169,8 +148,32 @@ GRADABLE = frozenset(
     "important useful easy difficult good bad careful clear powerful strong weak dangerous safe helpful "
     "happy sad nice hard valuable".split()
 )
-"""Adjectives 'very' may precede: each has a VADER value, so intensity moves; none is a technical term."""
-_BEFORE_ADJECTIVE = frozenset("is are was were be been a an seems remains becomes looks feels".split())
+"""Adjectives 'very' may precede that are also nouns in lemminflect's table ("good", "clear"); each has a
+VADER value, so intensity moves; none is a technical term."""
+NOT_GRADABLE = frozenset("perfect dead unique impossible true false fatal infinite supreme ultimate".split())
+"""Adjectives with a VADER value that do not take a degree ("very perfect")."""
+
+
+def gradable(word: str) -> bool:
+    """Whether 'very' may precede ``word``: one of ``GRADABLE``, or an adjective (never a noun) of
+    lemminflect's table with a clear VADER valence (|v| >= 1), so the intensifier moves intensity."""
+    if word in GRADABLE:
+        return True
+    if word in NOT_GRADABLE or not word.isalpha():
+        return False
+    lexicon = get_lexicon()
+    classes = lexicon.word_classes.get(word, 0)
+    return (
+        bool(classes & CLASS_ADJECTIVE)
+        and not classes & CLASS_NOUN
+        and abs(lexicon.valence.get(word, 0.0)) >= 1.0
+    )
+
+
+_BEFORE_ADJECTIVE = frozenset(
+    "is are was were be been a an seems seemed remains remained becomes became looks looked feels felt "
+    "sounds sounded grew".split()
+)
 
 HEDGE_OPENERS = ("In most cases,", "Generally,", "Typically,", "In general,")
 BOOSTER_OPENERS = ("In fact,", "Indeed,", "Of course,", "Clearly,")
@@ -267,14 +270,23 @@ def remove_opener(sentence: str, openers: Iterable[str]) -> str | None:
 
 # -- questions ----------------------------------------------------------------------------------
 def _noun_phrase(words: list[str]) -> bool:
-    """A short noun phrase: a pronoun, or a determiner and up to three words with no clause words."""
+    """A short noun phrase: a pronoun, or a determiner and up to three nouns and adjectives (lemminflect's
+    word classes) ending in a noun, with no clause words: not "all over again" or "a project aimed"."""
     if len(words) == 1:
         return words[0].lower() in SUBJECT_PRONOUNS or words[0].lower() == "there"
     head = words[0].lower()
+    classes = get_lexicon().word_classes
     return (
         head in DETERMINERS
         and len(words) <= 4
-        and all(w.isalpha() and w.islower() and w not in _CLAUSE_WORDS for w in words[1:])
+        and all(
+            w.isalpha()
+            and w.islower()
+            and w not in _CLAUSE_WORDS
+            and classes.get(w, 0) & (CLASS_NOUN | CLASS_ADJECTIVE)
+            for w in words[1:]
+        )
+        and bool(classes.get(words[-1], 0) & CLASS_NOUN)
     )
 
 
@@ -393,30 +405,63 @@ def to_active(sentence: str) -> str | None:
     return None
 
 
+_OBJECT_ENDS = _ADVERBIAL_STARTS | frozenset(
+    "to and or but so because as than since although though where".split()
+)
+"""Words that end a direct object: a prepositional phrase, a conjunction or a subordinate clause."""
+_OBJECT_AS_SUBJECT = {"him": "he", "her": "she", "them": "they", "us": "we", "me": "I"}
+
+
+def _passive_subject(obj: list[str]) -> tuple[list[str], bool] | None:
+    """The direct object ``obj`` as the subject of a passive and whether it is plural: a short noun
+    phrase, an object pronoun ("them" -> "they") or a name of one or two capitalised words."""
+    if len(obj) == 1 and obj[0] in _OBJECT_AS_SUBJECT:
+        subject = _OBJECT_AS_SUBJECT[obj[0]]
+        return [subject], subject in ("they", "we")
+    if 1 <= len(obj) <= 2 and all(w.isalpha() and w[0].isupper() and w[1:].islower() for w in obj):
+        return obj, False
+    if len(obj) > 1 and obj[0] != "that" and _noun_phrase(obj):  # "suggests that ...": a clause
+        return obj, _is_plural(obj)
+    return None
+
+
+def _be_form(subject: list[str], plural: bool, past: bool) -> str:
+    if subject == ["I"]:
+        return "was" if past else "am"
+    return ("were" if plural else "was") if past else ("are" if plural else "is")
+
+
 def to_passive(sentence: str) -> str | None:
-    """'The interpreter imports the module.' -> 'The module is imported by the interpreter.'"""
+    """'The interpreter imports the module.' -> 'The module is imported by the interpreter.';
+    'Finally, the president called Sam into his office.' -> 'Finally, Sam was called by the president
+    into his office.' (an opener of up to four words ending in a comma stays in front)."""
     parsed = _statement(sentence)
     if parsed is None:
         return None
     words = parsed[0]
-    for i in range(1, min(len(words) - 1, 5)):
-        forms = _BY_FINITE.get(words[i]) or (VERBS.get(words[i]) if words[i] in VERBS else None)
+    opener_end = next((k + 1 for k in range(min(4, len(words) - 3)) if words[k].endswith(",")), 0)
+    opener, body = words[:opener_end], words[opener_end:]
+    if opener and any(w.endswith(",") for w in body[:4]):
+        return None
+    for i in range(1, min(len(body) - 1, 5)):
+        forms = _BY_FINITE.get(body[i]) or VERBS.get(body[i])
         if forms is None:
             continue
-        subject = words[:i]
+        subject = body[:i]
         if not _noun_phrase(subject) or subject[0].lower() == "there" or _lowered_start(subject) is None:
             return None
-        if words[i] == forms[0] and not _is_plural(subject):
+        if body[i] == forms[0] and not _is_plural(subject):
             return None
-        end = next((j for j in range(i + 1, len(words)) if words[j] in _ADVERBIAL_STARTS), len(words))
-        obj = words[i + 1 : end]
-        if not obj or len(obj) == 1 or not _noun_phrase(obj) or any(w.endswith(",") for w in obj):
+        end = next((j for j in range(i + 1, len(body)) if body[j].lower() in _OBJECT_ENDS), len(body))
+        obj = body[i + 1 : end]
+        if any(w.endswith(",") for w in obj) or (new_subject := _passive_subject(obj)) is None:
             return None
-        past = words[i] == forms[2] and words[i] != forms[0]
-        plural = _is_plural(obj)
-        be = ("were" if plural else "was") if past else ("are" if plural else "is")
-        rest = words[end:]
-        return " ".join(_capitalize([*obj, be, forms[3], "by", *_as_object(subject), *rest])) + "."
+        if {"and", "or", "but"}.intersection(w.lower() for w in body[end:]):
+            return None  # "The dog bit me and ran away": a second verb would share the new subject
+        passive_subject, plural = new_subject
+        be = _be_form(passive_subject, plural, past=body[i] == forms[2] and body[i] != forms[0])
+        clause = [*passive_subject, be, forms[3], "by", *_as_object(subject), *body[end:]]
+        return " ".join([*opener, *clause] if opener else _capitalize(clause)) + "."
     return None
 
 
@@ -483,7 +528,7 @@ def add_intensifier(sentence: str) -> str | None:
     words = parsed[0]
     for i in range(1, len(words)):
         bare = words[i].rstrip(",")
-        if bare in GRADABLE and words[i - 1].lower() in _BEFORE_ADJECTIVE:
+        if words[i - 1].lower() in _BEFORE_ADJECTIVE and gradable(bare):
             before = words[:i]
             if before[-1].lower() == "an":
                 before[-1] = before[-1][:-1]
