@@ -58,6 +58,9 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         samples_per_epoch=args.samples_per_epoch,
         train_batch_size=args.samples_per_epoch // 2,
         learning_rate=args.learning_rate,
+        clip_range=args.clip_range,
+        num_inner_epochs=args.inner_epochs,
+        min_policy_std=args.min_policy_std,
     )
     trainer = DDPO(unet, reward_fn, config)
     start = time.perf_counter()
@@ -78,10 +81,10 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
 def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
     """A finished run is kept in ``results/ddpo_runs/`` and read back, so the grid can be split
     across processes (one per reward or method) and a last call only aggregates."""
-    name = (
-        f"{reward}_{method}_seed{seed}_{args.epochs}x{args.samples_per_epoch}_lr{args.learning_rate:g}.json"
-    )
-    path = RESULTS / "ddpo_runs" / name
+    name = f"{reward}_{method}_seed{seed}_{args.epochs}x{args.samples_per_epoch}_lr{args.learning_rate:g}"
+    if method in ("is", "sf"):  # the settings only DDPO reads
+        name += f"_clip{args.clip_range:g}_inner{args.inner_epochs}_std{args.min_policy_std:g}"
+    path = RESULTS / "ddpo_runs" / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
     result = run_one(models, reward, method, seed, args)
@@ -178,7 +181,15 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--samples-per-epoch", type=int, default=64)
-    parser.add_argument("--learning-rate", type=float, default=3e-5)
+    parser.add_argument("--learning-rate", type=float, default=DDPOConfig.learning_rate)
+    parser.add_argument("--clip-range", type=float, default=DDPOConfig.clip_range)
+    parser.add_argument("--inner-epochs", type=int, default=DDPOConfig.num_inner_epochs)
+    parser.add_argument(
+        "--min-policy-std",
+        type=float,
+        default=DDPOConfig.min_policy_std,
+        help="DDPO trains only the denoising steps with sigma_t at least this (0: all)",
+    )
     parser.add_argument("--speed-repeats", type=int, default=2)
     parser.add_argument("--skip-speed", action="store_true")
     parser.add_argument("--tag", default="", help="suffix of the figure, JSON and grid names (e.g. _long)")

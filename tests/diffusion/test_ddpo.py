@@ -61,6 +61,30 @@ def test_is_clips_the_off_policy_minibatch_and_sf_stays_on_policy(tiny_unet) -> 
     assert stats["clip_fraction"] > 0.0  # the second minibatch sees the weights after the first step
 
 
+@pytest.mark.parametrize("method", ["is", "sf"])
+def test_ddpo_raises_the_reward_above_the_untrained_model_by_a_margin(tiny_unet, method) -> None:
+    """Learning test: 10 epochs of 32 chains on brightness, fixed seed, same evaluation noise before and after."""
+    config = DDPOConfig(
+        method=method, samples_per_epoch=32, train_batch_size=16, num_steps=4, learning_rate=1e-3
+    )
+    trainer = DDPO(tiny_unet, brightness, config)
+    labels = torch.arange(40) % 10
+    before = brightness(trainer.sample(labels, seed=7).images, labels)
+    trainer.learn(10)
+    after = brightness(trainer.sample(labels, seed=7).images, labels)
+    three_standard_errors = 3 * before.std() / np.sqrt(len(before))
+    assert after.mean() - before.mean() > three_standard_errors
+
+
+def test_only_steps_with_enough_policy_noise_are_trained(tiny_unet) -> None:
+    trainer = DDPO(tiny_unet, brightness, DDPOConfig(num_steps=10))
+    assert trainer.trainable_steps.tolist() == list(range(8))  # sigma_t 0.015 and 0.007 at the last two
+    everything = DDPO(tiny_unet, brightness, DDPOConfig(num_steps=10, min_policy_std=0.0))
+    assert everything.trainable_steps.tolist() == list(range(10))
+    with pytest.raises(ConfigError, match="leaves no denoising step"):
+        DDPO(tiny_unet, brightness, DDPOConfig(min_policy_std=5.0))
+
+
 @pytest.mark.parametrize("method", ["rwr", "sparse_rwr"])
 def test_rwr_weights_favour_high_rewards(tiny_unet, method) -> None:
     trainer = DDPO(tiny_unet, brightness, DDPOConfig(method=method, **SMALL))
@@ -111,5 +135,7 @@ def test_config_errors_name_the_setting() -> None:
         DDPOConfig(method="ppo")
     with pytest.raises(ConfigError, match="timestep_fraction"):
         DDPOConfig(timestep_fraction=0.0)
+    with pytest.raises(ConfigError, match="min_policy_std"):
+        DDPOConfig(min_policy_std=-1.0)
     with pytest.raises(ConfigError, match="unknown DDPO settings"):
         DDPOConfig.from_dict({"lr": 1.0})

@@ -58,6 +58,22 @@ def guided_eps(
     return eps_uncond + guidance_scale * (eps_cond - eps_uncond)
 
 
+def _alphas_of_step(
+    t: torch.Tensor, alphas_cumprod: torch.Tensor, num_steps: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(a_t, a_prev)`` shaped (B, 1, 1, 1) for DDIM timesteps ``t`` (B,), the previous one clamped at 0."""
+    prev_t = (t - alphas_cumprod.shape[0] // num_steps).clamp(min=0)
+    return alphas_cumprod[t].view(-1, 1, 1, 1), alphas_cumprod[prev_t].view(-1, 1, 1, 1)
+
+
+def policy_std(
+    t: torch.Tensor, alphas_cumprod: torch.Tensor, num_steps: int, *, eta: float = 1.0
+) -> torch.Tensor:
+    """The standard deviation sigma_t of the DDIM step leaving timesteps ``t`` (B,), shaped (B, 1, 1, 1)."""
+    a_t, a_prev = _alphas_of_step(t, alphas_cumprod, num_steps)
+    return eta * ((1 - a_prev) / (1 - a_t) * (1 - a_t / a_prev)).sqrt()
+
+
 def ddim_step_with_logprob(
     eps: torch.Tensor,
     t: torch.Tensor,
@@ -73,13 +89,9 @@ def ddim_step_with_logprob(
 
     ``log_prob`` has shape (B,). Pass ``prev_sample`` to score a stored transition instead of drawing one.
     """
-    num_train = alphas_cumprod.shape[0]
-    prev_t = (t - num_train // num_steps).clamp(min=0)
-    a_t = alphas_cumprod[t].view(-1, 1, 1, 1)
-    a_prev = alphas_cumprod[prev_t].view(-1, 1, 1, 1)
+    a_t, a_prev = _alphas_of_step(t, alphas_cumprod, num_steps)
     x0_hat = ((x_t - (1 - a_t).sqrt() * eps) / a_t.sqrt()).clamp(-1.0, 1.0)
-    variance = (1 - a_prev) / (1 - a_t) * (1 - a_t / a_prev)
-    std = eta * variance.sqrt()
+    std = policy_std(t, alphas_cumprod, num_steps, eta=eta)
     mean = a_prev.sqrt() * x0_hat + (1 - a_prev - std**2).clamp(min=0).sqrt() * eps
     if prev_sample is None:
         noise = torch.randn(x_t.shape, generator=generator, dtype=x_t.dtype)

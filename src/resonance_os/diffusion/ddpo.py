@@ -36,7 +36,9 @@ import torch
 
 from resonance_os.diffusion.ddim import (
     Trajectory,
+    ddim_timesteps,
     linear_alphas_cumprod,
+    policy_std,
     sample_with_logprob,
     trajectory_log_prob,
 )
@@ -71,6 +73,11 @@ class DDPOConfig(JsonConfig):
     train_batch_size: int = 32
     num_inner_epochs: int = 1
     timestep_fraction: float = 0.5
+    min_policy_std: float = 0.05
+    """DDPO trains only the denoising steps whose policy std sigma_t is at least this (0: all steps).
+
+    With 10 DDIM steps on the linear schedule that leaves out the last two (sigma_t 0.015 and 0.007,
+    about one grey level): their log-prob gradients are 4-40x the others' and drown them."""
     learning_rate: float = 3e-5
     max_grad_norm: float = 1.0
     clip_range: float = 1e-4
@@ -92,6 +99,8 @@ class DDPOConfig(JsonConfig):
                 f"need samples_per_epoch >= 2 and 1 <= train_batch_size <= samples_per_epoch (got "
                 f"{self.samples_per_epoch} and {self.train_batch_size})"
             )
+        if self.min_policy_std < 0.0:
+            raise ConfigError(f"min_policy_std must be >= 0 (0 trains every step), got {self.min_policy_std}")
         if self.num_steps < 1 or self.eta <= 0.0:
             raise ConfigError(f"need num_steps >= 1 and eta > 0 (got {self.num_steps}, {self.eta})")
         if self.rwr_temperature <= 0.0 or not 0.0 <= self.sparse_rwr_percentile < 100.0:
@@ -124,9 +133,23 @@ class DDPO:
         self.optimizer = torch.optim.AdamW(unet.parameters(), lr=self.config.learning_rate, weight_decay=0.0)
         self.stat_tracker = PerPromptStatTracker(self.config.stat_buffer_size, self.config.stat_min_count)
         self.alphas = linear_alphas_cumprod()
+        self.trainable_steps = self._trainable_steps()
         self.epoch = 0
         self.samples_seen = 0
         self.logger = MetricsLogger(self.log_dir)
+
+    def _trainable_steps(self) -> torch.Tensor:
+        """Indices of the denoising steps DDPO trains on: those with sigma_t >= ``min_policy_std``."""
+        cfg = self.config
+        timesteps = ddim_timesteps(cfg.num_steps, self.alphas.shape[0])
+        stds = policy_std(timesteps, self.alphas, cfg.num_steps, eta=cfg.eta).flatten()
+        steps = torch.nonzero(stds >= cfg.min_policy_std).flatten()
+        if steps.numel() == 0:
+            raise ConfigError(
+                f"min_policy_std {cfg.min_policy_std} leaves no denoising step to train (the largest "
+                f"sigma_t is {stds.max().item():.3g}); lower it"
+            )
+        return steps
 
     # ----------------------------------------------------------------------------- sampling
     def sample(self, labels: torch.Tensor, *, seed: int) -> Trajectory:
@@ -204,7 +227,8 @@ class DDPO:
         """DDPO_SF (one step per epoch) or DDPO_IS (one clipped step per minibatch)."""
         cfg = self.config
         count = advantages.shape[0]
-        k = max(1, round(cfg.num_steps * cfg.timestep_fraction))
+        trainable = self.trainable_steps
+        k = max(1, round(trainable.numel() * cfg.timestep_fraction))
         minibatches_per_step = 1 if cfg.method == "is" else -(-count // cfg.train_batch_size)
         losses, kls, clipped = [], [], []
         self.unet.train()
@@ -212,8 +236,9 @@ class DDPO:
             minibatches = torch.randperm(count, generator=generator).split(cfg.train_batch_size)
             self.optimizer.zero_grad()
             for number, rows in enumerate(minibatches, start=1):
-                # timestep subsampling: each chain trains on its own random k of the S steps
-                steps = torch.rand((rows.shape[0], cfg.num_steps), generator=generator).argsort(dim=1)[:, :k]
+                # timestep subsampling: each chain trains on its own random k of the trainable steps
+                picks = torch.rand((rows.shape[0], trainable.numel()), generator=generator).argsort(dim=1)
+                steps = trainable[picks[:, :k]]
                 adv = advantages[rows]
                 for j in range(k):
                     log_prob = trajectory_log_prob(
