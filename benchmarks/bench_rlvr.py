@@ -1,16 +1,28 @@
-"""RLVR throughput: synchronous GRPO vs AsyncGRPO (1 and 2 batches in flight), sandbox rewards, same settings.
+"""RLVR throughput: synchronous vs asynchronous GRPO with sandbox rewards, same settings.
 
 The policy is the tiny seeded Llama of tests/llm/tiny_lm.py (LoRA rank 4, context 256), the prompts
 are the 8 shipped stdin/stdout problems (``verify.builtin_problems``), the reward is
-``verify.CodeReward`` over a ``VerifierPool`` (+1 when the completion's program passes every test,
--1 otherwise: the tiny model's programs all fail, so this measures the pipeline's throughput, not
-learning). Every run gets the same ``GRPOConfig`` and seed; the runs alternate (sync, async k=1,
-async k=2, sync, ...) so other load on the machine slows all alike. Per run: steps per hour, and how much of
-the wall time the generator (sampling) and the verifiers (sandbox runs, summed over the pool's
-workers) were idle.
+``verify.CodeReward`` (+1 when the completion's program passes every test, -1 otherwise: the tiny
+model's programs all fail, so this measures the pipeline's throughput, not learning). Every run gets
+the same ``GRPOConfig``, seed and verifier count. Four schedules:
 
-    .venv/bin/python benchmarks/bench_rlvr.py                      # 2 repeats x 8 steps, 4 verifiers
-    .venv/bin/python benchmarks/bench_rlvr.py --repeats 3 --steps 12 --workers 8
+- ``GRPO``: the synchronous trainer in one process (generate, score, train), its verifiers an
+  in-process ``VerifierPool`` (threads driving sandbox processes);
+- ``sync``: ``AsyncGRPO(max_policy_lag=0)``: the same schedule with generation on a worker process
+  and the verifiers a ``RemoteVerifierPool`` in another (the pipeline's code path, nothing overlaps);
+- ``async k=1``, ``async k=2``: the pipeline with 1 or 2 batches in flight.
+
+The runs alternate (GRPO, sync, k=1, k=2, GRPO, ...) so other load on the machine slows all alike.
+Per run: steps per hour, how much of the wall time the generator (sampling) and the verifiers
+(sandbox runs, summed over the pool's workers) were idle, and the mean policy lag. The ratio is
+against the faster of the two synchronous schedules.
+
+    .venv/bin/python benchmarks/bench_rlvr.py                          # 3 repeats x 8 steps, 4 verifiers
+    .venv/bin/python benchmarks/bench_rlvr.py --repeats 3 --steps 12 --workers 8 --max-new-tokens 64
+    .venv/bin/python benchmarks/bench_rlvr.py --ray auto       # the pipeline's workers as Ray actors
+
+With ``--ray ADDRESS`` (``auto``, ``host:port`` or ``local``) the pipeline's generation worker and
+verifier pool are Ray actors on that cluster (the ``ray`` extra); ``GRPO`` stays in this process.
 """
 
 from __future__ import annotations
@@ -35,43 +47,68 @@ warnings.filterwarnings("ignore", category=FutureWarning)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "llm"))
 from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
+from resonance_os.distributed import LocalProcesses, Placement, placement_for  # noqa: E402
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
 from resonance_os.llm.pipeline import AsyncGRPO  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.verify import CodeReward, Sandbox, SandboxLimits, VerifierPool, builtin_problems  # noqa: E402
+from resonance_os.verify.remote_pool import RemoteVerifierPool  # noqa: E402
+
+SCHEDULES = ("GRPO", "sync", "async k=1", "async k=2")
+LIMITS = SandboxLimits(wall_seconds=15.0)
 
 
-def run(lag: int, config: GRPOConfig, steps: int, workers: int) -> dict[str, float]:
-    """One run: synchronous GRPO for ``lag`` 0, AsyncGRPO with ``max_policy_lag=lag`` otherwise."""
-    problems = builtin_problems()
+def make_policy() -> LMPolicy:
     tokenizer = make_tokenizer()
-    policy = LMPolicy(
+    return LMPolicy(
         tokenizer, make_model(len(tokenizer), context=256), PolicyConfig(lora_rank=4, lora_alpha=8)
     )
-    with Sandbox(SandboxLimits(wall_seconds=15.0), max_concurrency=workers) as sandbox:
-        with VerifierPool(sandbox, workers=workers) as pool:
-            reward, prompts = CodeReward(pool, problems), [p.prompt for p in problems]
-            if lag:
-                trainer = AsyncGRPO(policy, reward, prompts, config, max_policy_lag=lag)
-            else:
-                trainer = GRPO(policy, reward, prompts, config)
-            trainer.learn(1)  # warm-up (and the async pipeline's on-policy first step), not counted
-            pool.busy_seconds = 0.0
-            start = time.perf_counter()
-            trainer.learn(steps, reset_num_timesteps=False)
-            wall = time.perf_counter() - start
-            rows = trainer.history[1:]
-            if isinstance(trainer, AsyncGRPO):
-                trainer.close()
-                generating = sum(row["time_generate_background"] for row in rows)
-            else:
-                generating = sum(row["time_generate"] for row in rows)
-            verifying = pool.busy_seconds
+
+
+def timed(trainer: GRPO, pool, steps: int) -> tuple[float, float, list[dict]]:
+    """Wall seconds, verifier busy seconds and metric rows of ``steps`` steps after a warm-up step."""
+    trainer.learn(1)  # warm-up (workers started, the pipeline's on-policy first step), not counted
+    busy = pool.busy_seconds
+    start = time.perf_counter()
+    trainer.learn(steps, reset_num_timesteps=False)
+    wall = time.perf_counter() - start
+    return wall, pool.busy_seconds - busy, trainer.history[1:]
+
+
+def run(
+    schedule: str, config: GRPOConfig, steps: int, workers: int, cluster: Placement | None
+) -> dict[str, float]:
+    """One run of ``schedule``; the pipeline's workers on ``cluster``, or on local processes when None."""
+    problems = builtin_problems()
+    prompts = [p.prompt for p in problems]
+    if schedule == "GRPO":
+        with (
+            Sandbox(LIMITS, max_concurrency=workers) as sandbox,
+            VerifierPool(sandbox, workers=workers) as pool,
+        ):
+            trainer = GRPO(make_policy(), CodeReward(pool, problems), prompts, config)
+            wall, verifying, rows = timed(trainer, pool, steps)
+        generating = sum(row["time_generate"] for row in rows)
+    else:
+        lag = 0 if schedule == "sync" else int(schedule[-1])
+        placement = cluster or LocalProcesses()
+        try:
+            pool = RemoteVerifierPool(placement, actors=1, workers=workers, limits=LIMITS)
+            reward = CodeReward(pool, problems)
+            with AsyncGRPO(
+                make_policy(), reward, prompts, config, max_policy_lag=lag, placement=placement
+            ) as trainer:
+                wall, verifying, rows = timed(trainer, pool, steps)
+        finally:
+            if cluster is None:
+                placement.close()
+        generating = sum(row["time_generate_background"] for row in rows)
     return {
         "steps_per_hour": steps / wall * 3600,
         "seconds_per_step": wall / steps,
         "generator_idle": 1 - min(1.0, generating / wall),
         "verifier_idle": 1 - min(1.0, verifying / (workers * wall)),
+        "policy_lag": statistics.mean(row.get("policy_lag", 0.0) for row in rows),
         "reward": statistics.mean(row["episode_reward_mean"] for row in rows),
     }
 
@@ -81,12 +118,14 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=2)
-    parser.add_argument("--workers", type=int, default=4, help="verifier pool size")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=4, help="verifiers (concurrent sandbox runs)")
     parser.add_argument("--group-size", type=int, default=4)
     parser.add_argument("--prompts-per-step", type=int, default=2)
     parser.add_argument("--max-new-tokens", type=int, default=32)
+    parser.add_argument("--ray", metavar="ADDRESS", help="run the pipeline's workers as Ray actors there")
     args = parser.parse_args()
+    cluster = placement_for(args.ray) if args.ray else None
     config = GRPOConfig(
         group_size=args.group_size,
         prompts_per_step=args.prompts_per_step,
@@ -95,34 +134,39 @@ def main() -> None:
         chat_template=False,
         seed=0,
     )
-    lags = (0, 1, 2)
-    results: dict[int, list[dict[str, float]]] = {lag: [] for lag in lags}
-    for _ in range(args.repeats):
-        for lag in lags:
-            results[lag].append(run(lag, config, args.steps, args.workers))
+    results: dict[str, list[dict[str, float]]] = {schedule: [] for schedule in SCHEDULES}
+    try:
+        for _ in range(args.repeats):
+            for schedule in SCHEDULES:
+                results[schedule].append(run(schedule, config, args.steps, args.workers, cluster))
+    finally:
+        if cluster is not None:
+            cluster.close()
 
-    def median(lag: int, key: str) -> float:
-        return statistics.median(r[key] for r in results[lag])
+    def median(schedule: str, key: str) -> float:
+        return statistics.median(r[key] for r in results[schedule])
 
     print(
         f"\nRLVR throughput, tiny Llama + sandbox rewards: {args.prompts_per_step} prompts x G={args.group_size}, "
-        f"{args.max_new_tokens} new tokens, {args.workers} verifiers, {args.steps} steps, median of {args.repeats}"
+        f"{args.max_new_tokens} new tokens, {args.workers} verifiers, {args.steps} steps, median of {args.repeats}; "
+        f"workers: {cluster.description if cluster else 'local processes'}; load average {os.getloadavg()[0]:.1f}"
     )
-    print(f"{'':<18} {'sync':>8} {'async k=1':>10} {'ratio':>7} {'async k=2':>10} {'ratio':>7}")
+    best_sync = max(("GRPO", "sync"), key=lambda s: median(s, "steps_per_hour"))
+    print(f"{'':<18}" + "".join(f"{s:>11}" for s in SCHEDULES) + f"   async k=2 / {best_sync}")
     for key, label in (
         ("steps_per_hour", "steps per hour"),
         ("seconds_per_step", "seconds per step"),
         ("generator_idle", "generator idle"),
         ("verifier_idle", "verifier idle"),
+        ("policy_lag", "mean policy lag"),
         ("reward", "mean reward"),
     ):
-        sync = median(0, key)
-        cells = [f"{label:<18} {sync:>8.2f}"]
-        for lag in lags[1:]:
-            value = median(lag, key)
-            ratio = f"{value / sync:.2f}x" if sync else "-"
-            cells.append(f"{value:>10.2f} {ratio:>7}")
-        print(" ".join(cells))
+        values = [median(s, key) for s in SCHEDULES]
+        reference = median(best_sync, key)
+        ratio = f"{values[-1] / reference:.2f}x" if reference and key == "steps_per_hour" else ""
+        print(f"{label:<18}" + "".join(f"{v:>11.2f}" for v in values) + f"   {ratio}")
+    ratio_k1 = median("async k=1", "steps_per_hour") / median(best_sync, "steps_per_hour")
+    print(f"async k=1 / {best_sync}: {ratio_k1:.2f}x")
 
 
 if __name__ == "__main__":

@@ -49,13 +49,20 @@ class Actor(Protocol):
 
 class Placement(Protocol):
     """Where actors run: ``start(cls, *args, name=...)`` builds ``cls(*args)`` there (up to
-    ``max_concurrency`` calls at once; ``num_cpus`` is what a Ray scheduler reserves for it, ignored
-    locally); ``close()`` stops them all."""
+    ``max_concurrency`` calls at once; ``num_cpus`` / ``num_gpus`` are what a Ray scheduler reserves
+    for it, ignored locally); ``close()`` stops them all."""
 
     description: str
 
     def start(
-        self, cls: type, *args: Any, name: str, max_concurrency: int = 1, num_cpus: float = 1, **kwargs: Any
+        self,
+        cls: type,
+        *args: Any,
+        name: str,
+        max_concurrency: int = 1,
+        num_cpus: float = 1,
+        num_gpus: float = 0,
+        **kwargs: Any,
     ) -> Actor: ...
 
     def close(self) -> None: ...
@@ -230,7 +237,14 @@ class LocalProcesses:
         self._actors: list[ProcessActor] = []
 
     def start(
-        self, cls: type, *args: Any, name: str, max_concurrency: int = 1, num_cpus: float = 1, **kwargs: Any
+        self,
+        cls: type,
+        *args: Any,
+        name: str,
+        max_concurrency: int = 1,
+        num_cpus: float = 1,
+        num_gpus: float = 0,
+        **kwargs: Any,
     ) -> ProcessActor:
         # only takes effect before the fork server's first start, in this process
         self._context.set_forkserver_preload([*self._preload, cls.__module__])
@@ -300,11 +314,20 @@ class RayCluster:
                 ) from exc
 
     def start(
-        self, cls: type, *args: Any, name: str, max_concurrency: int = 1, num_cpus: float = 1, **kwargs: Any
+        self,
+        cls: type,
+        *args: Any,
+        name: str,
+        max_concurrency: int = 1,
+        num_cpus: float = 1,
+        num_gpus: float = 0,
+        **kwargs: Any,
     ) -> RayActor:
         import ray
 
-        remote = ray.remote(cls).options(max_concurrency=max_concurrency, num_cpus=num_cpus)
+        remote = ray.remote(cls).options(
+            max_concurrency=max_concurrency, num_cpus=num_cpus, num_gpus=num_gpus
+        )
         actor = RayActor(remote.remote(*args, **kwargs), name, callable(getattr(cls, "close", None)))
         self._actors.append(actor)
         return actor

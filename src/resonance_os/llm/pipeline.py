@@ -102,8 +102,13 @@ class AsyncGRPO(GRPO):
             for index in range(generators):
                 self._generators.append(
                     self.placement.start(
-                        GenerationWorker, policy, self._prompt_ids, sampling, name=f"generator-{index}"
-                    )
+                        GenerationWorker,
+                        policy,
+                        self._prompt_ids,
+                        sampling,
+                        name=f"generator-{index}",
+                        num_gpus=1 if policy.device.type == "cuda" else 0,
+                    )  # fmt: skip
                 )
         except BaseException:
             self.close()

@@ -3,7 +3,9 @@
 ``Sandbox`` (isolated, unprivileged, limited execution), ``Problem`` with stdin/stdout or assert
 tests (``load_problems`` for TACO/LiveCodeBench-like JSONL, ``load_humaneval`` for HumanEval),
 ``verify_rollout`` (hardest tests first, stop at the first failure, reward +1/-1) and
-``VerifierPool`` (many rollouts at once), ``CodeReward`` (the pool as a GRPO reward callable). Imports ``core`` only; see docs/verify.md.
+``VerifierPool`` (many rollouts at once), ``RemoteVerifierPool`` (sandbox pools as actors: local
+processes or Ray), ``CodeReward`` (a pool as a GRPO reward callable). Imports ``core`` and
+``distributed`` only; see docs/verify.md.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from resonance_os.verify.problems import (
     problem_from_test_file,
     split_problems,
 )
+from resonance_os.verify.remote_pool import RemoteVerifierPool
 from resonance_os.verify.reward import CodeReward, extract_program
 from resonance_os.verify.rollout import TestDifficulty, Verdict, verify_rollout
 from resonance_os.verify.sandbox import Execution, Sandbox, SandboxLimits
@@ -31,6 +34,7 @@ __all__ = [
     "Execution",
     "Outcome",
     "Problem",
+    "RemoteVerifierPool",
     "ProblemFormatError",
     "Sandbox",
     "SandboxLimits",
