@@ -14,7 +14,13 @@ import pytest
 
 from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality import corpus
-from resonance_os.quality.coherence import CoherenceModel, coherence_model
+from resonance_os.quality.coherence import (
+    CoherenceModel,
+    coherence_model,
+    connectedness_features,
+    semantic_features,
+    text_units,
+)
 
 GARDEN = (
     "The garden behind the old stone house had been neglected for many years. "
@@ -49,7 +55,7 @@ def test_shipped_model_loads() -> None:
     assert model is coherence_model()
     assert model == CoherenceModel.from_json(data)
     assert len(model.weights) >= 20 and model.alpha > 0
-    assert len(model.connected_weights) == 5
+    assert len(model.connected_weights) == len(connectedness_features(text_units(GARDEN))) + 1
 
 
 def test_real_order_beats_other_orders_on_heldout_pydoc(heldout: list[list[str]]) -> None:
@@ -75,6 +81,28 @@ def test_unrelated_sentences_score_lower_than_real_paragraphs(heldout: list[list
         mixed.append(model.score(" ".join(rng.choice(heldout[q]) for q in others)))
     assert sum(real) / len(real) - sum(mixed) / len(mixed) > 0.15  # measured about 0.3
     assert model.score(TEMPLATE) < 0.1 < 0.3 < model.score(GARDEN)
+
+
+def test_sentences_on_one_subject_in_different_words_are_more_connected_than_unrelated_ones() -> None:
+    """The semantic features (word vectors) see what shared words cannot: three sentences about an
+    interpreter with no content word in common beat three sentences about unrelated things."""
+    one_subject = (
+        "The interpreter reads the source file and compiles each function to bytecode. "
+        "Every instruction is executed by a loop that evaluates the operands on a stack. "
+        "When an exception is raised, the loop unwinds the frames until a handler is found."
+    )
+    unrelated = (
+        "The interpreter reads the source file on a sunny afternoon. "
+        "Every garden needs roses planted along the old stone wall. "
+        "When the band started playing, the crowd began to dance."
+    )
+    model = coherence_model()
+    related_units, unrelated_units = text_units(one_subject), text_units(unrelated)
+    mean_pair, least = semantic_features(related_units)
+    assert mean_pair > semantic_features(unrelated_units)[0] + 0.15
+    assert least > semantic_features(unrelated_units)[1] + 0.1
+    assert model.connected(related_units) > 3 * model.connected(unrelated_units)
+    assert semantic_features(text_units("Ok. So it is.")) == (0.0, 0.0)
 
 
 def test_mean_over_all_orders_is_zero() -> None:

@@ -9,7 +9,8 @@ random permutations of its sentences. For sentences ``s_1 .. s_n`` in order ``pi
           + sum_{k<l} w . g(s_pi(k), s_pi(l))              precedence: A anywhere before B
 
 ``r`` holds a sentence's opening class (pronoun, demonstrative, contrast, addition, result,
-sequence), length, discourse markers ("also", "however", "the same", ...), centrality and its
+sequence), its first word and first two words (lexical openings: "note that", "for example"), length,
+discourse markers ("also", "however", "the same", ...), centrality and its
 punctuation and capitals (question, exclamation, dialogue, a fragment such as "18) A friend ...", no
 closing punctuation), per role (a paragraph rarely opens with "it" or "however"); ``a`` holds lexical
 cohesion (shared content stems, B's opening stems in A, "a X" in A then "the X" in B, shared persons
@@ -24,11 +25,15 @@ sentences is exact and cheap:
 and the coherence of a text with ``n >= 2`` sentences is
 
     order = sigmoid(alpha * (S(pi) - E[S]) / (n - 1) + beta)                  P(real order | S)
-    connected = sigmoid(v . c + v_0)              c: order-free cohesion (connectedness_features)
+    connected = sigmoid(v . c + v_0)              c: order-free cohesion (connectedness_features):
+                                                  shared stems and persons, and the semantic
+                                                  relatedness of the sentences' mean word vectors
+                                                  (LSA coherence, Foltz, Kintsch & Landauer 1998)
     coherence = order * connected                                             in [0, 1]
 
-``w``, ``alpha, beta`` and ``v, v_0`` are fitted on ``corpus`` train paragraphs by
-``scripts/train_coherence.py`` (shipped in ``data/coherence.json``). A text with one sentence has no
+``w``, ``alpha, beta`` and ``v, v_0`` are fitted on ``corpus`` train paragraphs and the training-only
+docstring paragraphs by ``scripts/train_coherence.py`` (shipped in ``data/coherence.json``); the word
+vectors are the topic term's (``quality.topic``). A text with one sentence has no
 order or cohesion to judge and scores 0.5; an empty text scores 0.0.
 
 :class:`LMCoherence` is the slow, stronger term: the same shuffle test read by the reference LM
@@ -44,15 +49,18 @@ import json
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from importlib.resources import files
 from pathlib import Path
+
+import numpy as np
 
 from resonance_os.profiling.hrv_extractor import simile_vehicle_start
 from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality import damage, reference_lm
 from resonance_os.quality.text_units import is_content, stem
+from resonance_os.quality.topic import topic_model
 
 ROLES = ("F", "M", "L")
 """Sentence roles: first, middle, last."""
@@ -127,6 +135,9 @@ class Unit:
     fragment: bool = False
     open_end: bool = False
     names: frozenset[str] = frozenset()
+    second: str = ""
+    vector: np.ndarray | None = field(default=None, compare=False)
+    """Unit-length mean word vector of ``stems`` (``quality.topic``'s vectors); ``None`` if none has one."""
 
 
 def unit(
@@ -166,6 +177,7 @@ def unit(
         else:
             mode = indefinite if word in _INDEFINITE else definite if word in _DEFINITE else None
     first = words[0] if words else ""
+    second = words[1] if len(words) > 1 else ""
     rank = _RANKS.get(first, 0)
     if not rank and first.isdigit() and len(first) < 3:
         rank = int(first) + 1
@@ -185,6 +197,8 @@ def unit(
         fragment,
         open_end,
         names,
+        second,
+        topic_model().mean_vector(sorted(stems)),
     )
 
 
@@ -223,8 +237,8 @@ def opening_class(u: Unit) -> str:
 
 def role_features(u: Unit, units: list[Unit]) -> Features:
     """Features of sentence ``u`` of paragraph ``units`` whatever its role; the model prefixes each
-    name with the role: its opening word's class, log length, discourse markers anywhere in it, its
-    centrality (share of the other sentences it shares a content stem with), and whether it is a
+    name with the role: its opening word's class, its first word and first two words, log length,
+    discourse markers anywhere in it, its centrality (share of the other sentences it shares a content stem with), and whether it is a
     question, an exclamation, a line of dialogue, a fragment or open-ended (see :func:`unit`)."""
     # the others sharing a stem (a sentence shares with itself when it has stems; a repeated sentence
     # is one Unit object twice, so count by stems, not identity)
@@ -232,6 +246,8 @@ def role_features(u: Unit, units: list[Unit]) -> Features:
     flags = (("q", u.question), ("!", u.exclaims), ('"', u.dialogue), ("fr", u.fragment), ("oe", u.open_end))
     return [
         ("c:" + opening_class(u), 1.0),
+        ("f1:" + u.first, 1.0),
+        (f"f2:{u.first}_{u.second}", 1.0),
         ("len", math.log(u.length)),
         ("cent", central / (len(units) - 1)),
         *(("m:" + m, 1.0) for m in u.markers),
@@ -294,7 +310,7 @@ def _sigmoid(z: float) -> float:
 def connectedness_features(units: list[Unit]) -> list[float]:
     """Order-free cohesion ``c`` of two or more sentences: share of sentence pairs that share a
     content stem, share of sentences sharing one with some other sentence, mean log1p(shared stems)
-    per pair, share of pairs sharing a person (he, they, ...)."""
+    per pair, share of pairs sharing a person (he, they, ...), then :func:`semantic_features`."""
     n = len(units)
     linked = [False] * n
     pairs = persons = 0
@@ -308,7 +324,26 @@ def connectedness_features(units: list[Unit]) -> list[float]:
                 total += math.log1p(shared)
             persons += not units[i].persons.isdisjoint(units[j].persons)
     count = n * (n - 1) / 2
-    return [pairs / count, sum(linked) / n, total / count, persons / count]
+    return [pairs / count, sum(linked) / n, total / count, persons / count, *semantic_features(units)]
+
+
+def semantic_features(units: list[Unit]) -> tuple[float, float]:
+    """How related the sentences' meanings are, whatever their words (LSA coherence, Foltz, Kintsch &
+    Landauer 1998): the mean cosine between the word vectors of two sentences over all pairs, and the
+    least cosine of one sentence with the sum of the others (the sentence that least belongs). Only
+    sentences with a vector count; ``(0.0, 0.0)`` when fewer than two have one."""
+    vectors = [u.vector for u in units if u.vector is not None]
+    if len(vectors) < 2:
+        return 0.0, 0.0
+    m = np.asarray(vectors, dtype=np.float64)
+    gram = m @ m.T
+    k = len(vectors)
+    mean_pair = (float(gram.sum()) - float(np.trace(gram))) / (k * (k - 1))
+    rest = m.sum(axis=0) - m
+    norms = np.linalg.norm(rest, axis=1)
+    own = np.einsum("ij,ij->i", m, rest)
+    least = float(np.min(np.where(norms > 1e-9, own / np.maximum(norms, 1e-9), 0.0)))
+    return mean_pair, least
 
 
 @dataclass(frozen=True)

