@@ -59,7 +59,7 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         train_batch_size=args.samples_per_epoch // 2,
         learning_rate=args.learning_rate,
         clip_range=args.clip_range,
-        num_inner_epochs=args.inner_epochs,
+        num_inner_epochs=args.inner_epochs if method == "is" else 1,
         min_policy_std=args.min_policy_std,
     )
     trainer = DDPO(unet, reward_fn, config)
@@ -83,7 +83,9 @@ def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
     across processes (one per reward or method) and a last call only aggregates."""
     name = f"{reward}_{method}_seed{seed}_{args.epochs}x{args.samples_per_epoch}_lr{args.learning_rate:g}"
     if method in ("is", "sf"):  # the settings only DDPO reads
-        name += f"_clip{args.clip_range:g}_inner{args.inner_epochs}_std{args.min_policy_std:g}"
+        name += f"_std{args.min_policy_std:g}"
+    if method == "is":  # only DDPO_IS reuses a batch
+        name += f"_clip{args.clip_range:g}_inner{args.inner_epochs}"
     path = RESULTS / "ddpo_runs" / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())

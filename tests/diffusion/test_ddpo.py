@@ -137,5 +137,7 @@ def test_config_errors_name_the_setting() -> None:
         DDPOConfig(timestep_fraction=0.0)
     with pytest.raises(ConfigError, match="min_policy_std"):
         DDPOConfig(min_policy_std=-1.0)
+    with pytest.raises(ConfigError, match="DDPO_SF trains on each batch once"):
+        DDPOConfig(method="sf", num_inner_epochs=2)
     with pytest.raises(ConfigError, match="unknown DDPO settings"):
         DDPOConfig.from_dict({"lr": 1.0})

@@ -7,17 +7,23 @@ Each epoch samples ``samples_per_epoch`` chains with their per-step log-probs, s
 - advantages  A = (r - mu_label) / sigma_label from the per-prompt stat tracker (batch statistics
   until a label has ``stat_min_count`` rewards), clipped to [-adv_clip_max, adv_clip_max].
 - ``sf``  (DDPO_SF, score function / REINFORCE):  L = -E[ A * sum_t log pi_theta(x_{t-1} | x_t) ],
-  one gradient step per epoch (on-policy).
+  one gradient step per epoch (on-policy; ``num_inner_epochs`` must be 1).
 - ``is``  (DDPO_IS, importance sampling with PPO's clip): ratio rho_t = pi_theta / pi_old,
   L = E[ max(-A rho_t, -A clip(rho_t, 1 - eps, 1 + eps)) ], one step per minibatch of
-  ``train_batch_size`` chains (so later steps are off-policy and the clip matters).
+  ``train_batch_size`` chains, ``num_inner_epochs`` passes over the batch (so later steps are
+  off-policy and the clip matters).
 - ``rwr`` (reward-weighted regression): the DDPM denoising loss on the samples, weighted by
   w = exp(z / beta) with z the batch-standardised reward, normalised to mean 1.
 - ``sparse_rwr``: the denoising loss on the samples at or above the ``sparse_rwr_percentile``-th
   reward percentile only (weights 0/1).
 
 Each chain trains on a random ``timestep_fraction`` of its steps (DDPO; RWR draws that many DDPM
-timesteps), and gradients accumulate over those timesteps before the optimizer steps.
+timesteps), and gradients accumulate over those timesteps before the optimizer steps. DDPO only
+draws steps whose policy std sigma_t is at least ``min_policy_std``: with 10 DDIM steps on the
+linear schedule the last two are nearly deterministic (sigma_t 0.015 and 0.007, about one grey
+level); their log-prob gradients measured 4-40x the other steps' (the log-density divides by
+sigma_t^2), so after gradient-norm clipping and Adam they decided the update, while the noise they
+add barely moves the reward.
 Metrics per epoch go to ``metrics.jsonl`` (rl/logger.py) against samples seen; checkpoints are
 atomic folders (rl/checkpoint.py).
 """
@@ -78,7 +84,7 @@ class DDPOConfig(JsonConfig):
 
     With 10 DDIM steps on the linear schedule that leaves out the last two (sigma_t 0.015 and 0.007,
     about one grey level): their log-prob gradients are 4-40x the others' and drown them."""
-    learning_rate: float = 3e-5
+    learning_rate: float = 1e-4
     max_grad_norm: float = 1.0
     clip_range: float = 1e-4
     adv_clip_max: float = 5.0
@@ -98,6 +104,11 @@ class DDPOConfig(JsonConfig):
             raise ConfigError(
                 f"need samples_per_epoch >= 2 and 1 <= train_batch_size <= samples_per_epoch (got "
                 f"{self.samples_per_epoch} and {self.train_batch_size})"
+            )
+        if self.method == "sf" and self.num_inner_epochs != 1:
+            raise ConfigError(
+                f"DDPO_SF trains on each batch once (its gradient is only unbiased on-policy), got "
+                f"num_inner_epochs={self.num_inner_epochs}; use method 'is' to reuse a batch"
             )
         if self.min_policy_std < 0.0:
             raise ConfigError(f"min_policy_std must be >= 0 (0 trains every step), got {self.min_policy_std}")
