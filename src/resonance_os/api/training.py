@@ -7,6 +7,7 @@ Both sit on ``resonance_os.evolution.hr_rl_trainer`` (``HRWritingEnv``, ``train_
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import threading
 from collections.abc import Callable
@@ -43,13 +44,26 @@ def _import(module: str):
 
 
 def check_available(spec: str) -> None:
-    """Raise ``TrainingUnavailableError`` unless trainer ``"module:function"`` and what it needs import."""
+    """Raise ``TrainingUnavailableError`` unless trainer ``"module:function"`` exists and the modules it
+    ``requires`` are installed.
+
+    The modules it requires are looked up (``importlib.util.find_spec``), not imported: the training
+    stack (torch, the environment) takes seconds to import, and importing it in a server process held
+    the GIL so long that other tenants' requests paused for up to 0.6 s on the first ``/v1/train``
+    (``benchmarks/abuse.py``, fuzz). The job worker imports it, at the lowest CPU priority."""
     module_name, _, function_name = spec.partition(":")
     function = getattr(_import(module_name), function_name, None)
     if function is None:
         raise TrainingUnavailableError(f"trainer {spec!r} does not exist")
     for required in getattr(function, "requires", ()):
-        _import(required)
+        try:
+            found = importlib.util.find_spec(required) is not None
+        except ModuleNotFoundError:  # a parent package is missing
+            found = False
+        if not found:
+            raise TrainingUnavailableError(
+                f"training is not available in this installation: {required} is not installed"
+            )
 
 
 def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
