@@ -52,7 +52,8 @@ def generate(
     policy: Path = typer.Option(
         None,
         "--policy",
-        help="A training run folder (resonance train --out) whose PPO policy revises each drafted paragraph.",
+        help="A training run folder (resonance train --out): a PPO run revises each drafted paragraph; a "
+        "GRPO run (--method grpo) drafts with its fine-tuned language model (base model + LoRA adapter).",
     ),
     store: str = StoreOpt,
 ) -> None:
@@ -66,10 +67,13 @@ def generate(
             raise ValidationError("give --profile or --hrv, not both")
         given = profile is not None or hrv is not None
         target, source = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
-        writer = HumanResonantWriter(backend=backend)
         if policy is not None:
+            from resonance_os.evolution.hr_grpo_run import is_hr_grpo_run
             from resonance_os.evolution.hr_policy import write_with_policy
 
+            # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
+            grpo = is_hr_grpo_run(policy)
+            writer = None if grpo and backend is None else HumanResonantWriter(backend=backend)
             return write_with_policy(  # without --profile/--hrv: the run's own target
                 policy,
                 prompt,
@@ -79,6 +83,7 @@ def generate(
                 writer=writer,
                 target_source=source if given else None,
             )
+        writer = HumanResonantWriter(backend=backend)
         return writer.generate(
             prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed, target_source=source
         )

@@ -35,6 +35,22 @@ METRIC_ROWS = (
     "learning_rate",
     "fps",
 )
+GRPO_ROWS = (
+    "episode_reward_mean",
+    "episode_reward_std",
+    "reward_resonance",
+    "reward_fluency",
+    "reward_coherence",
+    "reward_topic",
+    "reward_repetition",
+    "loss",
+    "clip_fraction",
+    "grad_norm",
+    "completion_length",
+    "time_step",
+)
+METHODS = ("ppo", "grpo")
+DEFAULT_PPO_TIMESTEPS, DEFAULT_GRPO_STEPS = 5000, 8
 EVAL_EPISODES = 20
 DEMO_PROMPT = "remote work and team culture"
 
@@ -125,23 +141,112 @@ def _report(result: dict[str, Any], out: Path) -> None:
     console.print(f"model, env settings and metrics saved in {out} (plot them: resonance plot {out})")
 
 
+def _train_grpo(
+    profile: str | None,
+    hrv: str | None,
+    steps: int,
+    out: Path,
+    seed: int | None,
+    store: str | None,
+    model: str,
+    device: str | None,
+    progress: bool,
+) -> Any:
+    from resonance_os.evolution.hr_grpo import train_hr_grpo
+    from resonance_os.evolution.hr_grpo_run import SMOLLM2, save_hr_grpo_run
+
+    if profile is not None and hrv is not None:
+        raise fail("give --profile or --hrv, not both")
+    policy = None
+    if model != SMOLLM2:
+        from resonance_os.evolution.hr_grpo_run import base_model
+        from resonance_os.llm.policy import LMPolicy, PolicyConfig
+
+        policy = LMPolicy(*base_model(model, device), PolicyConfig(lora_rank=16, lora_alpha=32))
+    trainer = train_hr_grpo(
+        profile=profile,
+        target_hrv=parse_hrv_option(hrv) if hrv is not None else None,
+        steps=steps,
+        policy=policy,
+        store=store,
+        log_dir=out,
+        seed=seed,
+        device=device,
+        progress_bar=progress,
+    )
+    save_hr_grpo_run(trainer, out, base=model)
+    return trainer
+
+
+def _report_grpo(trainer: Any, out: Path) -> None:
+    first, last = trainer.history[0], trainer.history[-1]
+    table = Table(
+        "metric", "step 1", f"step {last['timesteps']}", title="HR-GRPO (writing reward on the drafts)"
+    )
+    for name in GRPO_ROWS:
+        if name in last:
+            table.add_row(
+                name, *("n/a" if row.get(name) is None else f"{row[name]:.4g}" for row in (first, last))
+            )
+    console.print(table)
+    console.print(
+        f"adapter, run settings and metrics saved in {out} (write with it: resonance generate TOPIC "
+        f"--policy {out}; plot: resonance plot {out})"
+    )
+
+
 def train(
     profile: str = ProfileOpt,
     hrv: str = HrvOpt,
-    timesteps: int = typer.Option(5000, "--timesteps", min=1, help="Environment steps to train for."),
+    method: str = typer.Option(
+        "ppo",
+        "--method",
+        help="ppo: a PPO policy learns which edits to make to drafted paragraphs (HRWritingEnv); grpo: "
+        "GRPO fine-tunes the drafting language model itself (LoRA) on the writing reward (HR-GRPO).",
+    ),
+    timesteps: int = typer.Option(
+        None,
+        "--timesteps",
+        min=0,
+        help="ppo: environment steps (default 5000); grpo: GRPO steps, each 2 topics x 4 drafts (default 8; "
+        "about 30 s a step for SmolLM2 on a 2-core CPU).",
+    ),
     out: Path = typer.Option(
-        Path("runs/hr-ppo"), "--out", help="Run folder for the model, env settings and metrics."
+        None,
+        "--out",
+        help="Run folder for the model, settings and metrics (default runs/hr-ppo or runs/hr-grpo).",
     ),
     seed: int = typer.Option(None, "--seed", help="Random seed: same seed, same training run."),
     max_episode_steps: int = typer.Option(
-        None, "--max-episode-steps", min=1, help="Revisions per episode (default: the env's, 3)."
+        None, "--max-episode-steps", min=1, help="ppo: revisions per episode (default: the env's, 3)."
+    ),
+    model: str = typer.Option(
+        "smollm2", "--model", help="grpo: the base language model, 'smollm2' or a local Hugging Face folder."
+    ),
+    device: str = typer.Option(
+        None, "--device", help="grpo: 'cpu' or 'cuda' (default: where the model loads)."
     ),
     store: str = StoreOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
-    """Train PPO (the spec's configuration) in HRWritingEnv toward a profile and save the run."""
+    """Train toward a profile and save the run: PPO edits drafts (the spec's configuration), or
+    --method grpo fine-tunes the drafting model."""
+    if method not in METHODS:
+        raise fail(f"--method {method!r} is not one of {', '.join(METHODS)}")
+    if method == "grpo":
+        out = out or Path("runs/hr-grpo")
+        steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
+        trainer = run_reporting_user_errors(
+            lambda: _train_grpo(profile, hrv, steps, out, seed, store, model, device, progress)
+        )
+        _report_grpo(trainer, out)
+        return
+    out = out or Path("runs/hr-ppo")
+    steps = DEFAULT_PPO_TIMESTEPS if timesteps is None else timesteps
+    if steps < 1:
+        raise fail("--timesteps must be >= 1 for ppo")
     result = run_reporting_user_errors(
-        lambda: _train(profile, hrv, timesteps, out, seed, store, max_episode_steps, progress)
+        lambda: _train(profile, hrv, steps, out, seed, store, max_episode_steps, progress)
     )
     _report(result, out)
 

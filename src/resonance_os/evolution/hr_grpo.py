@@ -38,7 +38,6 @@ through the quality terms, not resonance (docs/llm_rl.md, "HR-GRPO").
 
 from __future__ import annotations
 
-import copy
 import math
 import numbers
 import os
@@ -230,17 +229,12 @@ def _check_prompts(prompts: object, what: str) -> list[str]:
 
 def smollm2_policy(device: str | None) -> Any:
     """SmolLM2-135M-Instruct with LoRA (rank 16, alpha 32) on a private copy of the cached model."""
+    from resonance_os.evolution.hr_grpo_run import base_model
     from resonance_os.llm.policy import LMPolicy, PolicyConfig
-    from resonance_os.quality.reference_lm import default_cache_dir, load_model
 
-    tokenizer, model = load_model(str(default_cache_dir()))
-    # LoRA wraps the model in place; the cached model also serves the quality terms and the writer.
-    policy = LMPolicy(
-        copy.deepcopy(tokenizer), copy.deepcopy(model), PolicyConfig(lora_rank=16, lora_alpha=32)
-    )
-    if device is not None:
-        policy.model.to(device)
-    return policy
+    # LoRA wraps the model in place: base_model gives a copy (the cached one serves the quality terms).
+    tokenizer, model = base_model("smollm2", device)
+    return LMPolicy(tokenizer, model, PolicyConfig(lora_rank=16, lora_alpha=32))
 
 
 def train_hr_grpo(

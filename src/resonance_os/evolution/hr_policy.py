@@ -7,7 +7,8 @@ A run folder (``resonance train --out runs/NAME``) holds::
     metrics.jsonl   the training metrics, one row per PPO update
 
 ``write_with_policy`` writes an article with ``HumanResonantWriter.generate``, the policy revising
-each drafted paragraph as in the env (``PolicyReviser``).
+each drafted paragraph as in the env (``PolicyReviser``); given an HR-GRPO run folder
+(``evolution.hr_grpo_run``) the fine-tuned language model drafts the article instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import os
 from pathlib import Path
 
 from resonance_os.core.errors import ValidationError
+from resonance_os.evolution.hr_grpo_run import is_hr_grpo_run, load_hr_grpo_run, policy_backend
 from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, RewardModel
 from resonance_os.generation.human_resonant_writer import Article, HumanResonantWriter, Paragraph
 from resonance_os.profiles.targets import resolve_target
@@ -111,25 +113,39 @@ def write_with_policy(
     writer: HumanResonantWriter | None = None,
     target_source: str | None = None,
 ) -> Article:
-    """Write an article whose drafted paragraphs a trained policy revises (a run folder or ``(model, env)``).
+    """Write an article with a trained policy: a run folder or ``(model, env)``.
 
-    ``writer`` drafts (default: ``HumanResonantWriter()``, the local language model when installed).
+    A PPO run (``resonance train``) revises each paragraph ``writer`` drafts (default:
+    ``HumanResonantWriter()``, the local language model when installed). An HR-GRPO run (``resonance
+    train --method grpo``, ``evolution.hr_grpo_run``) *is* the drafting model: the article is drafted
+    by its base model with the trained adapter, so ``writer`` must be None.
     The target is resolved here by ``profiles.targets.resolve_target(target_hrv, profile, store)`` and
-    passed to the writer as a vector; with neither ``target_hrv`` nor ``profile``, the run's first
+    passed to the writer as a vector; with neither ``target_hrv`` nor ``profile``, the run's
     target is used. ``target_source`` overrides the label ``Article.target_source`` reports (an edge
     that resolved the target itself passes its source).
     """
-    model, env = load_run(run) if isinstance(run, (str, os.PathLike)) else run
+    if isinstance(run, (str, os.PathLike)) and is_hr_grpo_run(run):
+        if writer is not None:
+            raise ValidationError(
+                f"{run} is an HR-GRPO run: its fine-tuned model drafts the article, so no other writer "
+                "or backend can be used with it (drop --backend)"
+            )
+        policy, settings = load_hr_grpo_run(run)
+        writer = HumanResonantWriter(backend=policy_backend(policy, str(run)))
+        reviser, run_target = None, settings["target_hrv"]
+    else:
+        model, env = load_run(run) if isinstance(run, (str, os.PathLike)) else run
+        writer = writer or HumanResonantWriter()
+        reviser, run_target = PolicyReviser(model, env), env.targets[0].tolist()
     if target_hrv is None and profile is None:
-        target, source = env.targets[0].tolist(), "policy run target"
+        target, source = run_target, "policy run target"
     else:
         target, source = resolve_target(target_hrv, profile, store)
-    writer = writer or HumanResonantWriter()
     return writer.generate(
         prompt,
         target,
         num_paragraphs=num_paragraphs,
         seed=seed,
-        reviser=PolicyReviser(model, env),
+        reviser=reviser,
         target_source=source if target_source is None else target_source,
     )
