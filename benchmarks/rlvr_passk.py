@@ -9,8 +9,8 @@ function; the program run in the sandbox is the HumanEval prompt followed by the
 same GRPO settings, steps, samples and seed; only ``loss_type`` and its clip range differ (DAPO's
 0.2/0.28 on token ratios, GSPO's 3e-4/4e-4 on sequence ratios, as the papers). Each step trains two
 minibatches (one group of 4 each), so the second one is off-policy by one update and the clip acts;
-completions cut at the 64-token training budget get advantage 0 (overlong filtering); the evaluation
-allows 96 tokens.
+sampling stops at the code block's closing fence (stop string ```` ```\n ````), and completions cut at
+the 96-token budget get advantage 0 (overlong filtering).
 
 pass@1 is the mean over held-out problems of c/n with n = ``--eval-samples`` completions each at
 temperature 0.7 (Chen et al.'s unbiased estimator); its standard error is printed beside it.

@@ -71,3 +71,12 @@ def test_prompt_then_fenced_keeps_the_prompts_imports(sandbox):
         ]
         fenced = CodeReward(pool, {"c": concatenate}, program_from="fenced")
         assert fenced(["c"], [completion]) == [-1.0]  # List is undefined without the prompt
+
+
+def test_a_block_cut_off_by_the_end_of_the_text_is_the_program():
+    from resonance_os.verify.reward import extract_program
+
+    # generation stopped at the closing fence (stop string "```\n"): the text ends inside the block
+    assert extract_program("Here it is:\n```python\ndef f():\n    return 1\n") == "def f():\n    return 1\n"
+    assert extract_program("```python\nA\n```\nthen\n```py\nB") == "B"
+    assert extract_program("```python\nA\n```\nno more code") == "A\n"

@@ -30,11 +30,13 @@ from resonance_os.verify.rollout import Verdict
 
 ProgramFrom = Literal["fenced", "continuation", "prompt_then_fenced"]
 PROGRAM_FROM: tuple[str, ...] = get_args(ProgramFrom)
-_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
+_FENCE = re.compile(r"```[ \t]*(?:python3?|py)?[ \t]*\n(.*?)(?:```|\Z)", re.DOTALL | re.IGNORECASE)
 
 
 def extract_program(completion: str) -> str:
-    """The last fenced code block of ``completion``, or the whole completion when it has none."""
+    """The last fenced code block of ``completion``, or the whole completion when it has none. A block
+    the text ends inside counts (to the end): sampling that stops at the closing fence (stop string
+    ```` ```\n ````), or runs out of tokens, leaves it open."""
     blocks = _FENCE.findall(completion)
     return blocks[-1] if blocks else completion
 
