@@ -59,6 +59,10 @@ STDIO_TEMPLATE = (
     "Write a Python 3 program that reads standard input and prints the answer. Reply with the program "
     "in a ```python block.\n\n{prompt}"
 )
+CALL_TEMPLATE = (
+    "Solve this problem in Python 3 by writing the function it asks for. Reply with the code in a "
+    "```python block.\n\n{prompt}"
+)
 
 
 @dataclass
@@ -73,10 +77,10 @@ class RLVRConfig(JsonConfig):
         heldout: the held-out share of the problems, a fraction in (0, 1) or a count. 0.33.
         split_seed: seeds the train / held-out split (independent of the training seed). 0.
         prompt_template: the prompt, with ``{prompt}`` where the problem's statement goes; None = a
-            "complete this function" request for function problems, a "write a program" request for
-            stdin/stdout problems.
+            "complete this function" request with HumanEval's code, a request for code with other
+            statements (``default_template``).
         program_from: how the program is cut from a completion (``verify.CodeReward``); None =
-            "prompt_then_fenced" for function problems, "fenced" for stdin/stdout problems.
+            "prompt_then_fenced" for HumanEval, "fenced" otherwise.
         eval_samples: completions sampled per held-out problem to estimate pass@k. 4.
         eval_ks: the k of pass@k to report (each <= eval_samples). [1].
         eval_temperature: sampling temperature of the evaluation (0 = greedy). 0.7.
@@ -175,12 +179,20 @@ def load_problem_set(config: RLVRConfig) -> list[Problem]:
     return load_problems(config.source)
 
 
+def default_template(problem: Problem, config: RLVRConfig) -> str:
+    """HumanEval's code prompt in a "complete this function" request; a statement with a function to
+    write (TACO's ``fn_name``) or a stdin/stdout statement in a request for code."""
+    if config.source == "humaneval":
+        return FUNCTION_TEMPLATE
+    return CALL_TEMPLATE if problem.entry_point is not None else STDIO_TEMPLATE
+
+
 def problem_prompts(problems: list[Problem], config: RLVRConfig) -> dict[str, Problem]:
     """Prompt text -> problem, each statement put in the prompt template (the default suits the kind)."""
     out: dict[str, Problem] = {}
     for problem in problems:
-        default = FUNCTION_TEMPLATE if _is_function_problem(problem) else STDIO_TEMPLATE
-        prompt = (config.prompt_template or default).replace("{prompt}", problem.prompt)
+        template = config.prompt_template or default_template(problem, config)
+        prompt = template.replace("{prompt}", problem.prompt)
         if prompt in out:
             raise ConfigError(
                 f"problems {out[prompt].problem_id!r} and {problem.problem_id!r} have the same prompt; "
@@ -190,14 +202,11 @@ def problem_prompts(problems: list[Problem], config: RLVRConfig) -> dict[str, Pr
     return out
 
 
-def _is_function_problem(problem: Problem) -> bool:
-    return problem.entry_point is not None
-
-
-def _program_from(problems: list[Problem], config: RLVRConfig) -> str:
+def default_program_from(config: RLVRConfig) -> str:
+    """HumanEval's prompt (imports, helpers) then the completion's code; elsewhere the code alone."""
     if config.program_from is not None:
         return config.program_from
-    return "prompt_then_fenced" if all(_is_function_problem(p) for p in problems) else "fenced"
+    return "prompt_then_fenced" if config.source == "humaneval" else "fenced"
 
 
 # ---------------------------------------------------------------------------------------------- the task
@@ -216,7 +225,7 @@ class RLVRTask:
         self.train, self.heldout = split_problems(problems, config.heldout, config.split_seed)
         self.train_prompts = problem_prompts(self.train, config)
         self.heldout_prompts = problem_prompts(self.heldout, config)
-        self.program_from = _program_from(problems, config)
+        self.program_from = default_program_from(config)
         self._stack = ExitStack()
         self._reward: CodeReward | None = None
 
