@@ -40,3 +40,12 @@ def test_range_and_degenerate_inputs():
     assert model.score(GARDEN, "zqxv blorft") == 0.0  # unknown words, never mentioned
     for prompt in ("city gardens", "électricité et vélos", "gardens"):
         assert 0.0 <= model.score(GARDEN, prompt) <= 1.0
+
+
+def test_score_many_gives_what_score_gives_for_each_prompt():
+    model = topic_model()
+    prompts = ["city gardens", "coffee roasting", "water soil", "the of and"]
+    for text in (GARDEN, SLOT_FILLED, ""):
+        for many, one in zip(model.score_many(text, prompts), [model.score(text, p) for p in prompts]):
+            assert abs(many - one) < 1e-6
+
