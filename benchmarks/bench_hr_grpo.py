@@ -49,6 +49,9 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default HR_GRPO_DEFAULTS)")
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--style-power", type=float, default=1.0, help="k in resonance^k x quality (1 = the reward)"
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "hr_grpo.json"))
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -73,6 +76,7 @@ def main() -> None:
     t0 = time.perf_counter()
     trainer = train_hr_grpo(
         profile=args.profile, steps=args.steps, policy=policy, config=config, seed=args.seed, progress_bar=False,
+        style_power=args.style_power,
         callback=lambda tr, row: print(
             f"step {row['timesteps']:>3}  reward {row['episode_reward_mean']:.3f}  resonance "
             f"{row['reward_resonance']:.3f}  fluency {row['reward_fluency']:.3f}  {row['time_step']:.1f} s",
@@ -89,7 +93,7 @@ def main() -> None:
     }
     print(f"\nHR-GRPO, SmolLM2-135M-Instruct + LoRA r16, {args.device}, {args.threads} thread(s), profile "
           f"{args.profile}, {args.steps} steps x {trainer.config.prompts_per_step} prompts x G={trainer.config.group_size}, "
-          f"lr {trainer.config.learning_rate}, seed {args.seed}")  # fmt: skip
+          f"lr {trainer.config.learning_rate}, seed {args.seed}, style power {args.style_power}")  # fmt: skip
     print(f"held-out: {len(topics)} topics x {args.samples} samples; model load {t_load:.0f} s, one eval {t_eval:.0f} s, "
           f"training {t_train:.0f} s\n")  # fmt: skip
     print("| held-out mean | before (adapters off) | after | change |")

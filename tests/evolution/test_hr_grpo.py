@@ -214,3 +214,18 @@ def test_a_grpo_config_object_is_used_as_is(policy, writing_reward):
     cfg = GRPOConfig(group_size=2, prompts_per_step=1, max_new_tokens=8, seed=5)
     trainer = train_hr_grpo(prompts=TOPICS, steps=1, policy=policy, config=cfg, reward=writing_reward)
     assert trainer.config == cfg and len(trainer.hr_reward.last) == 2
+
+
+def test_style_power_raises_the_style_term_to_a_power(writing_reward):
+    text = "Making bread at home is a small pleasure. I knead the dough by hand."
+    score = writing_reward.score(text, [0.5] * 8, prompt=TOPICS[0])
+    chat = hr_messages(TOPICS[0], [0.5] * 8)
+    for power in (1.0, 4.0):
+        hr = HRReward([0.5] * 8, reward=writing_reward, style_power=power)
+        hr.register(TOPICS[0], chat)
+        assert hr([chat], [text])[0] == pytest.approx(
+            score.reward * score.resonance ** (power - 1), abs=1e-12
+        )
+    for bad in (0.5, 100, True, "2"):
+        with pytest.raises(ValidationError, match="style_power"):
+            HRReward([0.5] * 8, reward=writing_reward, style_power=bad)

@@ -145,7 +145,16 @@ class HRReward:
         reward: WritingReward | None = None,
         reward_model: Any = None,
         reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
+        style_power: float = 1.0,
     ) -> None:
+        if (
+            isinstance(style_power, bool)
+            or not isinstance(style_power, numbers.Real)
+            or not 1.0 <= style_power <= 32.0
+        ):
+            raise ValidationError(
+                f"style_power must be a number in [1, 32] (1 = the writing reward), got {style_power!r}"
+            )
         if reward_model is not None and not callable(getattr(reward_model, "predict", None)):
             raise ValidationError("reward_model must have a predict(text, target_hrv) -> float method")
         if (
@@ -158,6 +167,7 @@ class HRReward:
         self.reward = reward if reward is not None else WritingReward()
         self.reward_model = reward_model
         self.weight = float(reward_model_weight) if reward_model is not None else 0.0
+        self.style_power = float(style_power)
         self.topics: dict[str, str] = {}
         self.last: list[Scored] = []
         self._last_completions: list[str] = []
@@ -174,7 +184,8 @@ class HRReward:
         if not text:
             return Scored(topic, completion, "", None, None if self.reward_model is None else 0.0, 0.0)
         score = self.reward.score(text, self.target, prompt=topic)
-        value, feedback = score.reward, None
+        # resonance^k x quality: k > 1 widens the style term's spread within a group (k = 1: the reward)
+        value, feedback = score.reward * score.resonance ** (self.style_power - 1.0), None
         if self.reward_model is not None:
             feedback = float(self.reward_model.predict(text, self.target))
             if not math.isfinite(feedback) or not 0.0 <= feedback <= 1.0:
@@ -251,6 +262,7 @@ def train_hr_grpo(
     *,
     reward: WritingReward | None = None,
     reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
+    style_power: float = 1.0,
     device: str | None = None,
     progress_bar: bool = False,
     callback: Callable[[Any, dict[str, Any]], bool | None] | None = None,
@@ -271,6 +283,8 @@ def train_hr_grpo(
         store: the profile store for stored profiles. log_dir: metrics.jsonl (``resonance plot``).
         seed: the GRPO seed (overrides the config's).
         reward: the ``WritingReward`` to use (default ``WritingReward()``, the fast models).
+        style_power: k in ``resonance^k x quality`` (1 = the writing reward as it is; larger k makes the
+            groups' advantages follow the style term more, since resonance varies little within a group).
         device: move the default policy there ("cpu", "cuda").
 
     The returned trainer carries ``hr_target`` (the resolved vector), ``hr_source`` (where it came
@@ -300,7 +314,11 @@ def train_hr_grpo(
     if seed is not None:
         cfg = GRPOConfig.from_dict({**cfg.to_dict(), "seed": seed})
     hr_reward = HRReward(
-        target, reward=reward, reward_model=reward_model, reward_model_weight=reward_model_weight
+        target,
+        reward=reward,
+        reward_model=reward_model,
+        reward_model_weight=reward_model_weight,
+        style_power=style_power,
     )
     messages = []
     for topic in topics:
