@@ -66,6 +66,9 @@ def train(
     learning_rate: float | None = typer.Option(
         None, "--learning-rate", help="AdamW learning rate. Default 1e-4."
     ),
+    inner_epochs: int = typer.Option(
+        1, "--inner-epochs", min=1, help="Passes over each batch for is, rwr, sparse_rwr (sf: 1 only)."
+    ),
     min_policy_std: float = typer.Option(
         0.05,
         "--min-policy-std",
@@ -114,6 +117,7 @@ def train(
             train_batch_size=min(preset.get("train_batch_size", 32), chains),
             learning_rate=learning_rate or DDPOConfig.learning_rate,
             min_policy_std=min_policy_std,
+            num_inner_epochs=inner_epochs,
         )
         # a resumed run keeps the reward it was trained on
         name = load_checkpoint(out / "checkpoint").config["ddpo"]["reward"] if resume else reward
