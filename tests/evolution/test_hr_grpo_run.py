@@ -136,6 +136,10 @@ def test_bad_runs_and_options_are_one_line_errors(trained_run, tmp_path):
     assert result.exit_code == 2 and "HR-GRPO run" in result.output and "Traceback" not in result.output
     result = runner.invoke(app, ["train", "--method", "dqn", "--out", str(tmp_path / "x")])
     assert result.exit_code == 2 and "--method 'dqn' is not one of ppo, grpo" in result.output
+    result = runner.invoke(app, ["train", "--method", "grpo", "--max-episode-steps", "2"])
+    assert result.exit_code == 2 and "--max-episode-steps is for --method ppo" in result.output
+    result = runner.invoke(app, ["train", "--device", "cuda"])
+    assert result.exit_code == 2 and "--model and --device are for --method grpo" in result.output
     result = runner.invoke(app, ["train", "--method", "grpo", "--model", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "neither 'smollm2' nor a local Hugging Face folder" in result.output
     with pytest.raises(ValidationError, match="not an HR-GRPO run"):

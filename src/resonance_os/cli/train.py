@@ -13,6 +13,7 @@ from resonance_os.cli.errors import fail, run_reporting_user_errors
 from resonance_os.cli.generate import article_table, print_article
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.evolution.hr_grpo_run import SMOLLM2
 
 console = Console(highlight=False)
 
@@ -153,7 +154,7 @@ def _train_grpo(
     progress: bool,
 ) -> Any:
     from resonance_os.evolution.hr_grpo import train_hr_grpo
-    from resonance_os.evolution.hr_grpo_run import SMOLLM2, save_hr_grpo_run
+    from resonance_os.evolution.hr_grpo_run import save_hr_grpo_run
 
     if profile is not None and hrv is not None:
         raise fail("give --profile or --hrv, not both")
@@ -221,7 +222,7 @@ def train(
         None, "--max-episode-steps", min=1, help="ppo: revisions per episode (default: the env's, 3)."
     ),
     model: str = typer.Option(
-        "smollm2", "--model", help="grpo: the base language model, 'smollm2' or a local Hugging Face folder."
+        SMOLLM2, "--model", help="grpo: the base language model, 'smollm2' or a local Hugging Face folder."
     ),
     device: str = typer.Option(
         None, "--device", help="grpo: 'cpu' or 'cuda' (default: where the model loads)."
@@ -233,6 +234,10 @@ def train(
     --method grpo fine-tunes the drafting model."""
     if method not in METHODS:
         raise fail(f"--method {method!r} is not one of {', '.join(METHODS)}")
+    if method == "grpo" and max_episode_steps is not None:
+        raise fail("--max-episode-steps is for --method ppo (GRPO drafts whole paragraphs, no edit episodes)")
+    if method == "ppo" and (model != SMOLLM2 or device is not None):
+        raise fail("--model and --device are for --method grpo (PPO trains a small edit policy on the CPU)")
     if method == "grpo":
         out = out or Path("runs/hr-grpo")
         steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
