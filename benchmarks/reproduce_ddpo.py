@@ -39,14 +39,21 @@ COLOURS = {"is": "tab:blue", "sf": "tab:orange", "rwr": "tab:green", "sparse_rwr
 RESULTS = Path(__file__).parent / "results"
 EVAL_SAMPLES = 200
 EVAL_SEED = 99
+NOISE_FLOOR_SEEDS = 5
 UNOPTIMISED = "unoptimised (two CFG passes, autograd sampling, all steps)"
 
 
-def evaluate(trainer: DDPO, reward_fn) -> float:
+def evaluate(trainer: DDPO, reward_fn, seed: int = EVAL_SEED) -> float:
     """Mean reward of EVAL_SAMPLES fresh samples (20 of each digit) with fixed noise."""
     labels = torch.arange(EVAL_SAMPLES) % 10
-    images = trainer.sample(labels, seed=EVAL_SEED).images
+    images = trainer.sample(labels, seed=seed).images
     return float(np.mean(reward_fn(images, labels)))
+
+
+def noise_floor(trainer: DDPO, reward_fn) -> float:
+    """How far the evaluation moves with no training at all: the std of the untrained model's
+    mean reward over NOISE_FLOOR_SEEDS other noise draws (the evaluation itself reuses one draw)."""
+    return float(np.std([evaluate(trainer, reward_fn, seed) for seed in range(NOISE_FLOOR_SEEDS)]))
 
 
 def run_one(models, reward: str, method: str, seed: int, args) -> dict:
@@ -219,6 +226,7 @@ def main() -> None:
     for reward in args.rewards:
         reward_fn = make_reward(reward, models.classifier)
         baseline = evaluate(pretrained_trainer, reward_fn)
+        floor = noise_floor(pretrained_trainer, reward_fn)
         runs: dict = {}
         for method in args.methods:
             runs[method] = [run_or_load(models, reward, method, seed, args) for seed in args.seeds]
@@ -230,7 +238,9 @@ def main() -> None:
             f"({len(args.seeds)} seeds; {minutes:.1f} min of training summed over runs)"
         )
         print(f"{'method':<12}{'final mean +- std':>24}{'gain vs pretrained':>20}{'gain / DDPO_IS gain':>22}")
-        print(f"{'pretrained':<12}{baseline:>24.4f}")
+        print(
+            f"{'pretrained':<12}{baseline:>24.4f}   (noise floor: +- {floor:.4f} over {NOISE_FLOOR_SEEDS} noise draws)"
+        )
         gains = {m: finals[m].mean() - baseline for m in finals}
         for method, values in finals.items():
             ratio = gains[method] / gains["is"] if "is" in gains and gains["is"] != 0 else float("nan")
@@ -247,6 +257,7 @@ def main() -> None:
         summary = {
             "config": vars(args),
             "pretrained": baseline,
+            "noise_floor": floor,
             "minutes": minutes,
             "final": {m: finals[m].tolist() for m in finals},
             "curves": {m: [r["curve"] for r in seeds] for m, seeds in runs.items()},
