@@ -37,6 +37,8 @@ def measure(text: str, dimension: str) -> float:
             "This step is very important for the test.",
         ),
         (E.remove_intensifier, "It is a very important step.", "It is an important step."),
+        (E.remove_intensifier, "It has an incredibly rich history.", "It has a rich history."),
+        (E.remove_intensifier, "They worked really hard.", "They worked hard."),
         (
             E.add_intensifier,
             "The team felt nervous before the launch.",

@@ -536,12 +536,31 @@ def add_intensifier(sentence: str) -> str | None:
     return None
 
 
+def _degree_adverb(word: str, following: str) -> bool:
+    """Whether ``word`` intensifies ``following``: one of ``INTENSIFIERS``, or a VADER degree adverb in
+    -ly ("incredibly", "deeply") before an adjective, a participle or another -ly adverb."""
+    if word in INTENSIFIERS:
+        return True
+    lexicon = get_lexicon()
+    if not word.endswith("ly") or lexicon.vader_boosters.get(word, 0.0) <= 0:
+        return False
+    return following.endswith(("ly", "ing", "ed")) or bool(
+        lexicon.word_classes.get(following, 0) & CLASS_ADJECTIVE
+    )
+
+
 def remove_intensifier(sentence: str) -> str | None:
-    """'It is very useful.' -> 'It is useful.' (not 'the very first')."""
+    """'It is very useful.' -> 'It is useful.'; 'an incredibly rich history' -> 'a rich history' (not
+    'the very first')."""
     words = sentence.split(" ")
     for i in range(1, len(words) - 1):
-        if words[i].lower() in INTENSIFIERS and words[i - 1].lower() != "the" and words[i + 1].isalpha():
-            if words[i - 1].lower() == "a" and words[i + 1][0] in "aeiou":
-                words[i - 1] = "an"
+        following = words[i + 1].lower().rstrip(".,;:!?")
+        if (
+            words[i - 1].lower() != "the"
+            and following.isalpha()
+            and _degree_adverb(words[i].lower(), following)
+        ):
+            if words[i - 1].lower() in ("a", "an"):
+                words[i - 1] = words[i - 1][0] + ("n" if words[i + 1][0].lower() in "aeiou" else "")
             return " ".join(words[:i] + words[i + 1 :])
     return None
