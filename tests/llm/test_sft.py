@@ -79,6 +79,29 @@ def test_warm_up_teaches_the_sort_task_and_to_stop(tmp_path):
     assert finished.count("eos") >= 6  # learnt to end after the answer
 
 
+def test_evaluate_gives_the_held_out_loss_without_training():
+    pairs, held_out = sort_task()
+    answers = [(p, " ".join(sorted(p.split(), key=DIGIT_WORDS.index))) for p in held_out]
+    trainer = SFT(
+        make_policy(PolicyConfig(finetune="full")),
+        pairs,
+        SFTConfig(batch_size=32, learning_rate=3e-3, seed=0),
+    )
+    before = [p.detach().clone() for p in trainer.policy.trainable_parameters()]
+    untrained = trainer.evaluate(answers, batch_size=7)
+    assert untrained == pytest.approx(
+        trainer.evaluate(answers, batch_size=60), abs=1e-5
+    )  # batching: same mean
+    assert all(torch.equal(a, b) for a, b in zip(before, trainer.policy.trainable_parameters()))
+    trainer.learn(10)
+    assert trainer.evaluate(answers) < 0.5 * untrained
+    assert trainer.evaluate() == pytest.approx(
+        trainer.evaluate(pairs), abs=1e-5
+    )  # default: the training pairs
+    with pytest.raises(ConfigError, match="batch_size=0"):
+        trainer.evaluate(answers, batch_size=0)
+
+
 def test_same_seed_same_run_and_resume_equals_uninterrupted(tmp_path):
     cfg = SFTConfig(batch_size=2, learning_rate=1e-2, seed=3)
     drop = ("time_elapsed", "time_step", "tokens_per_second")

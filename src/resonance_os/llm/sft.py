@@ -169,17 +169,18 @@ class SFT:
         self.config, self.policy = config, policy
         self.log_dir, self.tensorboard = log_dir, tensorboard
         self.pairs = _as_pairs(pairs)
-        self._prompt_ids, self._completion_ids = self._tokenize()
+        self._prompt_ids, self._completion_ids = self._tokenize(self.pairs)
         self.optimizer = torch.optim.AdamW(
             policy.trainable_parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
         )
         self.num_timesteps = 0
         self.history: list[dict[str, Any]] = []
 
-    def _tokenize(self) -> tuple[list[list[int]], list[list[int]]]:
+    def _tokenize(self, pairs: list[tuple[Any, str]]) -> tuple[list[list[int]], list[list[int]]]:
+        """Prompt ids (chat template as configured) and completion ids (+ EOS) of ``pairs``."""
         tokenizer, context = self.policy.tokenizer, self.policy.context_length
         prompt_ids = self.policy.encode_prompts(
-            [p for p, _ in self.pairs], chat_template=self.config.chat_template
+            [p for p, _ in pairs], chat_template=self.config.chat_template
         )
         eos = (
             [int(tokenizer.eos_token_id)]
@@ -187,7 +188,7 @@ class SFT:
             else []
         )
         completion_ids = []
-        for i, (_, completion) in enumerate(self.pairs):
+        for i, (_, completion) in enumerate(pairs):
             ids = list(tokenizer(completion, add_special_tokens=False)["input_ids"]) + eos
             if context is not None and len(prompt_ids[i]) + len(ids) > context:
                 raise PromptTooLongError(
@@ -212,10 +213,16 @@ class SFT:
         return out
 
     def _collate(self, indices: list[int]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The training pairs ``indices`` as a batch (see :meth:`_layout`)."""
+        return self._layout(
+            [self._prompt_ids[i] for i in indices], [self._completion_ids[i] for i in indices]
+        )
+
+    def _layout(
+        self, prompts: list[list[int]], completions: list[list[int]]
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(input_ids, attention_mask, completion_mask): prompts left-padded, completions right-padded."""
         pad = int(self.policy.tokenizer.pad_token_id)
-        prompts = [self._prompt_ids[i] for i in indices]
-        completions = [self._completion_ids[i] for i in indices]
         width_p, width_c = max(map(len, prompts)), max(map(len, completions))
         ids, attention, completion_mask = [], [], []
         for p, c in zip(prompts, completions):
@@ -291,6 +298,28 @@ class SFT:
             "tokens_per_second": n_tokens / max(elapsed, 1e-9),
             "time_step": elapsed,
         }
+
+    def evaluate(self, pairs: Sequence[Any] | None = None, batch_size: int | None = None) -> float:
+        """The loss (mean NLL per completion token, no gradient, dropout off) on ``pairs`` (held-out
+        pairs, in the same forms as training's; default the training pairs), in batches of ``batch_size``
+        (default the config's)."""
+        checked = self.pairs if pairs is None else _as_pairs(pairs)
+        prompt_ids, completion_ids = (
+            (self._prompt_ids, self._completion_ids) if pairs is None else self._tokenize(checked)
+        )
+        size = self.config.batch_size if batch_size is None else batch_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"batch_size={batch_size!r} must be an integer >= 1")
+        total, tokens = 0.0, 0
+        was_training = self.policy.set_mode(False)
+        with torch.no_grad():
+            for start in range(0, len(checked), size):
+                batch = slice(start, start + size)
+                input_ids, attention_mask, mask = self._layout(prompt_ids[batch], completion_ids[batch])
+                total -= float((self.policy.token_logprobs(input_ids, attention_mask, mask) * mask).sum())
+                tokens += int(mask.sum())
+        self.policy.set_mode(was_training)
+        return total / tokens
 
     def save(self, path: str | os.PathLike[str]) -> Path:
         """One atomic checkpoint folder: the policy's weights (``LMPolicy.save``), this config, the step
