@@ -39,6 +39,8 @@ def measure(text: str, dimension: str) -> float:
         (E.remove_intensifier, "It is a very important step.", "It is an important step."),
         (E.remove_intensifier, "It has an incredibly rich history.", "It has a rich history."),
         (E.remove_intensifier, "They worked really hard.", "They worked hard."),
+        (lambda s: E.drop_adjective(s, +1), "They built a beautiful garden.", "They built a garden."),
+        (lambda s: E.drop_adjective(s, -1), "An awful storm hit the town.", "A storm hit the town."),
         (
             E.add_intensifier,
             "The team felt nervous before the launch.",
@@ -106,6 +108,9 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (lambda s: E.add_opener(s, "In fact,"), '"We kept going," Maya said.'),  # dialogue
         (E.add_intensifier, "The call uses a common type."),  # technical adjective
         (E.add_intensifier, "The answer is perfect."),  # takes no degree
+        (lambda s: E.drop_adjective(s, 0), "It was an amazing experience."),  # the adjective is the point
+        (lambda s: E.drop_adjective(s, 0), "The common good matters."),  # a noun here
+        (lambda s: E.drop_adjective(s, -1), "They built a beautiful garden."),  # positive, not negative
         (E.remove_intensifier, "It is the very first item."),
     ],
 )

@@ -13,7 +13,9 @@ edit works only on sentence shapes it can parse with certainty and returns ``Non
 * similes are appended as a trailing "like ..." phrase and removed only in that shape;
 * splits happen at "; " or before ", and/but/so" + pronoun; merges join two short statements with
   a semicolon;
-* word swaps use small tables of near-synonyms that differ in sentiment (VADER lexicon values).
+* word swaps use small tables of near-synonyms that differ in sentiment (VADER lexicon values);
+  degree adverbs ('incredibly') and evaluative adjectives between a determiner and a noun ('a
+  beautiful garden') are dropped by their VADER values and lemminflect's word classes.
 
 Nothing here touches quoted speech, code-like text or questions that are not yes/no.
 """
@@ -563,4 +565,36 @@ def remove_intensifier(sentence: str) -> str | None:
             if words[i - 1].lower() in ("a", "an"):
                 words[i - 1] = words[i - 1][0] + ("n" if words[i + 1][0].lower() in "aeiou" else "")
             return " ".join(words[:i] + words[i + 1 :])
+    return None
+
+
+def drop_adjective(sentence: str, sign: int) -> str | None:
+    """'They built a beautiful garden.' -> 'They built a garden.': drop an attributive adjective with a
+    clear VADER valence of ``sign`` (+1 positive, -1 negative, 0 either) between a determiner and a
+    noun, fixing "a"/"an" (never a noun-adjective like "good" in "the common good", nor after "is"/"was":
+    "it was an amazing day" says nothing without it)."""
+    if _UNSAFE.search(sentence):
+        return None
+    lexicon = get_lexicon()
+    words = sentence.split(" ")
+    for i in range(1, len(words) - 1):
+        word, following = words[i], words[i + 1].rstrip(".,;:!?")
+        valence = lexicon.valence.get(word, 0.0)
+        classes = lexicon.word_classes.get(word, 0)
+        if (
+            abs(valence) < 1.5
+            or (sign and valence * sign < 0)
+            or not classes & CLASS_ADJECTIVE
+            or classes & CLASS_NOUN
+            or words[i - 1].lower() not in DETERMINERS
+            or (i >= 2 and words[i - 2].lower() in _BE)  # "was an amazing day": the adjective is the point
+            or not following.isalpha()
+            or not lexicon.word_classes.get(following, 0) & CLASS_NOUN
+        ):
+            continue
+        before = words[: i - 1]
+        article = words[i - 1]
+        if article.lower() in ("a", "an"):
+            article = article[0] + ("n" if following[0].lower() in "aeiou" else "")
+        return " ".join([*before, article, *words[i + 1 :]])
     return None

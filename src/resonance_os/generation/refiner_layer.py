@@ -158,10 +158,12 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
         (1, +1): [
             _edit("warmer_word", lambda s, r: E.swap_word(s, E.VALENCE_SWAPS, True)),
             _edit("remove_negative_opener", lambda s, r: E.remove_opener(s, E.NEGATIVE_OPENERS)),
+            _edit("drop_negative_adjective", lambda s, r: E.drop_adjective(s, -1)),
         ],
         (1, -1): [
             _edit("colder_word", lambda s, r: E.swap_word(s, E.VALENCE_SWAPS, False)),
             _edit("remove_positive_opener", lambda s, r: E.remove_opener(s, E.POSITIVE_OPENERS)),
+            _edit("drop_positive_adjective", lambda s, r: E.drop_adjective(s, +1)),
         ],
         (2, +1): [
             _edit("add_intensifier", lambda s, r: E.add_intensifier(s)),
@@ -174,6 +176,7 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
                 "remove_evaluative_opener",
                 lambda s, r: E.remove_opener(s, E.POSITIVE_OPENERS + E.NEGATIVE_OPENERS),
             ),
+            _edit("drop_evaluative_adjective", lambda s, r: E.drop_adjective(s, 0)),
         ],
         (3, +1): [
             _edit("remove_hedge", lambda s, r: E.remove_opener(s, E.HEDGE_OPENERS)),
