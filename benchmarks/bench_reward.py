@@ -17,7 +17,9 @@ half, for the combined reward, each term alone, and plain resonance (the old rew
 table checks that style does not swamp writing: each paragraph is edited toward the profile by the
 refiner (``RefinerLayer.refine_to_target``: its HRV-matched rewrite); where the rewrite is equally
 fluent (n-gram fluency within 0.03), the two rewards should lie within 0.05. Last, the cost per
-paragraph of each term, and HRWritingEnv steps per CPU-second with the combined reward.
+paragraph of each term (each timed on its own share of paragraphs from the other split, never scored
+before in the run, so no cache answers), and HRWritingEnv steps per CPU-second with the combined
+reward.
 
     .venv/bin/python benchmarks/bench_reward.py [--paragraphs 200] [--lm 40]
 """
@@ -147,10 +149,14 @@ def auc(pairs: list[tuple[float, float]]) -> float:
     return float(np.mean([1.0 if a > b else 0.5 if a == b else 0.0 for a, b in pairs]))
 
 
-def cost_table(reward: WritingReward, paragraphs: list[str], prompts: list[str], target) -> None:
+def cost_table(model: str, paragraphs: list[str], prompts: list[str], target) -> None:
+    """CPU time per paragraph of each term and of the combined reward, each row on its own share of
+    ``paragraphs``, which nothing in this process scored before (the terms remember sentences and
+    texts they have seen, so a text timed twice would be timed from memory)."""
     from resonance_os.quality.repetition import repetition_report
     from resonance_os.quality.topic import topic_model
 
+    reward = WritingReward(model=model)
     jobs = {
         "HRV extraction (resonance)": lambda t, p: reward.extractor.extract(t),
         f"fluency ({type(reward.fluency_model).__name__})": lambda t, p: reward.fluency_model.score(t),
@@ -160,11 +166,12 @@ def cost_table(reward: WritingReward, paragraphs: list[str], prompts: list[str],
         "combined reward (all of the above)": lambda t, p: reward.score(t, target, prompt=p),
     }
     print("\n| term | µs per paragraph (CPU) |\n|---|---:|")
-    for name, job in jobs.items():
+    for k, (name, job) in enumerate(jobs.items()):
+        texts, asked = paragraphs[k :: len(jobs)], prompts[k :: len(jobs)]
         start = time.process_time()
-        for text, prompt in zip(paragraphs, prompts):
+        for text, prompt in zip(texts, asked):
             job(text, prompt)
-        print(f"| {name} | {(time.process_time() - start) / len(paragraphs) * 1e6:,.0f} |")
+        print(f"| {name} | {(time.process_time() - start) / len(texts) * 1e6:,.0f} |")
 
 
 def main() -> None:
@@ -211,9 +218,11 @@ def main() -> None:
             cells = [auc([(a[c], b[c]) for a, b in rows]) for c in COLUMNS]
             print(f"| {profile.name} | {name} | " + " | ".join(f"{c:.3f}" for c in cells) + " |")
     style_vs_writing(terms, writer, paragraphs, prompts)
-    timed = len(paragraphs) if args.model == "fast" else min(5, len(paragraphs))
+    timed = real_paragraphs(
+        600 if args.model == "fast" else 30, "train" if args.split == "heldout" else "heldout"
+    )
     cost_table(
-        reward, paragraphs[:timed], prompts[:timed], BUILTIN_TEMPLATES["professional"].vector.to_list()
+        args.model, timed, [make_prompt(p) for p in timed], BUILTIN_TEMPLATES["professional"].vector.to_list()
     )
     if args.model == "fast":
         print(f"\nHRWritingEnv with the combined reward: {env_speed():,.0f} steps per CPU-second")

@@ -333,16 +333,18 @@ def semantic_features(units: list[Unit]) -> tuple[float, float]:
     least cosine of one sentence with the sum of the others (the sentence that least belongs). Only
     sentences with a vector count; ``(0.0, 0.0)`` when fewer than two have one."""
     vectors = [u.vector for u in units if u.vector is not None]
-    if len(vectors) < 2:
-        return 0.0, 0.0
-    m = np.asarray(vectors, dtype=np.float64)
-    gram = m @ m.T
     k = len(vectors)
-    mean_pair = (float(gram.sum()) - float(np.trace(gram))) / (k * (k - 1))
-    rest = m.sum(axis=0) - m
-    norms = np.linalg.norm(rest, axis=1)
-    own = np.einsum("ij,ij->i", m, rest)
-    least = float(np.min(np.where(norms > 1e-9, own / np.maximum(norms, 1e-9), 0.0)))
+    if k < 2:
+        return 0.0, 0.0
+    m = np.stack(vectors).astype(np.float64)
+    gram = m @ m.T
+    rows, diagonal = gram.sum(axis=1), gram.diagonal()
+    total = float(rows.sum())
+    mean_pair = (total - float(diagonal.sum())) / (k * (k - 1))
+    # sentence i against the sum of the others, s - v_i: dot (rows - diagonal), squared norm
+    # total - 2 rows + diagonal
+    rest = np.sqrt(np.maximum(total - 2.0 * rows + diagonal, 0.0))
+    least = float(np.min(np.where(rest > 1e-9, (rows - diagonal) / np.maximum(rest, 1e-9), 0.0)))
     return mean_pair, least
 
 

@@ -51,8 +51,8 @@ class TopicModel:
         rows = [self._index[s] for s in stems if s in self._index]
         if not rows:
             return None
-        mean = self._vectors[rows].mean(axis=0)
-        norm = float(np.linalg.norm(mean))
+        mean = np.add.reduce(self._vectors[rows], axis=0) / len(rows)  # ndarray.mean, without its overhead
+        norm = float(np.sqrt(mean @ mean))
         return mean / norm if norm > 0 else None
 
     def parts(
