@@ -82,6 +82,24 @@ def test_policy_revises_the_writers_drafts(run_dir):
         assert max(step["revision_scores"]) >= step["revision_scores"][0]
 
 
+def test_the_writers_between_paragraphs_hook_runs_with_a_policy(run_dir):
+    calls = []
+    article = write_with_policy(
+        run_dir, "community gardens", num_paragraphs=3, seed=1, between_paragraphs=lambda: calls.append(1)
+    )
+    assert len(calls) == 2  # before paragraphs 2 and 3, as in HumanResonantWriter.generate
+    assert article == write_with_policy(run_dir, "community gardens", num_paragraphs=3, seed=1)
+
+    class Stop(Exception):
+        pass
+
+    def stop():
+        raise Stop
+
+    with pytest.raises(Stop):  # a service stops the writing here (a client that left, a time budget)
+        write_with_policy(run_dir, "community gardens", num_paragraphs=3, seed=1, between_paragraphs=stop)
+
+
 def test_generate_cli_uses_a_trained_policy(run_dir):
     result = CliRunner().invoke(
         app, ["generate", "community gardens", "--policy", str(run_dir), "--paragraphs", "1"]

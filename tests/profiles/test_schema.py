@@ -22,11 +22,11 @@ from resonance_os.api.tenants import authenticate, list_tenants
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 from resonance_os.profiles.storage import MIGRATIONS
 
-HEAD = "0004"
+HEAD = "0005"
 SERVICE = ("api_keys", "api_items", "api_feedback", "api_reward_models", "api_jobs")
 PROFILES = ("profiles", "profile_versions")
 LATER_TABLES = ("api_usage",)
-LATER_COLUMNS = {"api_jobs": {"checkpoint_timesteps", "resumed_from"}}
+LATER_COLUMNS = {"api_jobs": {"checkpoint_timesteps", "resumed_from", "curve"}}
 """Tables and columns revisions after 0003 added (empty or NULL after an upgrade; left out of snapshots)."""
 TS = sa.DateTime(timezone=True)
 T0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
@@ -256,7 +256,9 @@ def test_previous_database_upgrades_with_every_row(empty_url, profiles, service)
         assert connection.execute(sa.text("SELECT COUNT(*) FROM api_usage")).scalar_one() == 0
         if service:
             later = ", ".join(sorted(LATER_COLUMNS["api_jobs"]))
-            assert set(connection.execute(sa.text(f"SELECT {later} FROM api_jobs")).all()) == {(None, None)}
+            assert set(connection.execute(sa.text(f"SELECT {later} FROM api_jobs")).all()) == {
+                (None,) * len(LATER_COLUMNS["api_jobs"])
+            }
     engine.dispose()
     assert all(after[table] == [] for table in set(after) - set(before))  # tables the upgrade added
 

@@ -13,7 +13,8 @@ filters on ``tenant_id``:
                          changes to items.
 - ``api_reward_models``  versioned fitted reward models (JSON parameters + safetensors weights).
 - ``api_jobs``           background training jobs: state, progress, metrics, worker pid and heartbeat,
-                         the timesteps of the newest checkpoint and of the one the attempt resumed from.
+                         the timesteps of the newest checkpoint and of the one the attempt resumed from,
+                         the learning curve (the training metrics, one point per update).
 - ``api_usage``          per tenant, the stored rows and text bytes counted against its storage quota
                          (see :mod:`resonance_os.api.quotas`).
 
@@ -134,6 +135,7 @@ class Job(Base):
     attempts: Mapped[int] = mapped_column(default=0)
     checkpoint_timesteps: Mapped[int | None]
     resumed_from: Mapped[int | None]
+    curve: Mapped[list[dict[str, float]] | None] = mapped_column(sa.JSON)
     heartbeat_at: Mapped[datetime | None] = mapped_column()
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column()

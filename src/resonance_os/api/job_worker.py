@@ -3,16 +3,17 @@
 It claims the job (``starting`` or ``queued`` -> ``running`` exactly once), imports the job's trainer
 (``"module:function"``, chosen by the server when the job was submitted), runs it, and writes the
 outcome. A trainer is ``trainer(params: dict, report: JobReport) -> TrainingResult``; it calls
-``report.progress(fraction, metrics)`` as it goes, keeps its checkpoint in ``report.work_dir`` (saved
+``report.progress(fraction, metrics, curve=rows)`` as it goes (``curve``: its metrics rows so far, the
+job's learning curve), keeps its checkpoint in ``report.work_dir`` (saved
 every ``report.checkpoint_every`` updates, reported with ``report.checkpointed``) and, when it finds
 one there, resumes from it (``report.resumed``). A heartbeat thread keeps ``heartbeat_at`` fresh so a
 server can tell a live worker from a dead one, and stops the worker when the job was cancelled. On
 SIGTERM the job is released (queued again to resume, see :func:`resonance_os.api.jobs.release`) unless
 it was cancelled. The work folder is removed when the job ends.
 
-A worker runs at the lowest CPU priority (:func:`lower_priority`: nice 19 and Linux's ``SCHED_IDLE``
-policy), so training uses only the CPU time that request handling leaves: on a machine with few
-cores a running job would otherwise take a core from the server and slow every tenant's requests.
+A worker runs at the lowest CPU priority (:func:`lower_priority`: nice 19), so training uses the CPU
+time that request handling leaves: on a machine with few cores a running job would otherwise take a
+core from the server and slow every tenant's requests.
 """
 
 from __future__ import annotations
@@ -41,6 +42,26 @@ from resonance_os.core.errors import ResonanceError
 from resonance_os.rl.errors import RLError
 
 log = logging.getLogger("resonance_os.api.job_worker")
+
+
+MAX_CURVE_POINTS = 500
+"""A job's stored learning curve keeps at most this many points (evenly spaced, the last one always)."""
+
+
+def curve_points(rows: list[dict[str, Any]], limit: int = MAX_CURVE_POINTS) -> list[dict[str, float]]:
+    """The numeric fields of each metrics row, thinned to at most ``limit`` evenly spaced rows (the
+    first and last kept): what ``GET /v1/jobs/{id}/metrics`` returns as the learning curve."""
+    if len(rows) > limit:
+        step = (len(rows) - 1) / (limit - 1)
+        rows = [rows[round(i * step)] for i in range(limit)]
+    return [
+        {
+            key: float(value)
+            for key, value in row.items()
+            if isinstance(value, (int, float)) and not isinstance(value, bool)
+        }
+        for row in rows
+    ]
 
 
 @dataclass
@@ -88,8 +109,16 @@ class JobReport:
             )
 
     def progress(
-        self, fraction: float, metrics: dict[str, Any] | None = None, *, force: bool = False
+        self,
+        fraction: float,
+        metrics: dict[str, Any] | None = None,
+        *,
+        curve: list[dict[str, Any]] | None = None,
+        force: bool = False,
     ) -> None:
+        """Record ``fraction`` done (0-1), the latest ``metrics`` and the learning ``curve`` so far (every
+        metrics row, oldest first; stored thinned by :func:`curve_points`); at most every
+        ``min_interval_s`` seconds unless ``force``."""
         now = time.monotonic()
         if not force and now - self._last < self.min_interval_s:
             return
@@ -97,6 +126,8 @@ class JobReport:
         values: dict[str, Any] = {"progress": min(max(float(fraction), 0.0), 1.0), "heartbeat_at": utcnow()}
         if metrics is not None:
             values["metrics"] = metrics
+        if curve is not None:
+            values["curve"] = curve_points(curve)
         self._update(**values)
 
 
@@ -148,18 +179,13 @@ def _heartbeat(db: Database, job_id: str, stop: threading.Event) -> None:
 
 
 def lower_priority() -> None:
-    """Put this process (and the threads it starts afterwards) at the lowest CPU priority: nice 19,
-    then the ``SCHED_IDLE`` policy where the platform has it. Either may be refused (a container's
-    limits); the job then runs at whatever priority it has, which is logged."""
+    """Put this process (and the threads it starts afterwards) at nice 19, the lowest CPU priority that
+    still gives it a share on a busy machine (Linux's ``SCHED_IDLE`` would give a fifth of that, and
+    starve its heartbeat under load). A refusal (a container's limits) is logged, and the job runs."""
     try:
         os.nice(19 - os.nice(0))
     except OSError as exc:
-        log.warning("cannot lower the worker's nice value: %s", exc)
-    if hasattr(os, "SCHED_IDLE"):
-        try:
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
-        except OSError as exc:
-            log.warning("cannot set the worker's SCHED_IDLE policy: %s", exc)
+        log.warning("cannot lower the worker's CPU priority: %s", exc)
 
 
 def load_trainer(spec: str):

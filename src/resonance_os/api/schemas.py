@@ -339,10 +339,13 @@ class TrainRequest(Body):
         return self
 
 
+JobState = Literal["queued", "starting", "running", "succeeded", "failed", "cancelled"]
+
+
 class JobOut(BaseModel):
     id: str
     kind: str
-    state: Literal["queued", "starting", "running", "succeeded", "failed", "cancelled"]
+    state: JobState
     progress: float
     metrics: dict[str, Any]
     error: str | None = None
@@ -355,6 +358,28 @@ class JobOut(BaseModel):
     created_at: datetime
     started_at: datetime | None = None
     finished_at: datetime | None = None
+
+
+class JobList(BaseModel):
+    jobs: list[JobOut] = Field(description="Your jobs, newest first.")
+
+
+class CurvePoint(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    timesteps: float = Field(description="Environment steps trained when the update ended.")
+    episode_reward_mean: float | None = Field(None, description="Mean return of the episodes it saw.")
+
+
+class JobCurve(BaseModel):
+    id: str
+    state: JobState
+    progress: float
+    points: list[CurvePoint] = Field(
+        description="The training metrics, one point per update, oldest first (at most 500, evenly "
+        "thinned): timesteps, episode_reward_mean and the trainer's other numbers (loss, entropy_loss, "
+        "approx_kl, ...). Empty until the first update ends."
+    )
 
 
 class Health(BaseModel):

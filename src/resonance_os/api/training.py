@@ -92,7 +92,7 @@ def learn_resumable(env: gym.Env, config: dict[str, Any], total: int, report: Jo
     Starts from the checkpoint in ``report.work_dir/checkpoint`` when an earlier attempt left one
     (``report.resumed``), else from a new ``PPO("MlpPolicy", env, **config)``; saves the checkpoint
     (an atomic folder, ``PPO.save``) every ``report.checkpoint_every`` updates (``report.checkpointed``).
-    Metrics go to ``report.work_dir/logs`` and become the job's progress.
+    Metrics go to ``report.work_dir/logs`` and become the job's progress and learning curve.
     """
     from resonance_os.rl.algorithms.ppo import PPO
 
@@ -125,6 +125,9 @@ def learn_resumable(env: gym.Env, config: dict[str, Any], total: int, report: Jo
     finally:
         stop.set()
         follower.join()
+    rows = _metrics_rows(log_dir)
+    if rows:  # the follower polls each second: record the last updates' metrics too
+        report.progress(model.num_timesteps / total, rows[-1], curve=rows, force=True)
     return model
 
 
@@ -143,12 +146,13 @@ def _metrics_rows(log_dir: Path) -> list[dict]:
 
 
 def _follow_metrics(log_dir: Path, total: int, report: JobReport, stop: threading.Event) -> None:
-    """Turn the metrics log into job progress (timesteps / total) until ``stop`` is set."""
+    """Turn the metrics log into job progress (timesteps / total) and learning curve until ``stop`` is
+    set."""
     while not stop.wait(1.0):
         rows = _metrics_rows(log_dir) if log_dir.exists() else []
         if rows:
             last = rows[-1]
-            report.progress(float(last.get("timesteps", 0)) / total, last)
+            report.progress(float(last.get("timesteps", 0)) / total, last, curve=rows)
 
 
 _runs: dict[str, tuple[object, object, threading.Lock]] = {}
@@ -175,11 +179,13 @@ def generate_with_policy(
     paragraphs: int,
     seed: int | None,
     reward_model=None,
+    between_paragraphs: Callable[[], None] | None = None,
 ) -> Article:
     """Write ``paragraphs`` paragraphs about ``prompt`` toward ``target`` as ``resonance generate
     --policy`` does (``hr_policy.write_with_policy``): the service's writer drafts each paragraph and
     the run's policy revises it in the run's env, keeping the revision the env scores highest (the
-    writing reward, blended with the job's reward model when it had one)."""
+    writing reward, blended with the job's reward model when it had one). ``between_paragraphs`` is
+    the writer's hook, called before every paragraph after the first."""
     model, env, lock = _load_run(folder, reward_model)
     write_with_policy = _import(POLICY_MODULE).write_with_policy
     with lock, service.writer_lock:
@@ -190,6 +196,7 @@ def generate_with_policy(
             num_paragraphs=paragraphs,
             seed=seed,
             writer=service.writer,
+            between_paragraphs=between_paragraphs,
         )
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from resonance_os.core.errors import ValidationError
@@ -112,6 +113,7 @@ def write_with_policy(
     store: str | os.PathLike[str] | None = None,
     writer: HumanResonantWriter | None = None,
     target_source: str | None = None,
+    between_paragraphs: Callable[[], None] | None = None,
 ) -> Article:
     """Write an article with a trained policy: a run folder or ``(model, env)``.
 
@@ -122,7 +124,9 @@ def write_with_policy(
     The target is resolved here by ``profiles.targets.resolve_target(target_hrv, profile, store)`` and
     passed to the writer as a vector; with neither ``target_hrv`` nor ``profile``, the run's
     target is used. ``target_source`` overrides the label ``Article.target_source`` reports (an edge
-    that resolved the target itself passes its source).
+    that resolved the target itself passes its source). ``between_paragraphs`` is passed to
+    ``HumanResonantWriter.generate``: called before every paragraph after the first (a service reports
+    progress there, or stops the writing by raising).
     """
     if isinstance(run, (str, os.PathLike)) and is_hr_grpo_run(run):
         if writer is not None:
@@ -148,4 +152,5 @@ def write_with_policy(
         seed=seed,
         reviser=reviser,
         target_source=source if target_source is None else target_source,
+        between_paragraphs=between_paragraphs,
     )

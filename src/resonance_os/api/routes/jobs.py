@@ -1,16 +1,17 @@
-"""Training jobs: POST /v1/train queues one for a worker process, GET /v1/jobs/{job_id} follows it,
+"""Training jobs: POST /v1/train queues one for a worker process, GET /v1/jobs lists yours,
+GET /v1/jobs/{job_id} follows one and GET /v1/jobs/{job_id}/metrics gives its learning curve,
 DELETE /v1/jobs/{job_id} (or POST /v1/jobs/{job_id}/cancel) cancels it."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 
 from resonance_os.api import jobs
 from resonance_os.api.db import Job
 from resonance_os.api.deps import service, tenant
 from resonance_os.api.http_errors import ApiError
 from resonance_os.api.metrics import JOBS_SUBMITTED
-from resonance_os.api.schemas import JobOut, TrainRequest
+from resonance_os.api.schemas import JobCurve, JobList, JobOut, JobState, TrainRequest
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext
 
@@ -65,6 +66,28 @@ def train(
     if runner is not None:  # admit it now if a slot is free (the runner's own tick would, within a second)
         runner.tick()
     return job_out(jobs.get(svc.db, ctx.tenant_id, job.id))
+
+
+@router.get("/jobs", response_model=JobList)
+def list_jobs(
+    state: list[JobState] | None = Query(
+        None, description="Only jobs in these states (repeat the parameter for several)."
+    ),
+    limit: int = Query(50, ge=1, le=200, description="At most this many jobs."),
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
+) -> dict:
+    """Your training jobs, newest first (``?state=succeeded`` for the policies you can write with)."""
+    return {"jobs": [job_out(job) for job in jobs.list_jobs(svc.db, ctx.tenant_id, state, limit)]}
+
+
+@router.get("/jobs/{job_id}/metrics", response_model=JobCurve)
+def job_metrics(
+    job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+) -> dict:
+    """Your job's learning curve: its training metrics, one point per update, so far."""
+    job = jobs.get(svc.db, ctx.tenant_id, job_id)
+    return {"id": job.id, "state": job.state, "progress": job.progress, "points": job.curve or []}
 
 
 @router.get("/jobs/{job_id}", response_model=JobOut)
