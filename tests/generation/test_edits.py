@@ -72,6 +72,11 @@ def measure(text: str, dimension: str) -> float:
             ["The list is sorted in place.", "It returns nothing useful."],
         ),
         (
+            E.split,
+            "The plan looked simple on paper, but the team was not ready for the first storm.",
+            ["The plan looked simple on paper.", "But the team was not ready for the first storm."],
+        ),
+        (
             lambda s: E.swap_word(s, E.VALENCE_SWAPS, True),
             "That answer is wrong.",
             "That answer is incorrect.",

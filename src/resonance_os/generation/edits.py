@@ -468,7 +468,7 @@ def to_passive(sentence: str) -> str | None:
 
 
 # -- cadence ------------------------------------------------------------------------------------
-_SPLIT_SEAM = re.compile(r"; |, (?=and \w)")
+_SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|yet|so) \w)")
 _FINITE = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did", *_BY_FINITE))
 """Finite verbs: a part after ", and" holding one within its first words is a clause, not a list item."""
 _CLAUSE_SUBJECT_STARTS = (DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"}) - {"i"}
@@ -476,24 +476,25 @@ _CLAUSE_SUBJECT_STARTS = (DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"})
 
 
 def split(sentence: str) -> list[str] | None:
-    """'A; b.' -> 'A.', 'B.'; 'A, and the team is b.' -> 'A.', 'The team is b.' (each part at least
-    four words; after ", and" the second part must open with a determiner or pronoun and have a finite
-    verb within its next five words: a clause, not a list item or "as loud as ...")."""
+    """'A; b.' -> 'A.', 'B.'; 'A, and the team is b.' -> 'A.', 'The team is b.'; 'A, but it is b.' ->
+    'A.', 'But it is b.' (each part at least four words; after ", and/but/yet/so" the clause must open
+    with a determiner or pronoun and have a finite verb within its next five words: a clause, not a
+    list item or "as loud as ..."; "and" is dropped, the others open the new sentence)."""
     if not sentence.endswith(".") or _UNSAFE.search(sentence):
         return None
     for match in _SPLIT_SEAM.finditer(sentence):
         left, right = sentence[: match.start()], sentence[match.end() :]
         right_words = right.split()
-        if right.startswith("and "):
-            right_words = right_words[1:]
+        conjunction = [] if match.group(0) == "; " else [right_words.pop(0)]
         if len(left.split()) < 4 or len(right_words) < 4 or right_words[0].lower() not in _SAFE_TO_LOWER:
             continue
-        if match.group(0) != "; " and (
+        if conjunction and (
             right_words[0].lower() not in _CLAUSE_SUBJECT_STARTS
             or not any(w.lower() in _FINITE for w in right_words[1:6])
         ):
             continue
-        return [left + ".", " ".join(_capitalize(right_words))]
+        second = right_words if conjunction in ([], ["and"]) else [*conjunction, *_lowered_start(right_words)]
+        return [left + ".", " ".join(_capitalize(second))]
     return None
 
 
