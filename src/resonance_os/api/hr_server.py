@@ -33,7 +33,7 @@ from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.settings import Settings
 from resonance_os.api.studio import mount_studio
-from resonance_os.api.turns import WriterTurns
+from resonance_os.api.text_workers import TextWorkers
 from resonance_os.core.env import getenv
 
 if TYPE_CHECKING:
@@ -74,7 +74,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         db.migrate()
     svc = ResonanceService(
         db,
-        WriterTurns(settings.generate_per_tenant, settings.generate_total),
+        TextWorkers(settings.text_workers, settings.generate_per_tenant, settings.generate_total),
         StorageQuota(rows=settings.quota_rows, bytes=settings.quota_bytes),
     )
 

@@ -18,16 +18,13 @@ from resonance_os.api.db import Database, Item, Job
 from resonance_os.api.jobs import JobLimits
 from resonance_os.api.quotas import StorageQuota, charge, release, reserved, text_bytes
 from resonance_os.api.tenants import TenantContext
-from resonance_os.api.turns import WriterTurns
+from resonance_os.api.text_engine import as_dict
+from resonance_os.api.text_workers import TextWorkers
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
 from resonance_os.profiles.targets import resolve_target
 from resonance_os.profiles.templates import DEFAULT_PROFILE_NAME
-
-
-def as_dict(values: list[float]) -> dict[str, float]:
-    return dict(zip(HRV_DIMENSIONS, (float(v) for v in values)))
 
 
 def profile_out(profile: HRVProfile) -> dict[str, Any]:
@@ -43,35 +40,37 @@ def profile_out(profile: HRVProfile) -> dict[str, Any]:
 
 class ResonanceService:
     """The service's domain calls over one :class:`Database` (profiles live in the same database);
-    what a tenant stores is counted against ``quota`` (:mod:`resonance_os.api.quotas`)."""
+    what a tenant stores is counted against ``quota`` (:mod:`resonance_os.api.quotas`). CPU-bound text
+    work (writing, refining, scoring, measuring long texts) runs through ``workers``
+    (:class:`~resonance_os.api.text_workers.TextWorkers`: tenants take turns; in worker processes when
+    it has any, else in the calling thread)."""
 
     def __init__(
-        self, db: Database, turns: WriterTurns | None = None, quota: StorageQuota | None = None
+        self, db: Database, workers: TextWorkers | None = None, quota: StorageQuota | None = None
     ) -> None:
         self.db = db
         self.quota = quota or StorageQuota()
         self.writer_lock = threading.Lock()
-        self.turns = turns or WriterTurns()
+        self.workers = workers or TextWorkers()
+        self.engine = self.workers.engine
 
-    # -- components, built once per process ------------------------------------------------------
+    # -- components of this process (the text workers build their own) ----------------------------
 
-    @cached_property
+    @property
     def extractor(self):
-        from resonance_os.profiling.hrv_extractor import HRVExtractor
+        return self.engine.extractor
 
-        return HRVExtractor()
-
-    @cached_property
+    @property
     def similarity(self):
-        from resonance_os.similarity.metrics import SimilarityCalculator
+        return self.engine.similarity
 
-        return SimilarityCalculator()
-
-    @cached_property
+    @property
     def reward(self):
-        from resonance_os.quality.reward import WritingReward
+        return self.engine.reward
 
-        return WritingReward(extractor=self.extractor)
+    @property
+    def writer(self):
+        return self.engine.writer
 
     @cached_property
     def profiles(self):
@@ -79,29 +78,21 @@ class ResonanceService:
 
         return HRVProfileManager(self.db.url)
 
-    @cached_property
-    def writer(self):
-        from resonance_os.generation.human_resonant_writer import HumanResonantWriter
-
-        return HumanResonantWriter(extractor=self.extractor)
-
     def close(self) -> None:
+        self.workers.close()
         if "profiles" in self.__dict__:
             self.profiles.close()
 
     # -- measuring ---------------------------------------------------------------------------------
 
-    def analyze(self, text: str, evidence: bool = True) -> dict[str, Any]:
-        """The HRV of ``text`` and, with ``evidence``, what was counted for each dimension."""
-        analysis = self.extractor.analyze(text).to_dict()
-        vector = [float(analysis["hrv"][d]) for d in HRV_DIMENSIONS]
-        return {
-            "hrv": as_dict(vector),
-            "vector": vector,
-            "n_words": analysis["n_words"],
-            "n_sentences": analysis["n_sentences"],
-            "evidence": analysis["evidence"] if evidence else None,
-        }
+    def analyze(
+        self, text: str, evidence: bool = True, *, ctx: TenantContext | None = None
+    ) -> dict[str, Any]:
+        """The HRV of ``text`` and, with ``evidence``, what was counted for each dimension; with
+        ``ctx``, measured in that tenant's turn at the text workers (for long texts), else here."""
+        if ctx is None:
+            return self.engine.analyze(text, evidence)
+        return self.workers.run(ctx.tenant_id, "analyze", text, evidence, counted=False)
 
     def resolve_target(
         self, ctx: TenantContext, profile: str | None, target_hrv: list[float] | None
@@ -128,7 +119,7 @@ class ResonanceService:
         from resonance_os.api import feedback
 
         target, _ = self.resolve_target(ctx, profile, target_hrv)
-        scored = self.reward.score(text, target, prompt=prompt)
+        scored = self.workers.run(ctx.tenant_id, "score", text, target, prompt, counted=False)
         measured = scored.hrv
         model = feedback.latest_model(self.db, ctx.tenant_id, self.extractor)
         return {
@@ -194,9 +185,16 @@ class ResonanceService:
 
         The writer is shared fairly (:class:`~resonance_os.api.turns.WriterTurns`: tenants take turns
         paragraph by paragraph); past ``deadline`` (a ``time.monotonic()`` instant) the call stops with
-        ``BusyError``. ``progress(k, n)`` is called when paragraph ``k`` of ``n`` starts (with a trained
-        policy only for the first); an exception it raises stops the writing."""
+        ``BusyError``. ``progress(k, n)`` is called when paragraph ``k`` of ``n`` starts (from the
+        writer's ``between_paragraphs`` hook, with or without a trained policy); an exception it raises
+        stops the writing."""
         report = progress or (lambda k, n: None)
+        started = [1]
+
+        def next_paragraph() -> None:
+            started[0] += 1
+            report(started[0], paragraphs)
+
         if policy is not None:
             from resonance_os.api.policies import policy_folder, policy_job
 
@@ -216,29 +214,24 @@ class ResonanceService:
 
                 return load_version(self.db, ctx.tenant_id, version, self.extractor)
 
-            with self.turns.turn(ctx.tenant_id, deadline):
+            with self.workers.turn(ctx.tenant_id, deadline):
                 report(1, paragraphs)
                 article = generate_with_policy(
-                    self, policy_folder(job), prompt, target, paragraphs, seed, reward_model
+                    self, policy_folder(job), prompt, target, paragraphs, seed, reward_model, next_paragraph
                 )
         else:
             target, profile_name = self.resolve_target(ctx, profile, target_hrv)
-            with self.turns.turn(ctx.tenant_id, deadline) as pass_turn:
-                started = [1]
-
-                def next_paragraph() -> None:
-                    pass_turn()
-                    started[0] += 1
-                    report(started[0], paragraphs)
-
-                report(1, paragraphs)
-                article = self.writer.generate(
-                    prompt,
-                    target_hrv=target,
-                    num_paragraphs=paragraphs,
-                    seed=seed,
-                    between_paragraphs=next_paragraph,
-                )
+            report(1, paragraphs)
+            article = self.workers.run(
+                ctx.tenant_id,
+                "write",
+                prompt,
+                target,
+                paragraphs,
+                seed,
+                deadline=deadline,
+                on_paragraph=next_paragraph,
+            )
         measured = [float(v) for v in article.measured_hrv["article"]]
         resonance = float(article.resonance)
         item = self.store_item(
@@ -277,11 +270,10 @@ class ResonanceService:
         """Edit ``text`` toward the target as ``resonance refine`` does
         (:func:`~resonance_os.generation.text_refine.refine_text`, holding a writer turn, passed on
         between paragraphs); the edited text, the kept edits, a word diff and the score before and after."""
-        from resonance_os.generation.text_refine import refine_text, word_diff
+        from resonance_os.generation.text_refine import word_diff
 
         target, _ = self.resolve_target(ctx, profile, target_hrv)
-        with self.turns.turn(ctx.tenant_id, deadline) as pass_turn:
-            refined = refine_text(self.writer, text, target, seed=seed, between_paragraphs=pass_turn)
+        refined = self.workers.run(ctx.tenant_id, "refine", text, target, seed, deadline=deadline)
         return {
             "text": refined.text,
             "original_text": refined.original_text,

@@ -39,7 +39,7 @@ def _env_float(name: str, default: float, *, allow_zero: bool = False) -> float:
     return value
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_int(name: str, default: int, minimum: int = 1) -> int:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -47,8 +47,11 @@ def _env_int(name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ValidationError(f"${name}={raw!r} is not a whole number") from None
-    if value < 1:
-        raise ValidationError(f"${name}={raw!r} must be a positive whole number")
+    if value < minimum:
+        raise ValidationError(
+            f"${name}={raw!r} must be a {'positive ' if minimum == 1 else ''}whole number"
+            + (f" of at least {minimum}" if minimum != 1 else "")
+        )
     return value
 
 
@@ -86,8 +89,10 @@ class Settings:
     text (``RESONANCE_QUOTA_BYTES``); past either, writes answer 507.
     Generation (see :mod:`resonance_os.api.turns`): each request has ``generate_budget_s`` seconds from
     its arrival (``RESONANCE_GENERATE_BUDGET_S``; then 503); a tenant may have ``generate_per_tenant``
-    generations in progress (``RESONANCE_GENERATE_PER_TENANT``; more: 429), the process
-    ``generate_total`` (``RESONANCE_GENERATE_TOTAL``; more: 503).
+    generations in progress (``RESONANCE_GENERATE_PER_TENANT``; more: 429), each text worker
+    ``generate_total`` (``RESONANCE_GENERATE_TOTAL``; more: 503). Writing, refining, scoring and
+    measuring long texts run in ``text_workers`` worker processes (``RESONANCE_TEXT_WORKERS``; 0: in
+    the server process), see :mod:`resonance_os.api.text_workers`.
     Failed authentication (see :mod:`resonance_os.api.auth_failures`): each client address may fail
     ``failed_auth_per_s`` times a second (``RESONANCE_FAILED_AUTH_RATE``) after a burst of
     ``failed_auth_burst`` (``RESONANCE_FAILED_AUTH_BURST``); then 429 before any key is hashed or looked up.
@@ -116,6 +121,7 @@ class Settings:
     generate_budget_s: float = 300.0
     generate_per_tenant: int = 2
     generate_total: int = 16
+    text_workers: int = 2
     failed_auth_per_s: float = 1.0
     failed_auth_burst: float = 20.0
     body_timeout_s: float = 30.0
@@ -133,6 +139,7 @@ class Settings:
             "generate_budget_s": _env_float("RESONANCE_GENERATE_BUDGET_S", cls.generate_budget_s),
             "generate_per_tenant": _env_int("RESONANCE_GENERATE_PER_TENANT", cls.generate_per_tenant),
             "generate_total": _env_int("RESONANCE_GENERATE_TOTAL", cls.generate_total),
+            "text_workers": _env_int("RESONANCE_TEXT_WORKERS", cls.text_workers, minimum=0),
             "failed_auth_per_s": _env_float("RESONANCE_FAILED_AUTH_RATE", cls.failed_auth_per_s),
             "failed_auth_burst": _env_float("RESONANCE_FAILED_AUTH_BURST", cls.failed_auth_burst),
             "body_timeout_s": _env_float("RESONANCE_BODY_TIMEOUT_S", cls.body_timeout_s),

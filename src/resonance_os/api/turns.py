@@ -43,19 +43,27 @@ class WriterTurns:
         self._cond = threading.Condition()
         self._holder: _Ticket | None = None
         self._waiting: dict[int, deque[_Ticket]] = {}  # insertion order is the rotation order
-        self._in_progress: Counter[int] = Counter()
+        self._in_progress: Counter[int] = Counter()  # counted turns, for the limits
+        self._present: Counter[int] = Counter()  # every turn
 
     @contextmanager
-    def turn(self, tenant_id: int, deadline: float | None = None) -> Iterator[Callable[[], None]]:
+    def turn(
+        self, tenant_id: int, deadline: float | None = None, *, counted: bool = True
+    ) -> Iterator[Callable[[], None]]:
         """Hold the writer (waiting for it if needed) until the block ends; the yielded function passes
         the turn on to a waiting tenant and waits for the next one (call it between paragraphs).
 
         ``deadline`` is a ``time.monotonic()`` instant (``None``: no limit). Raises
         :class:`TooManyRequestsError` or :class:`BusyError` at once when over the limits, and
-        :class:`BusyError` when the deadline passes while waiting or passing the turn."""
+        :class:`BusyError` when the deadline passes while waiting or passing the turn. A turn that is
+        not ``counted`` (measuring or scoring one text: bounded work) waits in the same rotation but
+        is not held against the generation limits."""
         deadline = math.inf if deadline is None else deadline
-        self._admit(tenant_id)
+        if counted:
+            self._admit(tenant_id)
         ticket = _Ticket(tenant_id)
+        with self._cond:
+            self._present[tenant_id] += 1
         try:
             with self._cond:
                 self._wait(ticket, deadline)
@@ -67,14 +75,20 @@ class WriterTurns:
                         self._hand_over()
         finally:
             with self._cond:
-                self._in_progress[tenant_id] -= 1
-                if not self._in_progress[tenant_id]:
-                    del self._in_progress[tenant_id]
+                for counter in (self._in_progress, self._present) if counted else (self._present,):
+                    counter[tenant_id] -= 1
+                    if not counter[tenant_id]:
+                        del counter[tenant_id]
 
     def waiting(self) -> int:
         """Requests waiting for a turn now."""
         with self._cond:
             return sum(len(q) for q in self._waiting.values())
+
+    def tenants(self) -> set[int]:
+        """The tenants with a request here now (holding the writer or waiting for it)."""
+        with self._cond:
+            return set(self._present)
 
     def _admit(self, tenant_id: int) -> None:
         with self._cond:

@@ -22,18 +22,18 @@ router = APIRouter(prefix="/v1", tags=["text"])
 
 INLINE_TEXT_CHARS = 5_000
 """Texts up to this long (~900 words, about a millisecond to measure) are measured on the event loop,
-which costs less than the hop to the thread pool; longer ones go to the pool so that they never hold
-up other requests."""
+which costs less than the hop to the thread pool; longer ones are measured in the tenant's turn at
+the text workers, so that they never hold up other requests."""
 
 
 @router.post("/analyze", response_model=AnalyzeResponse)
 async def analyze(
-    body: AnalyzeRequest, _ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+    body: AnalyzeRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
     """The text's HRV (8 dimensions in [0, 1]) and the evidence behind each value."""
     if len(body.text) <= INLINE_TEXT_CHARS:
         return svc.analyze(body.text, evidence=body.evidence)
-    return await run_in_threadpool(svc.analyze, body.text, evidence=body.evidence)
+    return await run_in_threadpool(svc.analyze, body.text, evidence=body.evidence, ctx=ctx)
 
 
 @router.post("/score", response_model=ScoreResponse)

@@ -1,0 +1,94 @@
+"""The service's CPU-bound text work in one place: measuring, scoring, writing and refining.
+
+:class:`TextEngine` builds its components (extractor, similarity, reward, writer) once, on first use,
+and exposes the calls the service makes with plain arguments and picklable results, so the same
+calls run in the server process or in a text worker process (:mod:`resonance_os.api.text_workers`).
+The writing calls take ``between``, called before every paragraph after the first (where a service
+passes the writer to another tenant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import cached_property
+from typing import Any
+
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+
+
+def as_dict(values: Sequence[float]) -> dict[str, float]:
+    return dict(zip(HRV_DIMENSIONS, (float(v) for v in values)))
+
+
+class TextEngine:
+    """Extractor, similarity, reward and writer, built once per process (see the module docstring)."""
+
+    @cached_property
+    def extractor(self):
+        from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+        return HRVExtractor()
+
+    @cached_property
+    def similarity(self):
+        from resonance_os.similarity.metrics import SimilarityCalculator
+
+        return SimilarityCalculator()
+
+    @cached_property
+    def reward(self):
+        from resonance_os.quality.reward import WritingReward
+
+        return WritingReward(extractor=self.extractor)
+
+    @cached_property
+    def writer(self):
+        from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+
+        return HumanResonantWriter(extractor=self.extractor)
+
+    def warm(self) -> None:
+        """Build every component now (a worker process does this before it takes work)."""
+        self.write("warm up", [0.5] * len(HRV_DIMENSIONS), 1, 0)
+        self.score("Warm up the reward.", [0.5] * len(HRV_DIMENSIONS))
+
+    def analyze(self, text: str, evidence: bool = True) -> dict[str, Any]:
+        """The HRV of ``text`` and, with ``evidence``, what was counted for each dimension."""
+        analysis = self.extractor.analyze(text).to_dict()
+        vector = [float(analysis["hrv"][d]) for d in HRV_DIMENSIONS]
+        return {
+            "hrv": as_dict(vector),
+            "vector": vector,
+            "n_words": analysis["n_words"],
+            "n_sentences": analysis["n_sentences"],
+            "evidence": analysis["evidence"] if evidence else None,
+        }
+
+    def measure(self, text: str, target_hrv: list[float] | None = None) -> tuple[list[float], float | None]:
+        """The HRV of ``text`` and, with ``target_hrv``, its resonance (similarity) with the target."""
+        hrv = [float(v) for v in self.extractor.extract(text)]
+        resonance = None if target_hrv is None else self.similarity.calculate_similarity(hrv, target_hrv)
+        return hrv, resonance
+
+    def score(self, text: str, target: list[float], prompt: str | None = None):
+        """The writing reward of ``text`` toward ``target`` (a ``quality.reward.WritingScore``)."""
+        return self.reward.score(text, target, prompt=prompt)
+
+    def write(
+        self,
+        prompt: str,
+        target: list[float],
+        paragraphs: int,
+        seed: int | None,
+        between: Callable[[], None] | None = None,
+    ):
+        """An article (``generation.Article``) of ``paragraphs`` paragraphs toward ``target``."""
+        return self.writer.generate(
+            prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed, between_paragraphs=between
+        )
+
+    def refine(self, text: str, target: list[float], seed: int, between: Callable[[], None] | None = None):
+        """``text`` edited toward ``target`` (``generation.text_refine.RefinedText``)."""
+        from resonance_os.generation.text_refine import refine_text
+
+        return refine_text(self.writer, text, target, seed=seed, between_paragraphs=between)

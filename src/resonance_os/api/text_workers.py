@@ -1,0 +1,250 @@
+"""Text workers: the service's CPU-bound text work in separate processes, shared fairly between tenants.
+
+In the server process, writing, scoring and measuring long texts hold the GIL: every other request,
+served on the event loop, waits at each step behind them (``benchmarks/abuse.py``: another tenant's
+p99 2-3x its quiet value while one tenant wrote 12-paragraph articles or stored 40,000-character
+texts). :class:`TextWorkers` with ``processes=N`` runs those calls in N worker processes instead:
+
+- the workers (``multiprocessing`` spawn) start on first use, all at once; each builds its
+  :class:`~resonance_os.api.text_engine.TextEngine` before it takes work and serves each call on its
+  own Unix-socket connection (``<tmp>/resonance-text-workers-*/``, an authentication key per server)
+  in a thread;
+- each worker has its own :class:`~resonance_os.api.turns.WriterTurns`: one call runs there at a time,
+  and a writing call passes the turn to a waiting tenant between paragraphs, round-robin, as the
+  single in-process writer did;
+- a call goes to the worker where its tenant already has work (one tenant's calls share one core),
+  else to the worker with the fewest tenants: with two workers, a tenant writing long articles or
+  flooding feedback does not delay another tenant's call at all; with more busy tenants than
+  workers, a call waits at most one paragraph (or one measurement) per tenant ahead of it;
+- a worker that dies is started again by the next call; the call it was running answers 503.
+
+``processes=0`` runs the calls in the calling thread under one ``WriterTurns`` (the library's default,
+and what most tests use).
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import pickle
+import shutil
+import tempfile
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+from resonance_os.api.text_engine import TextEngine
+from resonance_os.api.turns import WriterTurns
+from resonance_os.core.errors import BusyError, ResonanceError
+
+WRITING_CALLS = frozenset({"write", "refine"})
+"""Engine calls that write paragraph by paragraph (they take ``between``)."""
+STARTUP_S = 600.0
+"""How long a call waits for a worker to build its engine (seconds; then 503)."""
+
+
+class TextWorkerError(BusyError):
+    """A text worker process stopped while it worked on the request."""
+
+
+class _Stopped(Exception):
+    """The server stopped a writing call between paragraphs (its time budget ran out)."""
+
+
+# --- the worker process ---------------------------------------------------------------------------
+
+
+def _serve(address: str, authkey: bytes, ready) -> None:
+    """A worker process: build the engine, then serve every connection in its own thread."""
+    engine = TextEngine()
+    engine.warm()
+    with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
+        ready.set()
+        while True:
+            try:
+                connection = listener.accept()
+            except (OSError, EOFError, mp.AuthenticationError):
+                continue
+            threading.Thread(target=_serve_call, args=(engine, connection), daemon=True).start()
+
+
+def _serve_call(engine: TextEngine, connection: Connection) -> None:
+    with connection:
+        method, args, kwargs = connection.recv()
+        if method in WRITING_CALLS:
+
+            def between() -> None:
+                connection.send(("between", None))
+                if connection.recv() != "go":
+                    raise _Stopped
+
+            kwargs["between"] = between
+        try:
+            result = getattr(engine, method)(*args, **kwargs)
+        except _Stopped:
+            return
+        except Exception as exc:
+            if not isinstance(exc, ResonanceError):
+                traceback.print_exc()  # our bug: the traceback goes to the server's log
+            connection.send(("error", _portable(exc)))
+        else:
+            connection.send(("result", result))
+
+
+def _portable(exc: Exception) -> Exception:
+    """``exc`` if it survives pickling, else a ``RuntimeError`` naming it."""
+    try:
+        return pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return RuntimeError(f"{type(exc).__name__}: {exc}")
+
+
+# --- the server side ------------------------------------------------------------------------------
+
+
+class _Worker:
+    def __init__(self, index: int, folder: str, authkey: bytes, generation: int) -> None:
+        context = mp.get_context("spawn")
+        self.address = os.path.join(folder, f"worker-{index}-{generation}.sock")
+        self.ready = context.Event()
+        self.process = context.Process(
+            target=_serve,
+            args=(self.address, authkey, self.ready),
+            name=f"resonance-text-worker-{index}",
+            daemon=True,
+        )
+        self.process.start()
+
+
+class TextWorkers:
+    """Runs :class:`TextEngine` calls fairly between tenants, in ``processes`` worker processes (0: in
+    the calling thread); see the module docstring. ``per_tenant`` and ``total`` are the generation
+    limits of each worker's :class:`WriterTurns`."""
+
+    def __init__(
+        self, processes: int = 0, per_tenant: int = 2, total: int = 16, engine: TextEngine | None = None
+    ) -> None:
+        self.processes = processes
+        self.engine = engine or TextEngine()
+        self.turns = [WriterTurns(per_tenant, total) for _ in range(max(1, processes))]
+        self._lock = threading.Lock()
+        self._workers: list[_Worker | None] = [None] * processes
+        self._started = 0
+        self._authkey = os.urandom(32)
+        self._folder: str | None = None
+
+    def run(
+        self,
+        tenant_id: int,
+        method: str,
+        *args: Any,
+        deadline: float | None = None,
+        counted: bool = True,
+        on_paragraph: Callable[[], None] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """``TextEngine.<method>(*args, **kwargs)`` in ``tenant_id``'s turn. ``deadline`` (a
+        ``time.monotonic()`` instant) and ``counted`` are the turn's (:meth:`WriterTurns.turn`);
+        ``on_paragraph()`` runs when a writing call starts its next paragraph."""
+        index = self._place(tenant_id)
+        with self.turns[index].turn(tenant_id, deadline, counted=counted) as pass_turn:
+
+            def between() -> None:
+                pass_turn()
+                if on_paragraph is not None:
+                    on_paragraph()
+
+            if not self.processes:
+                if method in WRITING_CALLS:
+                    kwargs["between"] = between
+                return getattr(self.engine, method)(*args, **kwargs)
+            return self._remote(index, method, args, kwargs, between, deadline)
+
+    @contextmanager
+    def turn(self, tenant_id: int, deadline: float | None = None) -> Iterator[Callable[[], None]]:
+        """A counted turn, in the rotation of the tenant's worker, for writing done in this process (a
+        trained policy's generation)."""
+        with self.turns[self._place(tenant_id)].turn(tenant_id, deadline) as pass_turn:
+            yield pass_turn
+
+    def pids(self) -> list[int]:
+        """The process ids of the worker processes running now (none before the first call)."""
+        with self._lock:
+            return [w.process.pid for w in self._workers if w is not None and w.process.is_alive()]
+
+    def close(self) -> None:
+        """Stop the worker processes."""
+        with self._lock:
+            workers, self._workers = self._workers, [None] * self.processes
+            folder, self._folder = self._folder, None
+        for worker in workers:
+            if worker is not None and worker.process.is_alive():
+                worker.process.terminate()
+                worker.process.join(timeout=10)
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _place(self, tenant_id: int) -> int:
+        """The worker where the tenant has work, else the one with the fewest tenants."""
+        if len(self.turns) == 1:
+            return 0
+        present = [turns.tenants() for turns in self.turns]
+        for index, tenants in enumerate(present):
+            if tenant_id in tenants:
+                return index
+        return min(range(len(present)), key=lambda index: len(present[index]))
+
+    def _worker(self, index: int, deadline: float | None) -> _Worker:
+        """Worker ``index``, started (with every other missing or dead worker) if needed, once ready."""
+        with self._lock:
+            if self._folder is None:
+                self._folder = tempfile.mkdtemp(prefix="resonance-text-workers-")
+            for i, worker in enumerate(self._workers):
+                if worker is None or not worker.process.is_alive():
+                    self._started += 1
+                    self._workers[i] = _Worker(i, self._folder, self._authkey, self._started)
+            worker = self._workers[index]
+        wait = STARTUP_S if deadline is None else min(STARTUP_S, deadline - time.monotonic())
+        if not worker.ready.wait(max(wait, 0.0)):
+            raise BusyError("the text workers are still starting; retry in a minute")
+        return worker
+
+    def _remote(
+        self,
+        index: int,
+        method: str,
+        args: tuple,
+        kwargs: dict,
+        between: Callable[[], None],
+        deadline: float | None,
+    ) -> Any:
+        worker = self._worker(index, deadline)
+        try:
+            connection = Client(worker.address, family="AF_UNIX", authkey=self._authkey)
+        except OSError:
+            raise TextWorkerError("a text worker is restarting; retry the request") from None
+        with connection:
+            connection.send((method, args, kwargs))
+            while True:
+                try:
+                    kind, payload = connection.recv()
+                except (EOFError, OSError):
+                    raise TextWorkerError(
+                        "the text worker stopped while working on this request (the server restarts "
+                        "it); retry the request"
+                    ) from None
+                if kind == "between":
+                    try:
+                        between()
+                    except BaseException:
+                        connection.send("stop")
+                        raise
+                    connection.send("go")
+                elif kind == "error":
+                    raise payload
+                else:
+                    return payload
