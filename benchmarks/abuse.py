@@ -445,6 +445,7 @@ def main() -> None:
     print(
         f"server {server.url} ({db_url.split(':', 1)[0]}, backend {args.backend}), {args.duration:g} s per phase"
     )
+    load_at_start = os.getloadavg()
     victim(server.url, victim_key, 2.0)  # warm-up: the writer and extractor load on first use
     rows = []
     try:
@@ -496,6 +497,8 @@ def main() -> None:
         print(f"{name:<14} {cells[0]:>38} {cells[1]:>40} {victim_500:>11}  {got}")
     print()
     print(f"worst victim p99 ratio {worst:.2f}x (goal <= 2x); 500 responses {server_errors} (goal 0)")
+    loads = " -> ".join(", ".join(f"{x:.1f}" for x in load) for load in (load_at_start, os.getloadavg()))
+    print(f"machine load average (1, 5, 15 min) during the run: {loads} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
