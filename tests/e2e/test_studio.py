@@ -111,6 +111,19 @@ def test_sign_in_profile_from_text_write_rate_and_sign_out(page, studio):
     assert first[1] == f"{article_hrv['sentence_variance']:.2f}"
     terms = page.locator("#write-measure table.terms tbody th").all_inner_texts()
     assert terms == ["Resonance", "Fluency", "Coherence", "Topic", "Repetition", "Reward"]
+    # per paragraph: its own measured dimensions, as /v1/analyze measures that paragraph alone
+    numbers = page.locator("#article details.numbers")
+    assert numbers.count() == 2
+    numbers.nth(1).locator("summary").click()
+    assert "largest gap" in numbers.nth(1).locator("summary").inner_text()
+    second = httpx.post(
+        f"{studio.url}/v1/analyze",
+        json={"text": paragraphs[1]},
+        headers={"Authorization": f"Bearer {studio.key}"},
+    ).json()["hrv"]
+    cells = [row.locator("td").all_inner_texts() for row in numbers.nth(1).locator("tbody tr").all()]
+    assert [c[1] for c in cells] == [f"{second[d]:.2f}" for d in stored["hrv"]]
+    assert [c[0] for c in cells] == [f"{stored['hrv'][d]:.2f}" for d in stored["hrv"]]
 
     # rate it 4/5: stored as feedback on the generated item
     page.check("#rate-form input[value='4']")
@@ -196,11 +209,11 @@ def test_phone_width_needs_no_sideways_scrolling(browser, studio):
     sign_in(page, studio.key)
     page.wait_for_selector("#tabs:not([hidden])")
     widths = {}
-    for tab in ("profiles", "write", "analyze", "learn"):
+    for tab in ("profiles", "write", "analyze", "learn", "train"):
         page.click(f"#tabs button[data-tab={tab}]")
         widths[tab] = page.evaluate("document.documentElement.scrollWidth")
     context.close()
-    assert widths == {"profiles": 390, "write": 390, "analyze": 390, "learn": 390}
+    assert widths == {"profiles": 390, "write": 390, "analyze": 390, "learn": 390, "train": 390}
 
 
 def test_profile_from_sliders_then_history_and_revert(page, studio):
@@ -234,7 +247,11 @@ def test_profile_from_sliders_then_history_and_revert(page, studio):
     assert reverted["hrv"] == created["hrv"] and reverted["version"] == 3
 
 
-def test_unknown_policy_is_a_404_and_an_oversized_text_a_413(page, studio):
+def test_a_profile_deleted_meanwhile_is_a_404_and_an_oversized_text_a_413(page, studio):
+    headers = {"Authorization": f"Bearer {studio.key}"}
+    assert httpx.post(
+        f"{studio.url}/v1/profiles", json={"name": "gone-soon", "hrv": [0.5] * 8}, headers=headers
+    )
     sign_in(page, studio.key)
     page.wait_for_selector("#tabs:not([hidden])")
     page.fill("#new-name", "too-big")
@@ -245,10 +262,11 @@ def test_unknown_policy_is_a_404_and_an_oversized_text_a_413(page, studio):
 
     page.click("#tabs button[data-tab=write]")
     page.fill("#write-prompt", "A short note")
-    page.fill("#write-policy", "no-such-job")
+    page.select_option("#write-profile", "gone-soon")
+    assert httpx.delete(f"{studio.url}/v1/profiles/gone-soon", headers=headers).is_success  # a colleague
     page.click("#write-form button[type=submit]")
     page.wait_for_selector("#message:has-text('404')")
-    assert "no job 'no-such-job'" in page.inner_text("#message")
+    assert "gone-soon" in page.inner_text("#message")
 
 
 def test_pick_the_better_of_two_drafts_and_train_the_reward_model(page, studio):
@@ -293,3 +311,76 @@ def test_pick_the_better_of_two_drafts_and_train_the_reward_model(page, studio):
     page.wait_for_selector("#notice:has-text('Reward model version 1 trained')")
     assert "Held-out rating error (MAE)" in page.inner_text("#reward-model")
     assert "Baseline rating error (MAE)" in page.inner_text("#reward-model")
+
+
+def test_train_a_policy_watch_its_curve_cancel_a_job_and_write_with_the_policy(page, studio):
+    """A real PPO job (the smallest: one update) run by the server's job runner, followed on the page."""
+    headers = {"Authorization": f"Bearer {studio.key}"}
+    sign_in(page, studio.key)
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.click("#tabs button[data-tab=train]")
+    page.select_option("#job-profile", "creative")
+    page.fill("#job-timesteps", "64")
+    page.fill("#job-seed", "1")
+    page.click("#job-form button[type=submit]")
+    page.wait_for_selector("#notice:has-text('queued')")
+    trained = httpx.get(f"{studio.url}/v1/jobs", headers=headers).json()["jobs"][0]
+    assert trained["params"]["timesteps"] == 64 and trained["params"]["profile"].endswith("creative")
+    assert page.inner_text("#job-title") == f"Job {trained['id'][:8]}: creative, 64 steps"
+
+    # a second, long job waits behind it (one running job per tenant); cancel it from the page
+    page.fill("#job-timesteps", "1000000")
+    page.click("#job-form button[type=submit]")
+    page.wait_for_selector("#job-title:has-text('1,000,000 steps')")
+    waiting = httpx.get(f"{studio.url}/v1/jobs", headers=headers).json()["jobs"][0]
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.click("#cancel-job")
+    page.wait_for_selector("#job-status:has-text('Cancelled.')")
+    assert httpx.get(f"{studio.url}/v1/jobs/{waiting['id']}", headers=headers).json()["state"] == "cancelled"
+    assert page.is_hidden("#cancel-job")
+
+    # follow the first job to the end: progress, the learning curve, the latest metrics
+    page.click(f"#job-list button:has-text('{trained['id'][:8]}')")
+    page.wait_for_selector("#job-status:has-text('Finished')", timeout=240_000)
+    curve = httpx.get(f"{studio.url}/v1/jobs/{trained['id']}/metrics", headers=headers).json()
+    assert curve["state"] == "succeeded" and curve["points"]
+    assert page.evaluate("document.querySelector('#job-progress').value") == 1
+    assert page.input_value("#curve-metric") == "episode_reward_mean"
+    assert page.locator("#job-chart .line-chart .dot").count() == len(curve["points"])
+    last = curve["points"][-1]
+    dot = page.locator("#job-chart .dot title").last.text_content()
+    assert dot == f"Timesteps {last['timesteps']:.0f}: Mean episode reward {last['episode_reward_mean']:.3g}"
+    page.select_option("#curve-metric", "loss")
+    assert "Loss" in page.locator("#job-chart svg > title").text_content()
+    assert page.locator("#job-metrics tbody tr").count() >= 5
+    states = page.locator("#job-list .state").all_inner_texts()
+    assert states == ["cancelled", "succeeded"]
+
+    # the finished policy is in the Write screen's picker (only finished jobs are); write with it
+    page.click("#use-policy")
+    page.wait_for_selector("#panel-write:not([hidden])")
+    assert page.input_value("#write-policy") == trained["id"]
+    options = page.locator("#write-policy option").evaluate_all("nodes => nodes.map(n => n.value)")
+    assert options == ["", trained["id"]]
+    page.evaluate(
+        """() => { window.statuses = [];
+        new MutationObserver((records) => records.forEach((r) => r.addedNodes.forEach((n) =>
+          window.statuses.push(n.textContent)))).observe(document.querySelector('#write-status'), {childList: true});
+        }"""
+    )
+    page.fill("#write-prompt", "Harbour mornings")
+    page.fill("#write-paragraphs", "3")
+    page.fill("#write-seed", "2")
+    page.click("#write-form button[type=submit]")
+    page.wait_for_selector("#write-result:not([hidden]), #message:not([hidden])", timeout=120_000)
+    assert page.is_hidden("#message"), page.inner_text("#message")
+    statuses = page.evaluate("window.statuses")
+    for k in (1, 2, 3):  # the stream reports every paragraph with a trained policy too
+        assert f"Writing paragraph {k} of 3…" in statuses
+    assert statuses[-1] == "Wrote 3 of 3 paragraphs."
+    engine = sa.create_engine(studio.db_url)
+    with engine.connect() as connection:
+        newest = sa.text("SELECT policy FROM api_items ORDER BY created_at DESC")
+        policy = connection.execute(newest).scalars().first()
+    engine.dispose()
+    assert policy == trained["id"]

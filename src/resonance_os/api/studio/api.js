@@ -88,7 +88,7 @@ export function describe(error) {
     case 404:
       return `Not found (404): ${detail}`;
     case 409:
-      return `Already exists (409): ${detail}`;
+      return `Conflict (409): ${detail}`;
     case 413:
       return `Too large to send (413): ${detail} Send a shorter text or fewer files.`;
     case 422:

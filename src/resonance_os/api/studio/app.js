@@ -1,13 +1,25 @@
-// Resonance Studio: sign in, profiles, write, analyze, rate; every call goes through api.js.
+// Resonance Studio: sign in, profiles, write, analyze, rate, train; every call goes through api.js.
 
 import { call, describe, session, stream } from "./api.js";
-import { label, radar } from "./charts.js";
+import { label, lineChart, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
 
 const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
 
 const $ = (selector) => document.querySelector(selector);
-const state = { dimensions: [], terms: [], profiles: [], selected: null, article: null, previous: null, refined: null };
+const state = {
+  dimensions: [],
+  terms: [],
+  profiles: [],
+  selected: null,
+  article: null,
+  previous: null,
+  refined: null,
+  jobs: [],
+  job: null,
+  jobTimer: null,
+  curve: [],
+};
 
 function make(tag, attributes = {}, text = null) {
   const node = document.createElement(tag);
@@ -81,8 +93,11 @@ function signOut(clear = true) {
   state.selected = null;
   state.article = null;
   state.previous = null;
+  state.jobs = [];
+  state.job = null;
+  clearTimeout(state.jobTimer);
   for (const panel of document.querySelectorAll(".panel")) panel.hidden = true;
-  for (const result of ["#write-result", "#write-progress-box", "#analyze-result", "#refine-result", "#profile-detail", "#ab-form"]) $(result).hidden = true;
+  for (const result of ["#write-result", "#write-progress-box", "#analyze-result", "#refine-result", "#profile-detail", "#ab-form", "#job-detail"]) $(result).hidden = true;
   $("#tabs").hidden = true;
   $("#sign-out").hidden = true;
   $("#sign-in").hidden = false;
@@ -252,9 +267,9 @@ async function createProfile(event) {
 
 // -- measured vs target -------------------------------------------------------------------------
 
-function gapTable(measured, target) {
+function gapTable(measured, target, caption = "Per-dimension gap (target − measured)") {
   const table = make("table", { class: "gaps" });
-  table.append(make("caption", {}, "Per-dimension gap (target − measured)"));
+  table.append(make("caption", {}, caption));
   const head = make("tr");
   for (const title of ["Dimension", "Target", "Measured", "Gap"]) head.append(make("th", { scope: "col" }, title));
   const thead = make("thead");
@@ -320,7 +335,7 @@ async function write(event) {
       paragraphs: Number(form.paragraphs.value),
     };
     if (form.seed.value !== "") body.seed = Number(form.seed.value);
-    if (form.policy.value.trim()) body.policy = form.policy.value.trim();
+    if (form.policy.value) body.policy = form.policy.value;
     const bar = $("#write-progress");
     const status = $("#write-status");
     bar.max = body.paragraphs;
@@ -334,11 +349,17 @@ async function write(event) {
     });
     bar.value = bar.max;
     status.textContent = `Wrote ${bar.max} of ${bar.max} paragraphs.`;
-    const text = result.paragraphs.join("\n\n");
-    const { evidence } = await call("POST", "/v1/analyze", { text, evidence: true });
+    const analyses = await Promise.all(
+      result.paragraphs.map((text) => call("POST", "/v1/analyze", { text, evidence: true })),
+    );
     state.previous = state.article;
     state.article = result;
-    $("#article").replaceChildren(...highlight(text, evidence));
+    $("#article").replaceChildren(
+      ...result.paragraphs.flatMap((text, i) => [
+        ...highlight(text, analyses[i].evidence),
+        paragraphNumbers(i + 1, analyses[i].hrv, result.target_hrv),
+      ]),
+    );
     if (state.previous) $("#draft-a").replaceChildren(...state.previous.paragraphs.map((p) => make("p", {}, p)));
     $("#ab-form").reset();
     $("#ab-form").hidden = !state.previous;
@@ -355,6 +376,19 @@ async function write(event) {
   });
   if (!written) $("#write-progress-box").hidden = true;
   button.textContent = "Write article";
+}
+
+/** A paragraph's own measured dimensions against the article's target, folded under its largest gap. */
+function paragraphNumbers(number, measured, target) {
+  const gaps = state.dimensions.map((d) => [d, target[d.name] - measured[d.name]]);
+  const [widest, gap] = gaps.reduce((a, b) => (Math.abs(b[1]) > Math.abs(a[1]) ? b : a));
+  const details = make("details", { class: "numbers" });
+  const sign = gap >= 0 ? "+" : "−";
+  details.append(
+    make("summary", {}, `Paragraph ${number} numbers (largest gap: ${label(widest.name)} ${sign}${Math.abs(gap).toFixed(2)})`),
+    gapTable(measured, target, `Paragraph ${number}: measured on its own, against the article's target`),
+  );
+  return details;
 }
 
 async function rate(event) {
@@ -438,6 +472,210 @@ async function trainRewardModel(event) {
   });
 }
 
+// -- training jobs ------------------------------------------------------------------------------
+
+const ACTIVE = new Set(["queued", "starting", "running"]);
+const POLL_MS = 1000;
+const CURVE_TITLES = {
+  episode_reward_mean: "Mean episode reward",
+  episode_reward_std: "Episode reward spread (std)",
+  loss: "Loss",
+  policy_loss: "Policy loss",
+  value_loss: "Value loss",
+  entropy_loss: "Entropy loss",
+  explained_variance: "Explained variance",
+  approx_kl: "Approximate KL",
+  clip_fraction: "Clip fraction",
+  learning_rate: "Learning rate",
+  fps: "Steps per second",
+};
+const curveTitle = (key) => CURVE_TITLES[key] ?? label(key);
+
+function jobName(job) {
+  const toward = job.params.profile ? job.params.profile.replace(/^builtin\//, "") : "a custom target";
+  return `${toward}, ${Number(job.params.timesteps).toLocaleString("en")} steps`;
+}
+
+function jobStatus(job) {
+  const total = Number(job.params.timesteps);
+  const done = Math.round(job.progress * total);
+  return {
+    queued: "Waiting for a free worker…",
+    starting: "Starting a worker…",
+    running: `Training: ${done.toLocaleString("en")} of ${total.toLocaleString("en")} steps (${Math.round(job.progress * 100)}%).`,
+    succeeded: "Finished: pick it as the trained policy on the Write screen.",
+    failed: `Failed: ${job.error}`,
+    cancelled: "Cancelled.",
+  }[job.state];
+}
+
+async function loadJobs() {
+  ({ jobs: state.jobs } = await call("GET", "/v1/jobs"));
+  renderJobs();
+  renderPolicies();
+}
+
+function renderJobs() {
+  const list = $("#job-list");
+  list.replaceChildren();
+  for (const job of state.jobs) {
+    const item = make("li");
+    const button = make("button", { type: "button", class: "card job", "aria-pressed": String(job.id === state.job) });
+    const percent = ACTIVE.has(job.state) && job.state !== "queued" ? ` ${Math.round(job.progress * 100)}%` : "";
+    button.append(
+      make("span", {}, jobName(job)),
+      make("span", { class: `state ${job.state}` }, `${job.state}${percent}`),
+      make("span", { class: "meta" }, `job ${job.id.slice(0, 8)} · ${new Date(job.created_at).toLocaleString()}`),
+    );
+    button.addEventListener("click", () => selectJob(job.id));
+    item.append(button);
+    list.append(item);
+  }
+  $("#job-empty").hidden = state.jobs.length > 0;
+}
+
+function renderPolicies() {
+  const select = $("#write-policy");
+  const current = select.value;
+  select.replaceChildren(make("option", { value: "" }, "None: the writer alone"));
+  for (const job of state.jobs.filter((j) => j.state === "succeeded")) {
+    const finished = new Date(job.finished_at).toLocaleDateString();
+    select.append(make("option", { value: job.id }, `${jobName(job)} (job ${job.id.slice(0, 8)}, ${finished})`));
+  }
+  if ([...select.options].some((option) => option.value === current)) select.value = current;
+}
+
+function renderCurve(points) {
+  const metric = $("#curve-metric");
+  const keys = [...new Set(points.flatMap((p) => Object.keys(p)))].filter((k) => k !== "timesteps");
+  const chosen = metric.value || "episode_reward_mean";
+  metric.replaceChildren(...keys.map((key) => make("option", { value: key }, curveTitle(key))));
+  metric.value = keys.includes(chosen) ? chosen : keys[0] ?? "";
+  metric.disabled = keys.length === 0;
+  const line = points
+    .filter((p) => Number.isFinite(p[metric.value]))
+    .map((p) => ({ x: p.timesteps, y: p[metric.value] }));
+  $("#job-chart").replaceChildren(
+    line.length
+      ? lineChart(line, "Timesteps", curveTitle(metric.value))
+      : make("p", { class: "hint" }, "The curve starts when the first training update ends."),
+  );
+}
+
+function renderJobMetrics(metrics) {
+  const numbers = Object.entries(metrics).filter(([, value]) => typeof value === "number");
+  if (!numbers.length) return $("#job-metrics").replaceChildren();
+  const table = make("table", { class: "terms" });
+  table.append(make("caption", {}, "Latest training metrics"));
+  const body = make("tbody");
+  for (const [key, value] of numbers) {
+    const row = make("tr");
+    row.append(make("th", { scope: "row" }, curveTitle(key)), make("td", {}, Number.isInteger(value) ? String(value) : value.toFixed(4)));
+    body.append(row);
+  }
+  table.append(body);
+  $("#job-metrics").replaceChildren(table);
+}
+
+async function showJob() {
+  const curve = await call("GET", `/v1/jobs/${encodeURIComponent(state.job)}/metrics`);
+  const job = state.jobs.find((j) => j.id === state.job);
+  if (!job) return;
+  Object.assign(job, { state: curve.state, progress: curve.progress });
+  $("#job-title").textContent = `Job ${job.id.slice(0, 8)}: ${jobName(job)}`;
+  const version = job.params.reward_model_version;
+  $("#job-meta").textContent = [
+    `seed ${job.params.seed}`,
+    version === null || version === undefined ? "no reward model" : `reward model version ${version}`,
+    `queued ${new Date(job.created_at).toLocaleString()}`,
+    job.attempts > 1 ? `${job.attempts} workers (resumed from a checkpoint)` : null,
+  ]
+    .filter(Boolean)
+    .join(" · ");
+  $("#job-progress").value = curve.progress;
+  $("#job-status").textContent = jobStatus(job);
+  state.curve = curve.points;
+  renderCurve(curve.points);
+  renderJobMetrics(job.metrics);
+  $("#cancel-job").hidden = !ACTIVE.has(job.state);
+  $("#use-policy").hidden = job.state !== "succeeded";
+  $("#job-detail").hidden = false;
+}
+
+async function selectJob(id) {
+  state.job = id;
+  renderJobs();
+  try {
+    await showJob();
+  } catch (error) {
+    showError(error);
+  }
+  watchJobs();
+}
+
+/** Poll while the Train screen is open and a job is still queued or running. */
+function watchJobs() {
+  clearTimeout(state.jobTimer);
+  if ($("#panel-train").hidden || !state.jobs.some((j) => ACTIVE.has(j.state))) return;
+  state.jobTimer = setTimeout(async () => {
+    try {
+      await loadJobs();
+      if (state.job) await showJob();
+      watchJobs();
+    } catch (error) {
+      showError(error);
+    }
+  }, POLL_MS);
+}
+
+async function refreshJobs() {
+  try {
+    await loadJobs();
+    if (state.job && !$("#panel-train").hidden) await showJob();
+    watchJobs();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+async function startJob(event) {
+  event.preventDefault();
+  const form = event.target;
+  await submitting(form, async () => {
+    const job = await call("POST", "/v1/train", {
+      profile: form.profile.value,
+      timesteps: Number(form.timesteps.value),
+      seed: Number(form.seed.value),
+      use_reward_model: form.reward_model.checked,
+    });
+    state.job = job.id;
+    await loadJobs();
+    await showJob();
+    watchJobs();
+    notify(`Training job ${job.id.slice(0, 8)} queued: its progress and learning curve follow below.`);
+  });
+}
+
+async function cancelJob() {
+  const job = state.jobs.find((j) => j.id === state.job);
+  if (!job || !window.confirm(`Cancel training job ${job.id.slice(0, 8)}? It cannot be resumed.`)) return;
+  try {
+    await call("DELETE", `/v1/jobs/${encodeURIComponent(job.id)}`);
+    await loadJobs();
+    await showJob();
+    notify(`Job ${job.id.slice(0, 8)} cancelled.`);
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function usePolicy() {
+  showTab("write");
+  $("#write-policy").value = state.job;
+  $("#write-prompt").focus();
+  notify("The policy is chosen: write an article with it.");
+}
+
 async function analyze(event) {
   event.preventDefault();
   const form = event.target;
@@ -515,6 +753,7 @@ async function start() {
       clearMessages();
       showTab(button.dataset.tab);
       if (button.dataset.tab === "learn") loadRewardModel();
+      if (button.dataset.tab === "write" || button.dataset.tab === "train") refreshJobs();
     });
   }
   for (const radio of document.querySelectorAll("input[name=source]")) radio.addEventListener("change", switchSource);
@@ -529,7 +768,12 @@ async function start() {
   $("#analyze-form").addEventListener("submit", analyze);
   $("#refine-button").addEventListener("click", refine);
   $("#use-refined").addEventListener("click", useRefined);
+  $("#job-form").addEventListener("submit", startJob);
+  $("#cancel-job").addEventListener("click", cancelJob);
+  $("#use-policy").addEventListener("click", usePolicy);
+  $("#curve-metric").addEventListener("change", () => renderCurve(state.curve));
   renderProfiles();
+  renderPolicies();
   if (session.key()) {
     try {
       await loadProfiles();

@@ -1,4 +1,5 @@
-// Hand-drawn SVG charts: a radar of the 8 HRV dimensions (0..1 on every axis).
+// Hand-drawn SVG charts: a radar of the 8 HRV dimensions (0..1 on every axis) and a line chart (a
+// training job's learning curve).
 
 const SVG = "http://www.w3.org/2000/svg";
 
@@ -58,5 +59,71 @@ export function radar(dimensions, series) {
     legend.append(item);
   }
   figure.append(legend);
+  return figure;
+}
+
+/** About `count` round tick values covering [low, high]. */
+function ticks(low, high, count = 4) {
+  if (low === high) return [low];
+  const raw = (high - low) / count;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw);
+  const values = [];
+  for (let v = Math.ceil(low / step) * step; v <= high + step * 1e-9; v += step) values.push(Number(v.toPrecision(12)));
+  return values;
+}
+
+function format(value) {
+  const size = Math.abs(value);
+  if (size >= 10000) return `${Math.round(value / 1000)}k`;
+  if (size >= 100 || Number.isInteger(value)) return String(Math.round(value));
+  return value.toPrecision(3).replace(/\.?0+$/, "");
+}
+
+/**
+ * A line chart of `points` ([{x, y}], in order) with axis titles `xTitle` and `yTitle`: round ticks on
+ * both axes, one polyline, a dot per point with its values as a hover title, and a text alternative.
+ */
+export function lineChart(points, xTitle, yTitle) {
+  const [width, height, left, right, top, bottom] = [520, 260, 62, 16, 14, 44];
+  const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, class: "line-chart", role: "img" });
+  const first = points[0];
+  const last = points[points.length - 1];
+  const ys = points.map((p) => p.y);
+  el("title", {}, svg).textContent =
+    `Line chart of ${yTitle} by ${xTitle}: ${points.length} points, from ${format(first.y)} at ${format(first.x)} ` +
+    `to ${format(last.y)} at ${format(last.x)} (lowest ${format(Math.min(...ys))}, highest ${format(Math.max(...ys))}).`;
+  const xs = points.map((p) => p.x);
+  let [xLow, xHigh] = [Math.min(0, ...xs), Math.max(...xs)];
+  let [yLow, yHigh] = [Math.min(...ys), Math.max(...ys)];
+  if (xLow === xHigh) xHigh = xLow + 1;
+  if (yLow === yHigh) [yLow, yHigh] = [yLow - 0.5, yHigh + 0.5];
+  const yPad = (yHigh - yLow) * 0.05;
+  [yLow, yHigh] = [yLow - yPad, yHigh + yPad];
+  const px = (x) => left + ((x - xLow) / (xHigh - xLow)) * (width - left - right);
+  const py = (y) => top + (1 - (y - yLow) / (yHigh - yLow)) * (height - top - bottom);
+
+  for (const y of ticks(yLow, yHigh)) {
+    el("line", { x1: left, x2: width - right, y1: py(y), y2: py(y), class: "grid" }, svg);
+    el("text", { x: left - 6, y: py(y) + 4, "text-anchor": "end", class: "tick" }, svg).textContent = format(y);
+  }
+  for (const x of ticks(xLow, xHigh)) {
+    el("line", { x1: px(x), x2: px(x), y1: height - bottom, y2: height - bottom + 5, class: "axis" }, svg);
+    el("text", { x: px(x), y: height - bottom + 18, "text-anchor": "middle", class: "tick" }, svg).textContent = format(x);
+  }
+  el("line", { x1: left, x2: width - right, y1: height - bottom, y2: height - bottom, class: "axis" }, svg);
+  el("line", { x1: left, x2: left, y1: top, y2: height - bottom, class: "axis" }, svg);
+  el("text", { x: (left + width - right) / 2, y: height - 6, "text-anchor": "middle", class: "axis-title" }, svg).textContent = xTitle;
+  const yLabel = el("text", { x: 0, y: 0, "text-anchor": "middle", class: "axis-title", transform: `translate(14 ${(top + height - bottom) / 2}) rotate(-90)` }, svg);
+  yLabel.textContent = yTitle;
+
+  el("polyline", { points: points.map((p) => `${px(p.x)},${py(p.y)}`).join(" "), class: "curve" }, svg);
+  for (const p of points) {
+    const dot = el("circle", { cx: px(p.x), cy: py(p.y), r: points.length > 60 ? 1.5 : 3, class: "dot" }, svg);
+    el("title", {}, dot).textContent = `${xTitle} ${format(p.x)}: ${yTitle} ${format(p.y)}`;
+  }
+  const figure = document.createElement("figure");
+  figure.className = "line-figure";
+  figure.append(svg);
   return figure;
 }
