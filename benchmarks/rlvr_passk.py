@@ -127,42 +127,59 @@ def run_part(part: str, args: argparse.Namespace, grpo: GRPOConfig, rlvr: RLVRCo
     )
 
 
+def method_runs(out: Path, methods: list[str]) -> dict[str, dict]:
+    """Each method's report, or for a run stopped before its end the steps its metrics.jsonl logged
+    (``after`` None: the final evaluation never ran)."""
+    from resonance_os.rl.logger import read_metrics
+
+    runs = {}
+    for method in methods:
+        path = out / method / "report.json"
+        if path.is_file():
+            runs[method] = json.loads(path.read_text())
+        elif (out / method / "metrics.jsonl").is_file():
+            history = read_metrics(out / method)
+            seconds = {"train": sum(row["time_step"] for row in history)}
+            runs[method] = {"steps": len(history), "history": history, "after": None, "seconds": seconds}
+        else:
+            raise SystemExit(f"{path} is missing: run --part {method} first")
+    return runs
+
+
 def table(out: Path, methods: list[str]) -> None:
     before_file = out / "before.json"
     if not before_file.is_file():
         raise SystemExit(f"{before_file} is missing: run --part before first")
     before = pass_at_from(json.loads(before_file.read_text()))
-    reports = {}
-    for method in methods:
-        path = out / method / "report.json"
-        if not path.is_file():
-            raise SystemExit(f"{path} is missing: run --part {method} first")
-        reports[method] = json.loads(path.read_text())
+    runs = method_runs(out, methods)
     b1 = before.pass_at[1]
     print(
         f"\nheld-out pass@1 on {len(before.passes)} easy HumanEval problems, {before.samples} samples each "
-        f"(SmolLM2-135M-Instruct + LoRA unless --model tiny)\n"
+        f"(before: {sum(before.passes)}/{before.samples * len(before.passes)} passed)\n"
     )
     print(
-        f"{'method':<10} {'steps':>5} {'before':>14} {'after':>14} {'after/before':>12} {'train pass_rate first->last':>28} {'minutes':>8}"
+        f"{'method':<10} {'steps':>5} {'before':>14} {'after':>14} {'after/before':>12}  train pass rate per step"
     )
     curves = {"before": b1, "methods": {}}
-    for method, rep in reports.items():
-        after = pass_at_from(rep["after"])
-        a1 = after.pass_at[1]
-        ratio = f"{a1 / b1:.2f}" if b1 > 0 else "n/a"
-        rates = [row["pass_rate"] for row in rep["history"]]
-        minutes = sum(rep["seconds"].values()) / 60
+    for method, run in runs.items():
+        rates = [row["pass_rate"] for row in run["history"]]
+        after = None if run["after"] is None else pass_at_from(run["after"])
+        if after is None:
+            after_text, ratio = f"{'not run':>14}", "n/a"
+        else:
+            a1 = after.pass_at[1]
+            after_text = f"{a1:>7.3f} ±{std_error(after):.3f}"
+            ratio = f"{a1 / b1:.2f}" if b1 > 0 else "n/a"
         print(
-            f"{method:<10} {rep['steps']:>5} {b1:>7.3f} ±{std_error(before):.3f} {a1:>7.3f} ±{std_error(after):.3f} "
-            f"{ratio:>12} {rates[0]:>13.3f} -> {rates[-1]:.3f}{'':>6} {minutes:>8.1f}"
+            f"{method:<10} {run['steps']:>5} {b1:>7.3f} ±{std_error(before):.3f} {after_text} {ratio:>12}  "
+            f"{' '.join(f'{r:.3f}' for r in rates)}  ({sum(run['seconds'].values()) / 60:.0f} min)"
         )
         curves["methods"][method] = {
-            "after": a1,
+            "after": None if after is None else after.pass_at[1],
             "passes_before": before.passes,
-            "passes_after": after.passes,
+            "passes_after": None if after is None else after.passes,
             "train_pass_rate": rates,
-            "train_reward": [row["episode_reward_mean"] for row in rep["history"]],
+            "train_reward": [row["episode_reward_mean"] for row in run["history"]],
         }
     write_json_atomic(out / "curves.json", curves)
     try:
@@ -176,8 +193,9 @@ def table(out: Path, methods: list[str]) -> None:
     for method, curve in curves["methods"].items():
         rates = curve["train_pass_rate"]
         left.plot(range(1, len(rates) + 1), rates, marker="o", label=method)
-        right.plot([0, 1], [b1, curve["after"]], marker="o", label=method)
-    left.set(xlabel="GRPO step", ylabel="train pass rate (12 samples)", title="training")
+        if curve["after"] is not None:
+            right.plot([0, 1], [b1, curve["after"]], marker="o", label=method)
+    left.set(xlabel="GRPO step", ylabel="train pass rate", title="training")
     right.set(xticks=[0, 1], xticklabels=["before", "after"], ylabel="held-out pass@1", title="held out")
     left.legend(), right.legend()
     fig.tight_layout()
