@@ -52,3 +52,10 @@ def test_bad_method_is_one_line_error(tiny_cache, tmp_path) -> None:
     )
     assert result.exit_code == 2
     assert "unknown method 'ppo'" in result.output and "Traceback" not in result.output
+
+
+def test_sf_with_several_inner_epochs_is_one_line_error(tiny_cache, tmp_path) -> None:
+    args = ["ddpo", "train", "--method", "sf", "--inner-epochs", "2", "--out", str(tmp_path / "r")]
+    result = runner.invoke(app, [*args, "--cache-dir", str(tiny_cache)])
+    assert result.exit_code == 2
+    assert "DDPO_SF trains on each batch once" in result.output and "Traceback" not in result.output

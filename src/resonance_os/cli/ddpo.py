@@ -66,6 +66,9 @@ def train(
     learning_rate: float | None = typer.Option(
         None, "--learning-rate", help="AdamW learning rate. Default 1e-4."
     ),
+    clip_range: float = typer.Option(
+        1e-3, "--clip-range", min=0.0, help="DDPO_IS's clip on the per-step probability ratio."
+    ),
     inner_epochs: int = typer.Option(
         1, "--inner-epochs", min=1, help="Passes over each batch for is, rwr, sparse_rwr (sf: 1 only)."
     ),
@@ -118,6 +121,7 @@ def train(
             learning_rate=learning_rate or DDPOConfig.learning_rate,
             min_policy_std=min_policy_std,
             num_inner_epochs=inner_epochs,
+            clip_range=clip_range,
         )
         # a resumed run keeps the reward it was trained on
         name = load_checkpoint(out / "checkpoint").config["ddpo"]["reward"] if resume else reward
