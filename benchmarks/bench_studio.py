@@ -11,8 +11,9 @@ browser context each time), ``--loads`` times per setting:
 Page weight is the bytes on the wire (``transferSize``: headers + bodies) of every request of the load;
 time to interactive is the page's own ``studio-ready`` mark (set once its modules ran, the dimension
 definitions arrived and every control has its handler), from navigation start; the median is reported.
-With ``--screenshots DIR`` it also drives the main screens (sign in, profile from text, write, analyze, refine)
-and saves them at both widths.
+With ``--screenshots DIR`` it also trains a writing policy (a real PPO job toward ``creative``, three
+updates, through ``/v1/train``; a minute on an idle machine, far longer on a busy one), then drives the main screens (sign in, profile from
+text, write with that policy, analyze, refine, learn, train) and saves them at both widths.
 
     python benchmarks/bench_studio.py --loads 10 --screenshots docs/img
 """
@@ -122,7 +123,31 @@ def cold_load(browser, url: str, setting: dict) -> tuple[float, int, int]:
     return tti_ms / 1000, weight, requests
 
 
-def screenshots(browser, url: str, key: str, out: Path, width: str) -> list[Path]:
+POLICY_TIMESTEPS = 3 * 2048
+"""Three PPO updates of the default 2,048 steps: a learning curve for the Train screen that a shared,
+busy machine trains in minutes (the job worker runs at the lowest CPU priority)."""
+
+
+def train_policy(url: str, key: str) -> str:
+    """A finished policy job's id (and a cancelled job beside it), as the Train screen lists them."""
+    client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+    body = {"profile": "creative", "timesteps": POLICY_TIMESTEPS, "seed": 0}
+    job = client.post("/v1/train", json=body).json()
+    extra = client.post("/v1/train", json={**body, "timesteps": 1_000_000}).json()
+    client.delete(f"/v1/jobs/{extra['id']}")
+    while (state := client.get(f"/v1/jobs/{job['id']}").json())["state"] not in (
+        "succeeded",
+        "failed",
+        "cancelled",
+    ):
+        time.sleep(2)
+    client.close()
+    if state["state"] != "succeeded":
+        raise SystemExit(f"the training job for the screenshots {state['state']}: {state['error']}")
+    return job["id"]
+
+
+def screenshots(browser, url: str, key: str, out: Path, width: str, policy: str) -> list[Path]:
     """The main screens at one of the SETTINGS' widths, as PNGs under ``out``."""
     saved = []
     context = browser.new_context(viewport=SETTINGS[width]["viewport"])
@@ -148,10 +173,12 @@ def screenshots(browser, url: str, key: str, out: Path, width: str) -> list[Path
     shot("profiles")
     page.click("#tabs button[data-tab=write]")
     page.fill("#write-prompt", "Why early mornings at the harbour matter")
+    page.select_option("#write-policy", policy)
     page.select_option("#write-profile", name)
     page.fill("#write-seed", "7")
     page.click("#write-form button[type=submit]")
     page.wait_for_selector("#write-result:not([hidden])")
+    page.click("#article details.numbers summary >> nth=0")
     shot("write")
     page.click("#tabs button[data-tab=analyze]")
     page.fill("#analyze-text", VOICE)
@@ -169,6 +196,10 @@ def screenshots(browser, url: str, key: str, out: Path, width: str) -> list[Path
     page.click("#train-form button[type=submit]")
     page.wait_for_selector("#notice:has-text('trained')")
     shot("learn")
+    page.click("#tabs button[data-tab=train]")
+    page.click(f"#job-list button:has-text('{policy[:8]}')")
+    page.wait_for_selector("#job-status:has-text('Finished')")
+    shot("train")
     context.close()
     return saved
 
@@ -202,8 +233,9 @@ def main() -> None:
                 for i, text in enumerate(RATED_TEXTS):
                     rating = {"kind": "rating", "item": {"text": text}, "rating": 1 + i % 5}
                     httpx.post(f"{url}/v1/feedback", json=rating, headers={"Authorization": f"Bearer {key}"})
+                policy = train_policy(url, key)
                 for width in SETTINGS:
-                    for path in screenshots(browser, url, key, args.screenshots, width):
+                    for path in screenshots(browser, url, key, args.screenshots, width, policy):
                         print(f"saved {path}")
             browser.close()
     finally:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+import pytest
 import sqlalchemy as sa
 
 VOICE = (
@@ -333,6 +334,19 @@ def test_train_a_policy_watch_its_curve_cancel_a_job_and_write_with_the_policy(p
     page.click("#job-form button[type=submit]")
     page.wait_for_selector("#job-title:has-text('1,000,000 steps')")
     waiting = httpx.get(f"{studio.url}/v1/jobs", headers=headers).json()["jobs"][0]
+    # a tenant may have 4 jobs waiting: with 3 more queued through the API, the page's next one is a 429
+    more = [
+        httpx.post(
+            f"{studio.url}/v1/train", json={"profile": "creative", "timesteps": 64}, headers=headers
+        ).json()
+        for _ in range(3)
+    ]
+    page.click("#job-form button[type=submit]")
+    text = message(page)
+    assert "429" in text and "4 training jobs waiting" in text
+    for job in more:
+        assert httpx.delete(f"{studio.url}/v1/jobs/{job['id']}", headers=headers).is_success
+    page.click(f"#job-list button:has-text('{waiting['id'][:8]}')")
     page.once("dialog", lambda dialog: dialog.accept())
     page.click("#cancel-job")
     page.wait_for_selector("#job-status:has-text('Cancelled.')")
@@ -348,13 +362,17 @@ def test_train_a_policy_watch_its_curve_cancel_a_job_and_write_with_the_policy(p
     assert page.input_value("#curve-metric") == "episode_reward_mean"
     assert page.locator("#job-chart .line-chart .dot").count() == len(curve["points"])
     last = curve["points"][-1]
-    dot = page.locator("#job-chart .dot title").last.text_content()
-    assert dot == f"Timesteps {last['timesteps']:.0f}: Mean episode reward {last['episode_reward_mean']:.3g}"
+    dot = page.locator(
+        "#job-chart .dot title"
+    ).last.text_content()  # "Timesteps 2048: Mean episode reward -0.0113"
+    steps, reward = dot.split(": ")
+    assert steps == f"Timesteps {last['timesteps']:.0f}" and reward.startswith("Mean episode reward ")
+    assert float(reward.rsplit(" ", 1)[1]) == pytest.approx(last["episode_reward_mean"], rel=0.01, abs=1e-9)
     page.select_option("#curve-metric", "loss")
     assert "Loss" in page.locator("#job-chart svg > title").text_content()
     assert page.locator("#job-metrics tbody tr").count() >= 5
     states = page.locator("#job-list .state").all_inner_texts()
-    assert states == ["cancelled", "succeeded"]
+    assert states == ["cancelled"] * 4 + ["succeeded"]
 
     # the finished policy is in the Write screen's picker (only finished jobs are); write with it
     page.click("#use-policy")

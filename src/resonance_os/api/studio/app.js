@@ -539,10 +539,27 @@ function renderPolicies() {
   const current = select.value;
   select.replaceChildren(make("option", { value: "" }, "None: the writer alone"));
   for (const job of state.jobs.filter((j) => j.state === "succeeded")) {
-    const finished = new Date(job.finished_at).toLocaleDateString();
-    select.append(make("option", { value: job.id }, `${jobName(job)} (job ${job.id.slice(0, 8)}, ${finished})`));
+    select.append(make("option", { value: job.id }, jobName(job)));
   }
   if ([...select.options].some((option) => option.value === current)) select.value = current;
+  policyHint();
+}
+
+const chosenPolicy = () => state.jobs.find((j) => j.id === $("#write-policy").value);
+
+function policyHint() {
+  const job = chosenPolicy();
+  $("#policy-hint").textContent = job
+    ? `Job ${job.id.slice(0, 8)}, trained toward ${job.params.profile ?? "a custom target"}; it steers toward the profile chosen here.`
+    : "Your finished training jobs (Train).";
+}
+
+/** Choosing a policy selects the profile it was trained toward (when listed), which can be changed. */
+function policyChosen() {
+  const toward = chosenPolicy()?.params.profile;
+  const profile = $("#write-profile");
+  if (toward && [...profile.options].some((option) => option.value === toward)) profile.value = toward;
+  policyHint();
 }
 
 function renderCurve(points) {
@@ -672,6 +689,7 @@ async function cancelJob() {
 function usePolicy() {
   showTab("write");
   $("#write-policy").value = state.job;
+  policyChosen();
   $("#write-prompt").focus();
   notify("The policy is chosen: write an article with it.");
 }
@@ -772,6 +790,7 @@ async function start() {
   $("#cancel-job").addEventListener("click", cancelJob);
   $("#use-policy").addEventListener("click", usePolicy);
   $("#curve-metric").addEventListener("change", () => renderCurve(state.curve));
+  $("#write-policy").addEventListener("change", policyChosen);
   renderProfiles();
   renderPolicies();
   if (session.key()) {

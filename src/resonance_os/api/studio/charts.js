@@ -75,7 +75,7 @@ function ticks(low, high, count = 4) {
 
 function format(value) {
   const size = Math.abs(value);
-  if (size >= 10000) return `${Math.round(value / 1000)}k`;
+  if (size >= 1000 && value % 100 === 0) return `${value / 1000}k`;
   if (size >= 100 || Number.isInteger(value)) return String(Math.round(value));
   return value.toPrecision(3).replace(/\.?0+$/, "");
 }
@@ -85,7 +85,7 @@ function format(value) {
  * both axes, one polyline, a dot per point with its values as a hover title, and a text alternative.
  */
 export function lineChart(points, xTitle, yTitle) {
-  const [width, height, left, right, top, bottom] = [520, 260, 62, 16, 14, 44];
+  const [width, height, left, right, top, bottom] = [520, 270, 70, 20, 14, 48];
   const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, class: "line-chart", role: "img" });
   const first = points[0];
   const last = points[points.length - 1];
