@@ -137,7 +137,8 @@ class Unit:
     names: frozenset[str] = frozenset()
     second: str = ""
     vector: np.ndarray | None = field(default=None, compare=False)
-    """Unit-length mean word vector of ``stems`` (``quality.topic``'s vectors); ``None`` if none has one."""
+    """Sum of the word vectors of ``stems`` (``quality.topic``'s vectors; its direction is their mean
+    vector's); ``None`` if none has one."""
 
 
 def unit(
@@ -198,7 +199,7 @@ def unit(
         open_end,
         names,
         second,
-        topic_model().mean_vector(sorted(stems)),
+        topic_model().vector_sum(sorted(stems)),
     )
 
 
@@ -337,6 +338,7 @@ def semantic_features(units: list[Unit]) -> tuple[float, float]:
     if k < 2:
         return 0.0, 0.0
     m = np.stack(vectors).astype(np.float64)
+    m /= np.linalg.norm(m, axis=1, keepdims=True)
     gram = m @ m.T
     rows, diagonal = gram.sum(axis=1), gram.diagonal()
     total = float(rows.sum())

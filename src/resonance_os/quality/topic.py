@@ -55,6 +55,15 @@ class TopicModel:
         norm = float(np.sqrt(mean @ mean))
         return mean / norm if norm > 0 else None
 
+    def vector_sum(self, stems: list[str] | frozenset[str]) -> np.ndarray | None:
+        """The sum of the word vectors of ``stems`` (those with one; float32); ``None`` if none has one
+        or they cancel out. Its direction is :meth:`mean_vector`'s, for a fraction of the cost."""
+        rows = [self._index[s] for s in stems if s in self._index]
+        if not rows:
+            return None
+        total = np.add.reduce(self._vectors[rows], axis=0)
+        return total if total.any() else None
+
     def parts(
         self, text: str, prompt: str, sentences: list[Sentence] | None = None
     ) -> tuple[float, float | None]:
