@@ -10,7 +10,8 @@
   train on, and any paragraph sharing a sentence with a held-out document is dropped.
 
 The quality terms that learn from text (fluency's n-gram model, coherence's sentence-order model)
-are fitted on ``split="train"`` only; every figure about them is measured on ``split="heldout"``.
+are fitted on ``split="train"`` only (coherence's connectedness also on the docstring paragraphs);
+every figure about them is measured on ``split="heldout"``.
 The split is by document (a pydoc block or a fortune entry), decided by a stable hash of its text,
 so no sentence of a held-out paragraph is ever seen in training.
 """
