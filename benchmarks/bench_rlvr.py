@@ -14,8 +14,10 @@ the same ``GRPOConfig``, seed and verifier count. Four schedules:
 
 The runs alternate (GRPO, sync, k=1, k=2, GRPO, ...) so other load on the machine slows all alike.
 Per run: steps per hour, how much of the wall time the generator (sampling) and the verifiers
-(sandbox runs, summed over the pool's workers) were idle, and the mean policy lag. The ratio is
-against the faster of the two synchronous schedules.
+(sandbox runs, summed over the pool's workers) were idle, the mean policy lag, and the CPU seconds
+per step of each process (the pipeline's generation worker, its verifier worker with the sandbox
+runs it waited for, the trainer; the kernel's own work for the runs' namespaces is not counted).
+The ratio is against the faster of the two synchronous schedules.
 
     .venv/bin/python benchmarks/bench_rlvr.py                          # 3 repeats x 8 steps, 4 verifiers
     .venv/bin/python benchmarks/bench_rlvr.py --repeats 3 --steps 12 --workers 8 --max-new-tokens 64
@@ -33,6 +35,8 @@ os.environ["OMP_NUM_THREADS"] = "1"
 os.environ["MKL_NUM_THREADS"] = "1"
 
 import argparse  # noqa: E402
+import math  # noqa: E402
+import resource  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -65,14 +69,28 @@ def make_policy() -> LMPolicy:
     )
 
 
-def timed(trainer: GRPO, pool, steps: int) -> tuple[float, float, list[dict]]:
-    """Wall seconds, verifier busy seconds and metric rows of ``steps`` steps after a warm-up step."""
+def cpu_here() -> float:
+    """CPU seconds of this process and of the child processes it has waited for (sandbox runs)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def timed(trainer: GRPO, pool, steps: int) -> tuple[float, float, list[dict], dict[str, float]]:
+    """Wall seconds, verifier busy seconds, metric rows and CPU seconds (this process; for the
+    pipeline also its generation and verifier workers) of ``steps`` steps after a warm-up step."""
     trainer.learn(1)  # warm-up (workers started, the pipeline's on-policy first step), not counted
-    busy = pool.busy_seconds
+    workers = isinstance(trainer, AsyncGRPO)
+    busy, before = pool.busy_seconds, cpu_here()
+    if workers:
+        generation, verification = trainer.generator_cpu_seconds(), pool.cpu_seconds
     start = time.perf_counter()
     trainer.learn(steps, reset_num_timesteps=False)
     wall = time.perf_counter() - start
-    return wall, pool.busy_seconds - busy, trainer.history[1:]
+    cpu = {"cpu_trainer": cpu_here() - before}
+    if workers:
+        cpu["cpu_generation"] = trainer.generator_cpu_seconds() - generation
+        cpu["cpu_verification"] = pool.cpu_seconds - verification
+    return wall, pool.busy_seconds - busy, trainer.history[1:], cpu
 
 
 def run(
@@ -87,7 +105,7 @@ def run(
             VerifierPool(sandbox, workers=workers) as pool,
         ):
             trainer = GRPO(make_policy(), CodeReward(pool, problems), prompts, config)
-            wall, verifying, rows = timed(trainer, pool, steps)
+            wall, verifying, rows, cpu = timed(trainer, pool, steps)
         generating = sum(row["time_generate"] for row in rows)
     else:
         lag = 0 if schedule == "sync" else int(schedule[-1])
@@ -98,7 +116,7 @@ def run(
             with AsyncGRPO(
                 make_policy(), reward, prompts, config, max_policy_lag=lag, placement=placement
             ) as trainer:
-                wall, verifying, rows = timed(trainer, pool, steps)
+                wall, verifying, rows, cpu = timed(trainer, pool, steps)
         finally:
             if cluster is None:
                 placement.close()
@@ -110,6 +128,11 @@ def run(
         "verifier_idle": 1 - min(1.0, verifying / (workers * wall)),
         "policy_lag": statistics.mean(row.get("policy_lag", 0.0) for row in rows),
         "reward": statistics.mean(row["episode_reward_mean"] for row in rows),
+        "cpu_total": sum(cpu.values()) / steps,
+        **{
+            key: cpu.get(key, math.nan) / steps
+            for key in ("cpu_generation", "cpu_verification", "cpu_trainer")
+        },
     }
 
 
@@ -160,11 +183,16 @@ def main() -> None:
         ("verifier_idle", "verifier idle"),
         ("policy_lag", "mean policy lag"),
         ("reward", "mean reward"),
+        ("cpu_total", "CPU s/step"),
+        ("cpu_generation", "  generation"),
+        ("cpu_verification", "  verification"),
+        ("cpu_trainer", "  trainer process"),
     ):
         values = [median(s, key) for s in SCHEDULES]
         reference = median(best_sync, key)
         ratio = f"{values[-1] / reference:.2f}x" if reference and key == "steps_per_hour" else ""
-        print(f"{label:<18}" + "".join(f"{v:>11.2f}" for v in values) + f"   {ratio}")
+        cells = "".join(f"{v:>11.2f}" if not math.isnan(v) else f"{'-':>11}" for v in values)
+        print(f"{label:<18}{cells}   {ratio}")
     ratio_k1 = median("async k=1", "steps_per_hour") / median(best_sync, "steps_per_hour")
     print(f"async k=1 / {best_sync}: {ratio_k1:.2f}x")
 
