@@ -359,7 +359,10 @@ def storage_flood(url: str, port: int, key: str, until: float) -> Counter:
     ).statuses
 
 
-def _drive(attack_name: str, url: str, port: int, key: str, until: float, queue) -> None:
+def _drive(attack_name: str, url: str, port: int, key: str, seconds: float, queue) -> None:
+    """Run in the attacker's process: say it is ready (its imports done), then attack for ``seconds``."""
+    queue.put("ready")
+    until = time.monotonic() + seconds
     queue.put(dict(ATTACKS[attack_name].drive(url, port, key, until)))
 
 
@@ -460,11 +463,12 @@ def main() -> None:
             database.dispose()
             quiet = victim(server.url, victim_key, args.duration)
             queue: mp.Queue = mp.get_context("spawn").Queue()
-            until = time.monotonic() + args.duration + 1.0
             driver = mp.get_context("spawn").Process(
-                target=_drive, args=(name, server.url, server.port, attacker_key, until, queue)
+                target=_drive,
+                args=(name, server.url, server.port, attacker_key, args.duration + 1.0, queue),
             )
             driver.start()
+            queue.get(timeout=900)  # the attacker process has started (seconds on a loaded machine)
             time.sleep(1.0)  # let the attack get going
             loud = victim(server.url, victim_key, args.duration)
             attacker = queue.get(timeout=args.duration + 900)
@@ -485,6 +489,9 @@ def main() -> None:
             print(f"{name:<14} {attacker}")
             continue
         quiet, loud = phases
+        if not attacker:
+            print(f"{name:<14} not measured: the attacker made no request")
+            continue
         cells = []
         for kind in ("analyze", "generate"):
             q, a = p99(quiet[kind]), p99(loud[kind])
