@@ -174,6 +174,34 @@ def test_dynamic_sampling_samples_more_prompts_until_groups_differ():
     assert all(torch.equal(a, b) for a, b in zip(before, same_for_all.policy.trainable_parameters()))
 
 
+def solved_hello(prompts, completions):
+    """+1 for every completion of a prompt about "hello" (pass rate 1), -1 elsewhere (pass rate 0)."""
+    return [1.0 if "hello" in str(p) else -1.0 for p in prompts]
+
+
+def test_retire_pass_rate_drops_solved_prompts_from_later_passes(tmp_path):
+    hello = PROMPTS.index("hello world")
+    cfg = small_config(retire_pass_rate=0.9)
+    trainer = GRPO(make_policy(), solved_hello, PROMPTS, cfg).learn(6, progress_bar=False)
+    drawn = [trainer._prompt_indices(step) for step in range(6)]
+    first_pass = [i for step in drawn for i in step][: len(PROMPTS)]
+    assert sorted(first_pass) == list(range(len(PROMPTS)))  # every prompt once before any retirement
+    retired_at = next(step for step, row in enumerate(trainer.history) if row["prompts_retired"] == 1)
+    later = [i for step in drawn[retired_at + 1 :] for i in step][len(PROMPTS) :]
+    assert trainer.retired == {hello} and hello not in later and later
+    # without the option, every prompt keeps coming back
+    plain = GRPO(make_policy(), solved_hello, PROMPTS, small_config()).learn(6, progress_bar=False)
+    assert "prompts_retired" not in plain.history[0] and plain.retired == set()
+    # a checkpoint carries the retired prompts and the order, so a resumed run continues the same
+    half = GRPO(make_policy(), solved_hello, PROMPTS, cfg).learn(3, progress_bar=False)
+    half.save(tmp_path / "ckpt")
+    resumed = GRPO.load(tmp_path / "ckpt", policy=make_policy(), reward_fn=solved_hello, prompts=PROMPTS)
+    resumed.learn(3, progress_bar=False, reset_num_timesteps=False)
+    assert resumed.retired == trainer.retired
+    assert [resumed._prompt_indices(s) for s in range(6)] == drawn
+    assert without_timing(resumed.history) == without_timing(trainer.history[3:])
+
+
 def test_overlong_filter_gives_truncated_completions_no_gradient():
     def trained(**kw) -> bool:
         letters = lambda p, c: [float(len(x)) for x in c]  # noqa: E731  (differs within a group)
@@ -253,6 +281,8 @@ def test_config_json_round_trip_and_overrides():
         ("overlong_filter", 1),
         ("overlong_buffer", 64),
         ("overlong_penalty", -1.0),
+        ("retire_pass_rate", 0.0),
+        ("retire_pass_rate", 1.5),
     ],
 )
 def test_config_validation_names_field_and_fix(field, value):

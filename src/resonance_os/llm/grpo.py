@@ -106,6 +106,9 @@ class GRPOConfig(JsonConfig):
             "constant"); None = the loss type's own. None.
         scale_rewards: "group", "batch" or "none" (see ``group_advantages``). "group".
         filter_zero_variance: drop groups whose rewards are all equal before the update (ScaleRL). False.
+        retire_pass_rate: ScaleRL's no-positive-resampling: a prompt whose group reached this pass rate
+            (share of completions with reward > 0) is not drawn again in later passes over the prompts
+            (0.9 in ScaleRL; passes never shrink below one step's prompts). None = off.
         dynamic_sampling: DAPO's dynamic sampling: groups whose rewards are all equal are dropped and
             more prompts sampled (up to ``max_sampling_rounds`` generations per step) until
             ``prompts_per_step`` groups with differing rewards are collected. False.
@@ -143,6 +146,7 @@ class GRPOConfig(JsonConfig):
     aggregation: str | None = None
     scale_rewards: str | None = "group"
     filter_zero_variance: bool = False
+    retire_pass_rate: float | None = None
     dynamic_sampling: bool = False
     max_sampling_rounds: int = 3
     overlong_filter: bool = False
@@ -205,6 +209,10 @@ class GRPOConfig(JsonConfig):
             raise fail("beta", "must be a number >= 0 (the KL coefficient; 0 = no reference pass)")
         if self.scale_rewards is not None and self.scale_rewards not in SCALE_REWARDS:
             raise fail("scale_rewards", f"must be one of {', '.join(SCALE_REWARDS)} or None")
+        if self.retire_pass_rate is not None and (
+            not is_num(self.retire_pass_rate) or not 0 < self.retire_pass_rate <= 1
+        ):
+            raise fail("retire_pass_rate", "must be in (0, 1] (ScaleRL: 0.9) or None for no retirement")
         for name in ("filter_zero_variance", "dynamic_sampling", "overlong_filter"):
             if not isinstance(getattr(self, name), bool):
                 raise fail(name, "must be true or false")
@@ -364,6 +372,10 @@ class GRPO:
         )
         self.num_timesteps = 0  # optimiser steps of GRPO done (one per call of _train_step)
         self.history: list[dict[str, Any]] = []
+        self.retired: set[int] = set()
+        """Prompts (indices into ``prompts``) retired by ``retire_pass_rate``."""
+        self._schedule: list[int] = []  # prompt order, one seeded pass after another, built as needed
+        self._passes = 0
 
     # ------------------------------------------------------------------------------ seeded streams
     def _stream_seed(self, step: int, stream: int) -> int:
@@ -372,14 +384,19 @@ class GRPO:
         return (int(self.config.seed) * 1_000_003 + step * 7_919 + stream * 104_729) % (2**62)
 
     def _prompt_indices(self, step: int) -> list[int]:
-        """The prompts of ``step``: a seeded permutation per pass over the prompts, consumed in order."""
-        n, per = len(self.prompts), self.config.prompts_per_step
-        out = []
-        for k in range(step * per, (step + 1) * per):
-            epoch, pos = divmod(k, n)
-            order = torch.randperm(n, generator=torch.Generator().manual_seed(self._stream_seed(epoch, 3)))
-            out.append(int(order[pos]))
-        return out
+        """The prompts of ``step``: a seeded permutation per pass over the prompts, consumed in order. A
+        pass is fixed when first needed and leaves out the prompts retired by then (``retire_pass_rate``),
+        unless fewer than one step's prompts would remain."""
+        per = self.config.prompts_per_step
+        while len(self._schedule) < (step + 1) * per:
+            active = [i for i in range(len(self.prompts)) if i not in self.retired]
+            if len(active) < per:
+                active = list(range(len(self.prompts)))
+            seed = self._stream_seed(self._passes, 3)
+            order = torch.randperm(len(active), generator=torch.Generator().manual_seed(seed))
+            self._schedule.extend(active[int(k)] for k in order)
+            self._passes += 1
+        return self._schedule[step * per : (step + 1) * per]
 
     def _extra_prompt_indices(self, step: int, sampling_round: int) -> list[int]:
         """Dynamic sampling's prompts for extra round ``sampling_round`` of ``step``: a seeded draw."""
@@ -490,6 +507,9 @@ class GRPO:
             samples = concat_samples(parts, int(policy.tokenizer.pad_token_id))
             rewards = torch.cat(reward_parts)
             per_function = {name: torch.cat([f[name] for f in function_parts]) for name in per_function}
+        if cfg.retire_pass_rate is not None:  # ScaleRL: solved prompts leave later passes
+            solved = (rewards > 0).float().view(-1, G).mean(dim=1) >= cfg.retire_pass_rate
+            self.retired.update(i for i, done in zip(indices, solved.tolist()) if done)
         mask = samples.completion_mask
         input_ids, attention_mask, old_logp = samples.input_ids, samples.attention_mask, samples.logprobs
         t_generated = t_start + times[0]
@@ -578,6 +598,8 @@ class GRPO:
         }
         if cfg.dynamic_sampling:
             metrics["sampling_rounds"] = rounds
+        if cfg.retire_pass_rate is not None:
+            metrics["prompts_retired"] = len(self.retired)
         for key in ("loss", "kl", "approx_kl", "clip_fraction", "grad_norm"):
             if key == "kl" and cfg.beta == 0:
                 continue
@@ -607,6 +629,8 @@ class GRPO:
             metadata={
                 "trainer": TRAINER_KIND,
                 "grpo_config": self.config.to_dict(),
+                "retired_prompts": sorted(self.retired),
+                "prompt_schedule": {"order": self._schedule, "passes": self._passes},
                 **checkpoint_metadata(self),
             },
             states={"optimizer": self.optimizer.state_dict()},
@@ -647,6 +671,17 @@ class GRPO:
                 raise
             raise CheckpointError(f"checkpoint {path} does not fit this policy: {exc}") from exc
         trainer.num_timesteps = timesteps_from_metadata(ckpt.metadata)
+        schedule = ckpt.metadata.get("prompt_schedule", {"order": [], "passes": 0})
+        if any(
+            not 0 <= i < len(trainer.prompts)
+            for i in [*schedule["order"], *ckpt.metadata.get("retired_prompts", [])]
+        ):
+            raise CheckpointError(
+                f"checkpoint {path} was trained on more prompts than the {len(trainer.prompts)} given; "
+                "pass the run's prompts"
+            )
+        trainer.retired = set(ckpt.metadata.get("retired_prompts", []))
+        trainer._schedule, trainer._passes = list(schedule["order"]), int(schedule["passes"])
         return trainer
 
 
