@@ -64,3 +64,16 @@ def test_no_address_is_local_processes_and_ray_missing_says_how_to_install(monke
     monkeypatch.setitem(__import__("sys").modules, "ray", None)  # as if the extra were not installed
     with pytest.raises(RayUnavailableError, match=r"pip install 'resonance-os\[ray\]'"):
         placement_for("auto")
+
+
+def test_importing_distributed_loads_only_core_no_torch_no_ray():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, resonance_os.distributed\n"
+        "ours = sorted({m.split('.')[1] for m in sys.modules if m.startswith('resonance_os.')})\n"
+        "print(ours, 'torch' in sys.modules, 'ray' in sys.modules)\n"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "['core', 'distributed'] False False"

@@ -15,6 +15,7 @@ from resonance_os.distributed.actors import (
     RayActor,
     RayCluster,
     placement_for,
+    preload_in_local_processes,
 )
 from resonance_os.distributed.errors import ActorError, DistributedError, RayUnavailableError
 
@@ -29,4 +30,5 @@ __all__ = [
     "RayCluster",
     "RayUnavailableError",
     "placement_for",
+    "preload_in_local_processes",
 ]

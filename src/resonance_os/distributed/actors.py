@@ -220,13 +220,24 @@ class ProcessActor:
         self._connection.close()
 
 
+_PRELOAD: list[str] = []
+
+
+def preload_in_local_processes(*modules: str) -> None:
+    """Have the fork server of local actors import ``modules`` when it starts (once per Python
+    process, at the first ``LocalProcesses.start``), so every actor forked from it has them already.
+    Modules that start actors register what their actors need when they are imported."""
+    _PRELOAD.extend(module for module in modules if module not in _PRELOAD)
+
+
 class LocalProcesses:
     """Actors as child processes of this one.
 
     They are forked from multiprocessing's fork server: a clean single-threaded process started once
-    per Python process, which imports the ``preload`` modules and the actor classes' modules of the
-    first ``start`` (later ones are imported by each child), so a later actor starts in a fraction
-    of a second instead of importing torch again. Nothing of the caller's threads or state is forked.
+    per Python process, which imports the modules registered with :func:`preload_in_local_processes`,
+    the ``preload`` modules and the actor class's module of the first ``start`` (anything else is
+    imported by each child), so a later actor starts in a fraction of a second instead of importing
+    torch again. Nothing of the caller's threads or state is forked.
     """
 
     description = "local processes"
@@ -247,7 +258,7 @@ class LocalProcesses:
         **kwargs: Any,
     ) -> ProcessActor:
         # only takes effect before the fork server's first start, in this process
-        self._context.set_forkserver_preload([*self._preload, cls.__module__])
+        self._context.set_forkserver_preload([*_PRELOAD, *self._preload, cls.__module__])
         actor = ProcessActor(self._context, cls, args, kwargs, name, max_concurrency)
         self._actors.append(actor)
         return actor

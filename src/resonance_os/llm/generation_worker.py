@@ -58,3 +58,7 @@ class GenerationWorker:
                 parameter.copy_(value)
         samples = sample_ids(self.policy, [self.prompt_ids[i] for i in indices], seed=seed, **self.sampling)
         return samples_to(samples, "cpu"), time.perf_counter() - start
+
+    def cpu_seconds(self) -> float:
+        """CPU time this worker's process has used so far (all its threads)."""
+        return time.process_time()

@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from resonance_os.distributed import Actor, LocalProcesses, Placement
+from resonance_os.distributed import Actor, LocalProcesses, Placement, preload_in_local_processes
 from resonance_os.llm.generation_worker import GenerationWorker, samples_to
 from resonance_os.llm.grpo import GRPO, GRPOConfig
 from resonance_os.llm.policy import LMPolicy
@@ -50,6 +50,8 @@ from resonance_os.llm.sampling import Samples
 from resonance_os.rl.errors import ConfigError
 
 Batch = tuple[Samples, torch.Tensor, dict[str, torch.Tensor], list[float]]
+# what a generation worker imports to unpickle a policy, done once by local actors' fork server
+preload_in_local_processes("resonance_os.llm.generation_worker", "transformers", "peft")
 
 
 class AsyncGRPO(GRPO):
@@ -123,6 +125,10 @@ class AsyncGRPO(GRPO):
         self._generators = []
         if self._owns_placement:
             self.placement.close()
+
+    def generator_cpu_seconds(self) -> float:
+        """CPU seconds the generation workers' processes have used so far, summed."""
+        return sum(future.result() for future in [g.call("cpu_seconds") for g in self._generators])
 
     def __enter__(self) -> AsyncGRPO:
         return self

@@ -14,7 +14,9 @@ verified, so "hardest test first" is per actor.
 
 from __future__ import annotations
 
+import resource
 import threading
+import time
 from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -49,6 +51,11 @@ class VerifierWorker:
 
     def busy_seconds(self) -> float:
         return self.pool.busy_seconds
+
+    def cpu_seconds(self) -> float:
+        """CPU time of this actor's process and of the sandbox runs it has waited for."""
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + children.ru_utime + children.ru_stime
 
     def close(self) -> None:
         self.pool.close()
@@ -131,6 +138,12 @@ class RemoteVerifierPool:
     def busy_seconds(self) -> float:
         """Seconds the actors' verification jobs ran, summed over every worker of every actor."""
         return sum(future.result() for future in [actor.call("busy_seconds") for actor in self._actors])
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU seconds the actors' processes and their sandbox runs have used, summed (the kernel's
+        own work, such as tearing down a run's namespaces, is not counted)."""
+        return sum(future.result() for future in [actor.call("cpu_seconds") for actor in self._actors])
 
     def close(self) -> None:
         while self._actors:
