@@ -43,14 +43,13 @@ from resonance_os.rl.checkpoint import load_checkpoint
 from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.contract import (
     Callback,
-    as_callback,
     checkpoint_metadata,
     draw_seed,
+    learn_in_steps,
     seeded_torch,
     timesteps_from_metadata,
 )
 from resonance_os.rl.errors import CheckpointError, ConfigError
-from resonance_os.rl.logger import MetricsLogger
 
 TRAINER_KIND = "SFT"
 
@@ -246,29 +245,15 @@ class SFT:
     ) -> SFT:
         """Run ``steps`` optimiser steps; returns ``self``. ``callback(trainer, metrics)`` runs after
         every step (returning ``False`` stops); ``reset_num_timesteps=False`` continues the count."""
-        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-            raise ConfigError(f"steps={steps!r} must be an integer >= 0")
-        callback = as_callback(callback, "SFT")
-        if reset_num_timesteps:
-            self.num_timesteps = 0
-        target = self.num_timesteps + steps
-        logger = MetricsLogger(
-            self.log_dir,
-            tensorboard=self.tensorboard,
+        learn_in_steps(
+            self,
+            steps,
+            self._train_step,
+            callback=callback,
             progress_bar=progress_bar,
-            total_timesteps=target,
-            description="SFT",
+            reset_num_timesteps=reset_num_timesteps,
+            algorithm="SFT",
         )
-        try:
-            while self.num_timesteps < target:
-                metrics = self._train_step(self.num_timesteps)
-                self.num_timesteps += 1
-                row = logger.record(metrics, self.num_timesteps)
-                self.history.append(row)
-                if callback is not None and callback(self, row) is False:
-                    break
-        finally:
-            logger.close()
         return self
 
     def _train_step(self, step: int) -> dict[str, float]:

@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from resonance_os.rl.errors import ConfigError
+from resonance_os.rl.logger import MetricsLogger
 
 Callback = Callable[[Any, dict[str, Any]], bool | None]
 """``callback(model, metrics)``: runs after every update; returning ``False`` stops ``learn``."""
@@ -116,3 +117,41 @@ def seeded_torch(seed: int) -> Iterator[None]:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         yield
+
+
+def learn_in_steps(
+    model: Any,
+    steps: int,
+    train_step: Callable[[int], dict[str, float]],
+    *,
+    callback: Callable[..., Any] | None,
+    progress_bar: bool,
+    reset_num_timesteps: bool,
+    algorithm: str,
+) -> None:
+    """The ``learn`` loop of trainers that count optimiser steps (GRPO, SFT): ``train_step(step)`` per
+    step, one metrics row each through ``MetricsLogger`` (``model.log_dir``, ``model.tensorboard``) into
+    ``model.history``, ``callback(model, row)`` after each (``False`` stops)."""
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ConfigError(f"steps={steps!r} must be an integer >= 0")
+    callback = as_callback(callback, algorithm)
+    if reset_num_timesteps:
+        model.num_timesteps = 0
+    target = model.num_timesteps + steps
+    logger = MetricsLogger(
+        model.log_dir,
+        tensorboard=model.tensorboard,
+        progress_bar=progress_bar,
+        total_timesteps=target,
+        description=algorithm,
+    )
+    try:
+        while model.num_timesteps < target:
+            metrics = train_step(model.num_timesteps)
+            model.num_timesteps += 1
+            row = logger.record(metrics, model.num_timesteps)
+            model.history.append(row)
+            if callback is not None and callback(model, row) is False:
+                break
+    finally:
+        logger.close()
