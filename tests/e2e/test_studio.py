@@ -213,8 +213,22 @@ def test_phone_width_needs_no_sideways_scrolling(browser, studio):
     for tab in ("profiles", "write", "analyze", "learn", "train"):
         page.click(f"#tabs button[data-tab={tab}]")
         widths[tab] = page.evaluate("document.documentElement.scrollWidth")
+    # an article written, with its per-paragraph numbers open
+    page.click("#tabs button[data-tab=write]")
+    page.fill("#write-prompt", "Why early mornings at the harbour matter")
+    page.fill("#write-paragraphs", "3")
+    page.click("#write-form button[type=submit]")
+    page.wait_for_selector("#write-result:not([hidden])")
+    page.evaluate("document.querySelectorAll('#write-result details').forEach(d => { d.open = true; })")
+    overflowing = page.evaluate(
+        "[...document.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > 390.5)"
+        ".map(e => e.tagName + '.' + e.className).slice(0, 8)"
+    )
+    widths["written article"] = page.evaluate("document.documentElement.scrollWidth")
     context.close()
-    assert widths == {"profiles": 390, "write": 390, "analyze": 390, "learn": 390, "train": 390}
+    assert widths == {
+        "profiles": 390, "write": 390, "analyze": 390, "learn": 390, "train": 390, "written article": 390
+    }, overflowing  # fmt: skip
 
 
 def test_profile_from_sliders_then_history_and_revert(page, studio):
