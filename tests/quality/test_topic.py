@@ -48,4 +48,3 @@ def test_score_many_gives_what_score_gives_for_each_prompt():
     for text in (GARDEN, SLOT_FILLED, ""):
         for many, one in zip(model.score_many(text, prompts), [model.score(text, p) for p in prompts]):
             assert abs(many - one) < 1e-6
-
