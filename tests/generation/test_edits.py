@@ -113,6 +113,7 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (lambda s: E.add_opener(s, "In fact,"), '"We kept going," Maya said.'),  # dialogue
         (E.add_intensifier, "The call uses a common type."),  # technical adjective
         (E.add_intensifier, "The answer is perfect."),  # takes no degree
+        (E.add_intensifier, "It was a huge relief for everyone."),  # already extreme: not "very huge"
         (lambda s: E.drop_adjective(s, 0), "It was an amazing experience."),  # the adjective is the point
         (lambda s: E.drop_adjective(s, 0), "The common good matters."),  # a noun here
         (lambda s: E.drop_adjective(s, -1), "They built a beautiful garden."),  # positive, not negative

@@ -152,8 +152,17 @@ GRADABLE = frozenset(
 )
 """Adjectives 'very' may precede that are also nouns in lemminflect's table ("good", "clear"); each has a
 VADER value, so intensity moves; none is a technical term."""
-NOT_GRADABLE = frozenset("perfect dead unique impossible true false fatal infinite supreme ultimate".split())
-"""Adjectives with a VADER value that do not take a degree ("very perfect")."""
+NOT_GRADABLE = frozenset(
+    (
+        "perfect dead unique impossible true false fatal infinite supreme ultimate huge enormous massive "
+        "tremendous amazing awesome fantastic fabulous terrific marvelous marvellous magnificent superb "
+        "brilliant excellent outstanding wonderful incredible extraordinary spectacular terrible horrible "
+        "awful dreadful horrific disastrous catastrophic devastating furious ecstatic thrilled delighted "
+        "exhausted terrified miserable gorgeous stunning hilarious"
+    ).split()
+)
+"""Adjectives with a VADER value that take no degree: absolute ("very perfect") or already extreme
+("very huge", "very terrible")."""
 
 
 def gradable(word: str) -> bool:
