@@ -151,3 +151,10 @@ def test_edit_moves_its_dimension(edit, sentence, dimension, sign):
     edited = edit(sentence)
     assert edited and edited != sentence
     assert sign * (measure(edited, dimension) - measure(sentence, dimension)) > 0.01, edited
+
+
+def test_a_time_marker_needs_a_past_tense_not_a_participle_adjective():
+    assert E.tells_past_event("The team shared the document.")
+    assert E.tells_past_event("We waited for the train.")
+    assert not E.tells_past_event("We write down every decision in a shared document.")  # an adjective
+    assert not E.tells_past_event("All argument expressions are evaluated.")  # a present rule

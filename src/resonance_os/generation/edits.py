@@ -233,7 +233,8 @@ _PAST = frozenset(("was", "were", "had", "did", *(forms[2] for forms in VERBS.va
 _PARTICIPLE_BEFORE = frozenset("is are be been being am has have having get gets got".split()) | frozenset(
     _MODALS
 )
-"""Words after which a past form is a participle ("is defined", "has moved"), not a past tense."""
+"""Words after which a past form is a participle ("is defined", "has moved"), not a past tense; after a
+determiner it is an adjective ("a shared document")."""
 _PRESENT = frozenset("is are am has have does do".split())
 _SUBJECT_PRONOUNS = frozenset("i we he she they".split())
 """A regular past form right after one of these is a past tense ("we waited"), not a participle."""
@@ -247,7 +248,7 @@ def tells_past_event(sentence: str) -> bool:
     if _PRESENT.intersection(words):  # "the value produced is determined": a participle, a present rule
         return False
     return any(
-        (w in _PAST and (i == 0 or words[i - 1] not in _PARTICIPLE_BEFORE))
+        (w in _PAST and (i == 0 or words[i - 1] not in _PARTICIPLE_BEFORE | DETERMINERS))
         or (i > 0 and words[i - 1] in _SUBJECT_PRONOUNS and w.endswith("ed") and len(w) > 4)
         for i, w in enumerate(words)
     )
