@@ -75,18 +75,26 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
     assert metrics["preference_train"] >= 100
     assert np.mean(consistent) < 0.99  # the labels really are noisy
     assert metrics["pairwise_accuracy"] >= 0.7
-    assert metrics["pairwise_accuracy"] >= metrics["baseline_pairwise_accuracy"] + 0.05
+    # ~100 held-out pairs: the margin over the baseline swings with the drafts (+0.05 to +0.25 over
+    # seeds 2024 and 1-5); the margin is asserted below on ~700 pairs of fresh drafts
+    assert metrics["pairwise_accuracy"] > metrics["baseline_pairwise_accuracy"]
     shown = client.get("/v1/reward-model", headers=headers).json()
     assert shown["version"] == 1 and shown["metrics"] == metrics
 
     # fresh drafts the model never saw: its scores order them like the (noiseless) hidden preference
     fresh = _generate(client, headers, _draft_targets(40, rng), seed0=10_000)
-    scores = [
-        client.post("/v1/score", json={"text": d["article"], "profile": "blog"}, headers=headers).json()[
-            "reward_model_score"
-        ]
-        for d in fresh
+    scored = [
+        client.post(
+            "/v1/score",
+            json={"text": d["article"], "profile": "blog", "prompt": TOPICS[i % len(TOPICS)]},
+            headers=headers,
+        ).json()
+        for i, d in enumerate(fresh)
     ]
+    # the baseline: the single term the training chose (resonance to the profile, or a quality term)
+    sign = -1.0 if metrics["baseline_term"] == "repetition" else 1.0
+    baseline = [sign * s[metrics["baseline_term"]] for s in scored]
+    scores = [s["reward_model_score"] for s in scored]
     distances = [_hidden_distance(d) for d in fresh]
     pairs = [
         (a, b)
@@ -94,8 +102,13 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
         for b in range(a + 1, len(fresh))
         if abs(distances[a] - distances[b]) > 0.02
     ]
-    agree = np.mean([(scores[a] > scores[b]) == (distances[a] < distances[b]) for a, b in pairs])
-    assert agree >= 0.85
+
+    def agreement(values: list[float]) -> float:
+        return float(np.mean([(values[a] > values[b]) == (distances[a] < distances[b]) for a, b in pairs]))
+
+    assert agreement(scores) >= 0.85
+    # seeds 2024 and 1-5: 0.92-0.99 against the baseline's 0.57-0.76 (margin +0.22 to +0.41)
+    assert agreement(scores) >= agreement(baseline) + 0.15, (agreement(scores), agreement(baseline))
 
     # PPO steered by the reward model pleases the hidden rater more than PPO toward the profile alone
     # (20,000 steps: at the spec's 5,000 the edit policy still makes no edits, docs/hr_rl.md)
