@@ -74,6 +74,17 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
     assert clean_reply(run_on + " " + GOOD) == GOOD
 
 
+def test_quotation_marks_that_open_or_close_nothing_are_removed_and_dialogue_is_kept() -> None:
+    # seen in `make run`: "... who can collaborate on projects from their own homes."
+    assert clean_reply(FIRST + ' Volunteers collaborate from their own homes."') == (
+        FIRST + " Volunteers collaborate from their own homes."
+    )
+    assert clean_reply('She said, "the beds need water. ' + GOOD) == "She said, the beds need water. " + GOOD
+    dialogue = '"We kept going," she said. \u201cThe beans came up,\u201d he added.'
+    assert clean_reply(dialogue + " " + GOOD) == dialogue + " " + GOOD
+    assert clean_reply("The harvest was small.\u201d " + GOOD) == "The harvest was small. " + GOOD
+
+
 class Scripted:
     """A chat backend answering every ``sample`` with the same scripted replies; records its calls."""
 
@@ -102,6 +113,26 @@ def test_candidates_are_asked_for_at_once_and_the_best_reward_wins() -> None:
     assert text == GOOD and hrv == reward.score(GOOD, targets[1]).hrv
     assert log.dropped == 2  # the copy of the first paragraph and the empty reply
     assert len(log.rewards) == 2 and log.rewards[log.chosen] == max(log.rewards)
+
+
+def test_a_candidate_that_opens_like_an_earlier_paragraph_wins_only_when_it_is_the_only_one() -> None:
+    planned, targets = outlines()
+    reward = WritingReward()
+    earlier = "Small towns feel it first. " + FIRST  # opens as GOOD does: "small towns feel"
+    other = (
+        "Gardens also need water, and the town pays for the tap. Most plots grow beans and squash. "
+        "Older gardeners keep notes on which seeds did well."
+    )
+    scored = {t: reward.score(t, targets[1], PROMPT, [earlier]).reward for t in (GOOD, other)}
+    assert scored[GOOD] > scored[other]  # on reward alone the repeated opening would win
+    text, _, log = write_paragraph(
+        Scripted([GOOD, other]), reward, PROMPT, planned[1], targets[1], [earlier], 0.08, 0, 5
+    )
+    assert text == other and log.chosen == 1
+    text, _, _ = write_paragraph(
+        Scripted([GOOD]), reward, PROMPT, planned[1], targets[1], [earlier], 0.08, 0, 5
+    )
+    assert text == GOOD
 
 
 def test_rounds_resample_with_advice_while_off_target_and_fail_clearly_when_nothing_survives() -> None:

@@ -42,6 +42,9 @@ COPY_SHARE = 0.5
 """A sentence with at least this share of its word 4-grams in the earlier paragraphs is a copy."""
 MAX_SENTENCE_WORDS = 50
 """Longer sentences are a small model's run-ons (clauses strung together without sense) and are dropped."""
+OPENING_WORDS = 3
+"""A candidate that opens with the same words as an earlier paragraph ("In today's digital age, ..."
+twice) is chosen only when no other candidate survives."""
 GAP_ADVICE: dict[str, tuple[str, str]] = {
     "sentence_variance": ("keep sentence lengths even", "mix very short sentences with long ones"),
     "emotional_valence": ("use more critical wording", "use warmer, more positive wording"),
@@ -77,7 +80,8 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
     every sentence with meta-text (``quality.repetition.meta_text``: "Here is the revised
     paragraph", metric names) or ``ASSISTANT_TALK``,
     sentences that copy the ``previous`` paragraphs (``COPY_SHARE`` of their 4-grams), repeat an
-    earlier sentence or run on past ``MAX_SENTENCE_WORDS`` words, surrounding quotes and an unfinished last sentence (cut at the token limit).
+    earlier sentence or run on past ``MAX_SENTENCE_WORDS`` words, surrounding quotes, an unfinished last
+    sentence (cut at the token limit) and quotation marks that open or close nothing.
     """
     lines = [re.sub(r"[*_`]", "", line).strip() for line in reply.splitlines() if not line.startswith("#")]
     lines = [_LABEL.sub("", _BULLET.sub("", line)) for line in lines if line and not line.endswith(":")]
@@ -101,7 +105,37 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
         seen |= own
     if kept and kept[-1][-1] not in ".!?\"'\u201d)":
         kept.pop()  # unfinished: the reply hit the token limit mid-sentence
-    return " ".join(kept)
+    return without_unpaired_quotes(" ".join(kept))
+
+
+def without_unpaired_quotes(text: str) -> str:
+    """``text`` without the double quotes that close nothing or open nothing: a small model's reply
+    often ends '... from their own homes."' with no opening quote (or opens one it never closes, or
+    the cleaning dropped the sentence that closed it). Straight quotes pair left to right; curly ones
+    by direction."""
+    unpaired: list[int] = []
+    straight: int | None = None
+    opened: list[int] = []
+    for i, char in enumerate(text):
+        if char == '"':
+            straight = i if straight is None else None
+        elif char == "\u201c":
+            opened.append(i)
+        elif char == "\u201d":
+            if opened:
+                opened.pop()
+            else:
+                unpaired.append(i)
+    unpaired += opened + ([] if straight is None else [straight])
+    if not unpaired:
+        return text
+    cut = set(unpaired)
+    return re.sub(r"\s{2,}", " ", "".join(c for i, c in enumerate(text) if i not in cut)).strip()
+
+
+def opening(text: str, words: int = OPENING_WORDS) -> tuple[str, ...]:
+    """The first ``words`` lower-cased words of ``text`` (how a paragraph opens)."""
+    return tuple(w for s in split_sentences(text) for w in s.lowers)[:words]
 
 
 def style_instructions(target: Sequence[float], notes: Sequence[str], count: int = STYLE_NOTES) -> list[str]:
@@ -157,10 +191,13 @@ def write_paragraph(
 ) -> tuple[str, list[float], DraftLog]:
     """(paragraph, its measured HRV, log): ``candidates`` sampled replies, cleaned and scored by
     ``reward`` (against ``previous`` for copying); up to ``rounds`` more batches, with gap advice,
-    while the best misses ``target`` by more than ``tolerance`` (mean |gap|). The highest reward wins.
+    while the best misses ``target`` by more than ``tolerance`` (mean |gap|). The highest reward wins,
+    among the candidates that do not open like an earlier paragraph when there are any.
     Raises ``BackendError`` when no reply survives the filters."""
     log = DraftLog()
     best: tuple[str, list[float]] | None = None
+    openings = {opening(p) for p in previous}
+    fresh_opening: list[bool] = []
     instructions = style_instructions(target, outline.notes)
     for round_index in range(rounds + 1):
         if best is not None:
@@ -177,7 +214,9 @@ def write_paragraph(
             scored = reward.score(text, target, prompt=prompt, context=previous)
             log.errors.append(sum(abs(t - m) for t, m in zip(target, scored.hrv)) / len(target))
             log.rewards.append(scored.reward)
-            if best is None or scored.reward > log.rewards[log.chosen]:
+            fresh_opening.append(opening(text) not in openings)
+            rank = (fresh_opening[-1], scored.reward)
+            if best is None or rank > (fresh_opening[log.chosen], log.rewards[log.chosen]):
                 best, log.chosen = (text, scored.hrv), len(log.rewards) - 1
     if best is None:
         raise BackendError(
