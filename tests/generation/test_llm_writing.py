@@ -67,7 +67,8 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
     assert clean_reply('"' + FIRST + '"') == FIRST
     talk = (
         "This opening sentence sets the tone. In the following paragraphs, I'll explore it. "
-        "Here's an example of your requested text. The town of [town_name] grows beans."
+        "Here's an example of your requested text. The town of [town_name] grows beans. "
+        "I'm excited to share my thoughts on gardens. I hope this changes your perspective."
     )
     assert clean_reply(talk + " " + GOOD) == GOOD
     run_on = "People work from home " + "and teams meet online " * 12 + "every day."
