@@ -278,7 +278,8 @@ def demo(
     )
     for name, value, goal in zip(HRV_DIMENSIONS, hrv, target):
         table.add_row(name, f"{value:.3f}", f"{goal:.3f}")
-    table.caption = f"resonance with {DEFAULT_PROFILE.key}: {SimilarityCalculator().calculate_similarity(hrv, target):.3f} (cosine)"
+    style = SimilarityCalculator("manhattan").calculate_similarity(hrv, target)
+    table.caption = f"style match with {DEFAULT_PROFILE.key}: {style:.3f} (1 - mean |gap|, the writing reward's style term)"
     console.print(table)
 
     writer = run_reporting_user_errors(HumanResonantWriter)
