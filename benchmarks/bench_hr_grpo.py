@@ -6,7 +6,9 @@ then samples ``--samples`` paragraphs for each of ``--eval-prompts`` held-out to
 ``heldout`` split) before (adapters disabled) and after (adapters on), same seeds, and prints the mean
 writing terms (resonance, fluency, coherence, topic, repetition, reward; empty = share of replies the
 writer's cleaning emptied), the seconds per step split into generate / score / train, and two
-paragraphs before and after (the word-salad check: fluency and coherence must not fall). Writes
+paragraphs before and after (the word-salad check: fluency and coherence must not fall), and a judge
+the policy never trained against: the untrained SmolLM2's mean log-likelihood per token of the same
+paragraphs (its fall measures drift from the base model, which the fast reward cannot see). Writes
 ``benchmarks/results/hr_grpo.json``.
 
     .venv/bin/python benchmarks/bench_hr_grpo.py                          # CPU, 8 steps, builtin/creative
@@ -35,6 +37,7 @@ from resonance_os.evolution.hr_grpo import (  # noqa: E402
     smollm2_policy,
     train_hr_grpo,
 )
+from resonance_os.quality.fluency import LMFluency  # noqa: E402
 
 TERMS = ("resonance", "fluency", "coherence", "topic", "repetition", "reward", "empty")
 
@@ -85,6 +88,12 @@ def main() -> None:
     )  # fmt: skip
     t_train = time.perf_counter() - t0
     after = evaluate_hr_grpo(policy, topics, target, samples=args.samples, seed=args.seed + 1)
+    # a held-out judge the policy never trained against: the untrained SmolLM2's mean log-likelihood
+    # per token of the paragraphs (a drop = drift from the base model, the reward's blind spot)
+    judge = LMFluency()
+    for result in (before, after):
+        logliks = judge.loglik_many([text for _, text in result["samples"] if text])
+        result["reference_loglik"] = statistics.mean(x for x in logliks if x is not None)
 
     hist = trainer.history
     split = {
@@ -100,6 +109,8 @@ def main() -> None:
     print("|---|---|---|---|")
     for term in TERMS:
         print(f"| {term} | {before[term]:.3f} | {after[term]:.3f} | {after[term] - before[term]:+.3f} |")
+    print(f"| untrained SmolLM2 log-lik per token (judge) | {before['reference_loglik']:.3f} | "
+          f"{after['reference_loglik']:.3f} | {after['reference_loglik'] - before['reference_loglik']:+.3f} |")  # fmt: skip
     print("\n| per step (s) | generate | score | train | total |")
     print("|---|---|---|---|---|")
     print(f"| mean of {len(hist)} | {split['time_generate']:.1f} | {split['time_score']:.2f} | "
