@@ -198,8 +198,8 @@ def write_paragraph(
     Raises ``BackendError`` when no reply survives the filters."""
     log = DraftLog()
     best: tuple[str, list[float]] | None = None
+    best_rank: tuple[bool, float] = (False, 0.0)
     openings = {opening(p) for p in previous}
-    fresh_opening: list[bool] = []
     instructions = style_instructions(target, outline.notes)
     for round_index in range(rounds + 1):
         if best is not None:
@@ -216,10 +216,9 @@ def write_paragraph(
             scored = reward.score(text, target, prompt=prompt, context=previous)
             log.errors.append(sum(abs(t - m) for t, m in zip(target, scored.hrv)) / len(target))
             log.rewards.append(scored.reward)
-            fresh_opening.append(opening(text) not in openings)
-            rank = (fresh_opening[-1], scored.reward)
-            if best is None or rank > (fresh_opening[log.chosen], log.rewards[log.chosen]):
-                best, log.chosen = (text, scored.hrv), len(log.rewards) - 1
+            rank = (opening(text) not in openings, scored.reward)
+            if best is None or rank > best_rank:
+                best, best_rank, log.chosen = (text, scored.hrv), rank, len(log.rewards) - 1
     if best is None:
         raise BackendError(
             f"the {backend.name} backend returned no usable text for paragraph {outline.index + 1} "
