@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.evolution.resonance_reward_model import BASELINE_TERMS
 
 HIDDEN = np.array([0.55, 0.7, 0.45, 0.75, 0.3, 0.2, 0.6, 0.95])
 BLOG = [0.4, 0.62, 0.35, 0.65, 0.1, 0.05, 0.3, 0.92]
@@ -92,7 +93,7 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
         for i, d in enumerate(fresh)
     ]
     # the baseline: the single term the training chose (resonance to the profile, or a quality term)
-    sign = -1.0 if metrics["baseline_term"] == "repetition" else 1.0
+    _, sign = BASELINE_TERMS[metrics["baseline_term"]]
     baseline = [sign * s[metrics["baseline_term"]] for s in scored]
     scores = [s["reward_model_score"] for s in scored]
     distances = [_hidden_distance(d) for d in fresh]
