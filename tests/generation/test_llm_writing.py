@@ -84,6 +84,10 @@ def test_quotation_marks_that_open_or_close_nothing_are_removed_and_dialogue_is_
     dialogue = '"We kept going," she said. \u201cThe beans came up,\u201d he added.'
     assert clean_reply(dialogue + " " + GOOD) == dialogue + " " + GOOD
     assert clean_reply("The harvest was small.\u201d " + GOOD) == "The harvest was small. " + GOOD
+    # two closing quotes pair with nothing (seen in `resonance generate "backing up your files"`)
+    assert clean_reply('Data is kept for later." Backups fail on old drives." ' + GOOD) == (
+        "Data is kept for later. Backups fail on old drives. " + GOOD
+    )
 
 
 class Scripted:

@@ -113,22 +113,20 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
 def without_unpaired_quotes(text: str) -> str:
     """``text`` without the double quotes that close nothing or open nothing: a small model's reply
     often ends '... from their own homes."' with no opening quote (or opens one it never closes, or
-    the cleaning dropped the sentence that closed it). Straight quotes pair left to right; curly ones
-    by direction."""
+    the cleaning dropped the sentence that closed it). A quote opens when it follows a space, a
+    bracket or the start and closes otherwise (curly quotes say which they are); each closing quote
+    pairs with the last open one."""
     unpaired: list[int] = []
-    straight: int | None = None
     opened: list[int] = []
     for i, char in enumerate(text):
-        if char == '"':
-            straight = i if straight is None else None
-        elif char == "\u201c":
+        if char == "\u201c" or (char == '"' and (i == 0 or text[i - 1].isspace() or text[i - 1] in "([")):
             opened.append(i)
-        elif char == "\u201d":
+        elif char in ('"', "\u201d"):
             if opened:
                 opened.pop()
             else:
                 unpaired.append(i)
-    unpaired += opened + ([] if straight is None else [straight])
+    unpaired += opened
     if not unpaired:
         return text
     cut = set(unpaired)
