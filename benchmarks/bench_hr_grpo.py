@@ -50,6 +50,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--lr", type=float, default=None, help="learning rate (default HR_GRPO_DEFAULTS)")
+    parser.add_argument(
+        "--beta", type=float, default=None, help="KL coefficient (default HR_GRPO_DEFAULTS: 0)"
+    )
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
@@ -66,7 +69,9 @@ def main() -> None:
     policy = smollm2_policy(args.device)
     t_load = time.perf_counter() - t0
     topics = heldout_prompts()[: args.eval_prompts]
-    config = {} if args.lr is None else {"learning_rate": args.lr}
+    config = {
+        name: value for name, value in (("learning_rate", args.lr), ("beta", args.beta)) if value is not None
+    }
 
     # the target is resolved the same way train_hr_grpo does; evaluate before training (B = 0: the base model)
     from resonance_os.profiles.targets import resolve_target
@@ -102,7 +107,7 @@ def main() -> None:
     }
     print(f"\nHR-GRPO, SmolLM2-135M-Instruct + LoRA r16, {args.device}, {args.threads} thread(s), profile "
           f"{args.profile}, {args.steps} steps x {trainer.config.prompts_per_step} prompts x G={trainer.config.group_size}, "
-          f"lr {trainer.config.learning_rate}, seed {args.seed}, style power {args.style_power}")  # fmt: skip
+          f"lr {trainer.config.learning_rate}, beta {trainer.config.beta}, seed {args.seed}, style power {args.style_power}")  # fmt: skip
     print(f"held-out: {len(topics)} topics x {args.samples} samples; model load {t_load:.0f} s, one eval {t_eval:.0f} s, "
           f"training {t_train:.0f} s\n")  # fmt: skip
     print("| held-out mean | before (adapters off) | after | change |")

@@ -11,10 +11,11 @@ paragraphs/second (CPU time of this one process and wall clock).
 
 ``--backend local`` benchmarks the language-model drafts instead: 3-paragraph articles for 20
 prompts x the 3 built-in profiles (``--articles`` takes the first N of those 60 pairs, profiles
-rotating), written by the local SmolLM2 backend and, for the same pairs, the template draft mode.
-Per article: the largest share of one paragraph's word 4-grams found in another paragraph (goal
-<= 20%), meta-text phrases (goal none), mean |gap| to the paragraph targets of the drafts and after
-the refiner's edits (goal <= 0.08; from the writer's trace) and of the whole article, the writing
+rotating), written by the local SmolLM2 backend with its sentence rewrites, without them
+(``rewrites=0``) and, for the same pairs, by the template draft mode. Per article: the largest share
+of one paragraph's word 4-grams found in another paragraph (goal <= 20%), meta-text phrases (goal
+none), mean |gap| to the paragraph targets of the chosen drafts, after the model's rewrites and
+after the refiner's edits (goal <= 0.08; from the writer's trace) and of the whole article, the writing
 reward and its terms, and wall seconds (goal <= 90 s
 on the 2-core machine; the 1-minute load average is printed beside it). The previous build's local
 backend figures (issue 12) stand beside them.
@@ -124,6 +125,13 @@ def max_shared_4grams(paragraphs: list[str]) -> float:
     return max(shares, default=0.0)
 
 
+def chosen_draft_gap(trace: list[dict]) -> float:
+    """Mean |gap| of the paragraphs' chosen drafts before any rewrite or edit (the template drafts'
+    for the built-in composer, which has no candidates)."""
+    chosen = [t["draft_errors"][t["chosen_draft"]] for t in trace if t["layer"] == "llm"]
+    return float(np.mean(chosen or [t["error_before"] for t in trace if t["layer"] == "refiner"]))
+
+
 def article_rows(writer: HumanResonantWriter, pairs: list[tuple[str, str, list[float]]]) -> list[dict]:
     """One dict of figures per (prompt, profile, target) article."""
     rows = []
@@ -137,7 +145,9 @@ def article_rows(writer: HumanResonantWriter, pairs: list[tuple[str, str, list[f
                 "share": max_shared_4grams(article.paragraphs),
                 "meta": len(meta_text(article.text)),
                 "gap": article.mean_absolute_error,
+                "gap_chosen": chosen_draft_gap(article.trace),
                 "gap_draft": np.mean([t["error_before"] for t in article.trace if t["layer"] == "refiner"]),
+                "rewrites": sum(len(t.get("rewrites", [])) for t in article.trace),
                 "gap_edited": np.mean([t["error_after"] for t in article.trace if t["layer"] == "refiner"]),
                 "reward": score.reward,
                 "fluency": score.fluency,
@@ -165,10 +175,12 @@ def bench_articles(n_articles: int) -> None:
         for i in range(len(PROMPTS) * 3)
     ][:n_articles]
     extractor = HRVExtractor()
-    results = {
-        name: article_rows(HumanResonantWriter(backend=name, extractor=extractor), pairs)
-        for name in ("builtin", "local")
+    writers = {
+        "builtin": HumanResonantWriter(backend="builtin", extractor=extractor),
+        "no_rewrites": HumanResonantWriter(backend="local", rewrites=0, extractor=extractor),
+        "local": HumanResonantWriter(backend="local", extractor=extractor),
     }
+    results = {name: article_rows(writer, pairs) for name, writer in writers.items()}
 
     def mean(name: str, key: str) -> float:
         return float(np.mean([r[key] for r in results[name]]))
@@ -176,12 +188,17 @@ def bench_articles(n_articles: int) -> None:
     print(
         f"\n{len(pairs)} articles (3 paragraphs; prompts x built-in profiles {', '.join(p for _, p, _ in pairs[:3])}), seed = index\n"
     )
-    print("| figure | template draft mode | local SmolLM2 (this build) | local (previous build, issue 12) |")
-    print("|---|---|---|---|")
+    print(
+        "| figure | template draft mode | local SmolLM2, rewrites=0 | local SmolLM2 (this build) |"
+        " local (previous build, issue 12) |"
+    )
+    print("|---|---|---|---|---|")
     rows = [
         ("max 4-gram share between paragraphs (goal <= 20%)", "share", "{:.0%}", max),
         ("articles with meta-text (goal 0)", "meta", "{:.0f}", lambda v: sum(x > 0 for x in v)),
-        ("mean |gap| to target, paragraph drafts before edits", "gap_draft", "{:.3f}", np.mean),
+        ("mean |gap| to target, chosen drafts", "gap_chosen", "{:.3f}", np.mean),
+        ("sentence rewrites kept per article", "rewrites", "{:.2f}", np.mean),
+        ("mean |gap| to target, after rewrites, before edits", "gap_draft", "{:.3f}", np.mean),
         (
             "mean |gap| to target, paragraphs after the refiner's edits (goal <= 0.08)",
             "gap_edited",
@@ -192,13 +209,12 @@ def bench_articles(n_articles: int) -> None:
         ("wall s per article (goal <= 90)", "wall", "{:.1f}", np.mean),
     ]
     for label, key, fmt, agg in rows:
-        cells = [fmt.format(agg([r[key] for r in results[name]])) for name in ("builtin", "local")]
-        print(f"| {label} | {cells[0]} | {cells[1]} | {PREVIOUS_LOCAL.get(label.split(' (goal')[0], '-')} |")
+        cells = " | ".join(fmt.format(agg([r[key] for r in results[name]])) for name in results)
+        print(f"| {label} | {cells} | {PREVIOUS_LOCAL.get(label.split(' (goal')[0], '-')} |")
     for key in ("reward", "fluency", "coherence", "topic", "repetition"):
-        print(f"| {key} (mean) | {mean('builtin', key):.3f} | {mean('local', key):.3f} | - |")
-    print(
-        f"| max wall s per article | {max(r['wall'] for r in results['builtin']):.1f} | {max(r['wall'] for r in results['local']):.1f} | 1,209 |"
-    )
+        print(f"| {key} (mean) | {' | '.join(f'{mean(name, key):.3f}' for name in results)} | - |")
+    longest = " | ".join(f"{max(r['wall'] for r in rows):.1f}" for rows in results.values())
+    print(f"| max wall s per article | {longest} | 1,209 |")
     print(
         f"\n1-minute load average during the local runs: {mean('local', 'load'):.2f} on {os.cpu_count()} cores"
     )

@@ -81,6 +81,16 @@ def measure(text: str, dimension: str) -> float:
             "That answer is wrong.",
             "That answer is incorrect.",
         ),
+        (  # the article agrees with the new word
+            lambda s: E.swap_word(s, E.INTENSITY_SWAPS, False),
+            "Libraries have become a vital part of town life.",
+            "Libraries have become an important part of town life.",
+        ),
+        (
+            lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True),
+            "An important step comes first.",
+            "A vital step comes first.",
+        ),
     ],
 )
 def test_exact_outputs_on_real_sentences(edit, sentence, expected):

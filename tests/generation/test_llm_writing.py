@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pytest
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.generation.backends import base
 from resonance_os.generation.backends.base import BackendError
 from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.human_resonant_writer import DRAFT_MODE, HumanResonantWriter
+from resonance_os.generation.llm_rewrite import REWRITE_MAX_TOKENS
 from resonance_os.generation.llm_writing import (
     clean_reply,
     gap_advice,
@@ -99,7 +101,7 @@ class Scripted:
         self.replies = replies
         self.calls: list[tuple[list[dict[str, str]], int, int | None]] = []
 
-    def sample(self, messages, n=1, seed=None):
+    def sample(self, messages, n=1, seed=None, max_tokens=None):
         self.calls.append((messages, n, seed))
         return self.replies[:n]
 
@@ -227,3 +229,44 @@ def test_local_backend_samples_a_seeded_batch_in_one_generate_call(tiny_chat_mod
     assert calls[0]["no_repeat_ngram_size"] == 4 and calls[0]["repetition_penalty"] > 1
     assert backend.sample(messages, 4, seed=3) == first
     assert backend.sample(messages, 4, seed=4) != first
+    assert calls[0]["max_new_tokens"] == 12
+    backend.sample(messages, 2, seed=3, max_tokens=5)  # a sentence rewrite asks for fewer tokens
+    assert calls[-1]["max_new_tokens"] == 5
+
+
+def test_the_writer_rewrites_a_drafted_sentence_judged_by_its_own_model(tiny_chat_model, monkeypatch) -> None:
+    from resonance_os.generation.backends.local import LocalBackend
+
+    backend = LocalBackend(model=tiny_chat_model)
+    asked: list[str] = []
+    limits: list[int | None] = []
+
+    def scripted(messages, n=1, seed=None, max_tokens=None):  # the tiny random model writes bytes, not prose
+        asked.append(messages[-1]["content"])
+        limits.append(max_tokens)
+        if len(asked) == 1:
+            return [GOOD] * n
+        sentence = messages[-1]["content"].split("\n\n")[-1]
+        return [f"Is it true that {sentence[0].lower()}{sentence[1:-1]}?"] * n
+
+    monkeypatch.setattr(backend, "sample", scripted)
+    planned, targets = outlines()
+    target = list(targets[1])
+    target[4] = 0.6  # questions wanted
+    paragraph = HumanResonantWriter(backend=backend).draft(PROMPT, planned[1], target, [FIRST], seed=2)
+    calls = paragraph.trace["rewrite_calls"]
+    assert 1 <= len(calls) <= 2 and asked[1].startswith("Rewrite this sentence.")
+    assert limits[0] is None and set(limits[1:]) == {REWRITE_MAX_TOKENS}
+    assert paragraph.score == WritingReward().score(paragraph.text, target, PROMPT, [FIRST])
+    text = GOOD
+    for rewrite in paragraph.trace["rewrites"]:
+        assert rewrite["after"].startswith("Is it true that") and rewrite["before"] in text
+        text = text.replace(rewrite["before"], rewrite["after"])
+    assert paragraph.trace["rewrites"] and paragraph.text == text
+    asked.clear()
+    plain = HumanResonantWriter(backend=backend, rewrites=0).draft(
+        PROMPT, planned[1], target, [FIRST], seed=2
+    )
+    assert plain.text == GOOD and len(asked) == 1 and "rewrite_calls" not in plain.trace
+    with pytest.raises(ValidationError, match="rewrites must be a whole number from 0 to 8"):
+        HumanResonantWriter(backend=backend, rewrites=9)

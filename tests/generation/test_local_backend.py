@@ -49,6 +49,8 @@ def test_article_paragraphs_are_neither_copies_nor_meta_text(backend):
     for i, paragraph in enumerate(article.paragraphs):
         others = article.paragraphs[:i] + article.paragraphs[i + 1 :]
         assert repetition_report(paragraph, context=others).copied < 0.25  # < 20% of 4-grams shared
+    drafts = [t for t in article.trace if t["layer"] == "llm"]
+    assert len(drafts) == 3 and all(len(t["rewrite_calls"]) <= 2 for t in drafts)  # rewrites=2 by default
 
 
 def test_missing_package_is_a_clear_error(monkeypatch):

@@ -44,6 +44,7 @@ def test_writer_samples_candidates_at_once_then_reprompts_with_plain_advice():
     assert len(prompts) > 2 and any(phrase in prompts[1].lower() for phrase in advice)
     llm_steps = [t for t in article.trace if t["layer"] == "llm"]
     assert all(s["draft_rewards"][s["chosen_draft"]] == max(s["draft_rewards"]) for s in llm_steps)
+    assert all("rewrite_calls" not in s for s in llm_steps)  # only the local model rewrites (its own judge)
 
 
 def test_servers_that_ignore_n_get_one_request_per_candidate():

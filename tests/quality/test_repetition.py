@@ -29,9 +29,14 @@ def test_meta_text_and_metric_names_are_caught():
         "Sure! The ferry left before dawn.",
         "The ferry left before dawn, raising the emotional valence of the scene.",
         "I hope this helps. The ferry left.",
+        # what a small model says when asked to rewrite a sentence
+        "This rephrased version uses the past perfect tense for the ferry.",
+        "I'll rephrase that for you: the ferry left before dawn.",
+        "The ferry left before dawn (present tense).",
     ]
     for text in leaks:
         assert meta_text(text), text
         assert repetition_report(text).repetition == 1.0
     assert meta_text(PARAGRAPH) == []
     assert meta_text("We ship a new version every week; here is the text of the law.") == []
+    assert meta_text("The tense crew let me revisit the rephrasing of the old ferry song.") == []

@@ -522,14 +522,22 @@ _WORD_RUN = re.compile(r"\w+")
 
 
 def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) -> str | None:
-    """Replace the first whole-word match of a pair's left word by its right (``forward``) or back."""
+    """Replace the first whole-word match of a pair's left word by its right (``forward``) or back,
+    with an article just before it made to agree ("a vital part" -> "an important part")."""
     if _UNSAFE.search(sentence):
         return None
     present = set(_WORD_RUN.findall(sentence))  # the pairs are single words: whole-word runs
     for left, right in pairs:
         old, new = (left, right) if forward else (right, left)
         if old in present:
-            return re.sub(rf"\b{old}\b", new, sentence, count=1)
+
+            def agreeing(match: re.Match[str], new: str = new) -> str:
+                article = match.group(1)
+                if article:
+                    article = article[0] + ("n" if new[0] in "aeiou" else "") + " "
+                return (article or "") + new
+
+            return re.sub(rf"\b([Aa]n? )?{old}\b", agreeing, sentence, count=1)
     return None
 
 

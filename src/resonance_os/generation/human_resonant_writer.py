@@ -9,6 +9,9 @@ for each paragraph the backend drafts and the draft is measured with the ``HRVEx
 models (the default ``local`` SmolLM2 when installed, or any OpenAI-compatible server) get a short
 prompt from the outline and sample several candidates at once; the writing reward picks the best
 (``llm_writing``); with ``rounds`` it re-prompts with plain advice while the best is off target.
+Then the local model rewrites up to ``rewrites`` sentences of the chosen draft toward the largest
+gaps, each kept only when it lowers the gap, keeps quality and reads as fluent to the model
+(``llm_rewrite``).
 The built-in template composer (``backend="builtin"``, ``SentenceLayer`` + ``BuiltinComposer``,
 refined by ``RefinerLayer`` edits) is an offline fast draft mode for tests and benchmarks: its
 articles say so in ``backend``.
@@ -30,6 +33,7 @@ from resonance_os.core.hrv_constants import DEFAULT_TARGET_KEY, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, validate_hrv
 from resonance_os.generation.backends.base import get_backend
 from resonance_os.generation.backends.builtin import BuiltinComposer
+from resonance_os.generation.backends.local import LocalBackend
 from resonance_os.generation.edits import split_sentences
 from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
@@ -43,6 +47,8 @@ LLM_TOLERANCE = 0.08
 """Mean |gap| at which a language model's best candidate counts as on target (models cannot aim finer)."""
 LLM_CANDIDATES = 6
 """Candidates sampled per batch (one batched call) for language-model backends."""
+LLM_REWRITES = 2
+"""Sentence rewrites (one batched model call each) per drafted paragraph for language-model backends."""
 DRAFT_MODE = "builtin (template draft mode)"
 """``Article.backend`` for the built-in template composer: an offline draft mode, not a writer."""
 
@@ -152,11 +158,14 @@ class HumanResonantWriter:
             ``OpenAIBackend``), ``"builtin"`` (template composer, no weights: offline draft mode),
             or a backend object.
         refine: run the built-in backend's measure -> refine loop and the language models' extra
-            ``rounds`` (default True).
+            ``rounds`` and ``rewrites`` (default True).
         candidates: candidates sampled per batch by language-model backends (default 6).
         rounds: extra candidate batches, with plain advice from the measured gaps, while a language
             model's best candidate is off target (default 0: one batch per paragraph, which keeps a
             3-paragraph SmolLM2 article under a minute on 2 busy CPU cores).
+        rewrites: sentences the local model may rewrite per paragraph toward the largest gaps
+            (default 2, 0-8; ``llm_rewrite``), judged for fluency by the same model; other backends
+            make none.
         tolerance: per-dimension gap at which a paragraph counts as on target (default 0.015).
         max_steps: edit attempts per paragraph for the built-in backend (default 24).
         extractor: the ``HRVExtractor`` to measure with (one is created if omitted).
@@ -171,6 +180,7 @@ class HumanResonantWriter:
         refine: bool = True,
         candidates: int = LLM_CANDIDATES,
         rounds: int = 0,
+        rewrites: int = LLM_REWRITES,
         tolerance: float = DEFAULT_TOLERANCE,
         max_steps: int = DEFAULT_MAX_STEPS,
         extractor=None,
@@ -188,6 +198,10 @@ class HumanResonantWriter:
             raise ValidationError(f"candidates must be a whole number from 1 to 16, got {candidates!r}")
         self.candidates = candidates
         self.rounds = rounds
+        if isinstance(rewrites, bool) or not isinstance(rewrites, int) or not 0 <= rewrites <= 8:
+            raise ValidationError(f"rewrites must be a whole number from 0 to 8, got {rewrites!r}")
+        self.rewrites = rewrites
+        self._judge: Callable[[list[str]], list[float | None]] | None = None
         self.refiner = RefinerLayer(
             self.extractor, tolerance=tolerance, max_steps=max_steps, reward=self.reward
         )
@@ -213,7 +227,8 @@ class HumanResonantWriter:
         """A first draft of one paragraph of ``outline`` toward ``target`` (no edits).
 
         Language models sample ``candidates`` replies in one batch (and ``rounds`` more batches with
-        advice while off target) and keep the best by the writing reward (``llm_writing``); the
+        advice while off target), keep the best by the writing reward (``llm_writing``) and, with
+        ``refine``, rewrite up to ``rewrites`` of its sentences toward the gaps (``llm_rewrite``); the
         built-in composer writes one template draft. ``previous`` paragraphs are checked for copying.
         """
         target = list(target)
@@ -250,7 +265,37 @@ class HumanResonantWriter:
             "chosen_draft": log.chosen,
             "dropped_drafts": log.dropped,
         }
+        judge = self.rewrite_judge() if self.refine and self.rewrites else None
+        if judge is not None:
+            from resonance_os.generation.llm_rewrite import rewrite_sentences
+
+            text, rewrites = rewrite_sentences(
+                self.backend,
+                self.reward,
+                judge,
+                text,
+                target,
+                prompt,
+                previous,
+                rounds=self.rewrites,
+                candidates=self.candidates,
+                tolerance=max(self.refiner.tolerance, LLM_TOLERANCE),
+                quality_tolerance=self.refiner.quality_tolerance,
+                seed=seed,
+            )
+            trace["rewrites"] = [{"before": old, "after": new} for old, new in rewrites.kept]
+            trace["rewrite_calls"] = rewrites.calls
         return Paragraph(text, self._score(text, target, prompt, previous), trace)
+
+    def rewrite_judge(self) -> Callable[[list[str]], list[float | None]] | None:
+        """The rewrites' fluency judge, ``LMFluency.loglik_many`` under the local backend's own model
+        (already in memory); ``None`` for other backends, which make no rewrites: a server's model is
+        not ours to score with, and a trained policy's drafts are what its evaluation measures."""
+        if self._judge is None and isinstance(self.backend, LocalBackend):
+            from resonance_os.quality.fluency import LMFluency
+
+            self._judge = LMFluency(model=(self.backend.tokenizer, self.backend.model)).loglik_many
+        return self._judge
 
     def revise(
         self,

@@ -261,14 +261,17 @@ class LMFluency:
     Args:
         cache_dir: converted-model folder (default ``reference_lm.default_cache_dir()``).
         batch_size: sentences per forward pass (default 32).
+        model: ``(tokenizer, model)`` to use instead of the reference LM (e.g. a backend's own).
     """
 
-    def __init__(self, cache_dir: str | Path | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self, cache_dir: str | Path | None = None, batch_size: int = 32, model: tuple | None = None
+    ) -> None:
         from resonance_os.quality import reference_lm
 
-        self.tokenizer, self.model = reference_lm.load_model(
-            str(cache_dir or reference_lm.default_cache_dir())
-        )
+        if model is None:
+            model = reference_lm.load_model(str(cache_dir or reference_lm.default_cache_dir()))
+        self.tokenizer, self.model = model
         self.batch_size = batch_size
         self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
 

@@ -41,9 +41,11 @@ META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
         r"\b(?:here is|here's|here are|below is)\b[^.!?\n]{0,60}\b(?:paragraph|version|rewrite|revision|draft)s?\b",
     ),
     (
-        ("revised", "rewritten", "improved", "polished", "edited"),
-        r"\b(?:revised|rewritten|improved|polished|edited) (?:paragraph|version|text|draft)\b",
+        ("revised", "rewritten", "improved", "polished", "edited", "rephrased", "reworded"),
+        r"\b(?:revised|rewritten|improved|polished|edited|rephrased|reworded) (?:paragraph|sentence|version|text|draft)s?\b",
     ),
+    (("i'll ", "i will ", "let me "), r"\b(?:i'll|i will|let me) (?:rephrase|rewrite|reword|revise)\b"),
+    (("tense)",), r"\((?:in )?(?:the )?(?:present|past|future)[\w ]{0,20} tense\)"),
     (("suggested edit",), r"\bsuggested edits?\b"),
     (("as an ai",), r"\bas an ai\b"),
     (("i hope th",), r"\bi hope (?:this|that) helps\b"),

@@ -32,14 +32,21 @@ class ChatBackend(Protocol):
     ``messages`` are OpenAI-style ``{"role": "system"|"user"|"assistant", "content": str}`` dicts;
     ``seed`` is passed on where the model supports it (same seed, same text on deterministic servers).
     ``complete`` returns one reply; ``sample`` returns ``n`` sampled replies, batched where the model
-    allows (the writer asks for several candidates per paragraph at once).
+    allows (the writer asks for several candidates per paragraph at once), each at most ``max_tokens``
+    tokens long (``None``: the backend's own limit; a sentence rewrite asks for fewer).
     """
 
     name: str
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str: ...
 
-    def sample(self, messages: list[dict[str, str]], n: int = 1, seed: int | None = None) -> list[str]: ...
+    def sample(
+        self,
+        messages: list[dict[str, str]],
+        n: int = 1,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[str]: ...
 
 
 def default_backend_name() -> str:

@@ -57,9 +57,16 @@ class LocalBackend:
                 raise BackendError(f"the local backend cannot load its model: {error}") from error
         self.tokenizer, self.model = model
 
-    def sample(self, messages: list[dict[str, str]], n: int = 1, seed: int | None = None) -> list[str]:
+    def sample(
+        self,
+        messages: list[dict[str, str]],
+        n: int = 1,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[str]:
         """``n`` sampled replies to ``messages`` from one batched ``generate`` call (empty replies
-        included, as ``""``); the same ``seed`` gives the same replies."""
+        included, as ``""``), each at most ``max_tokens`` new tokens (default ``max_new_tokens``); the
+        same ``seed`` gives the same replies."""
         import torch
 
         if seed is not None:
@@ -72,7 +79,7 @@ class LocalBackend:
         with torch.inference_mode():
             output = self.model.generate(
                 **inputs,
-                max_new_tokens=self.max_new_tokens,
+                max_new_tokens=self.max_new_tokens if max_tokens is None else max_tokens,
                 do_sample=True,
                 num_return_sequences=n,
                 temperature=self.temperature,

@@ -65,25 +65,35 @@ class OpenAIBackend:
             base_url=self.base_url, api_key=key, timeout=timeout, max_retries=max_retries
         )
 
-    def sample(self, messages: list[dict[str, str]], n: int = 1, seed: int | None = None) -> list[str]:
+    def sample(
+        self,
+        messages: list[dict[str, str]],
+        n: int = 1,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[str]:
         """``n`` replies to ``messages``: one request with ``n=`` where the server honours it, else one
-        request per missing reply (seeds ``seed + i``). Raises ``BackendError`` on any server failure."""
-        replies = self._request(messages, n, seed)
+        request per missing reply (seeds ``seed + i``), each at most ``max_tokens`` tokens (default the
+        backend's ``max_tokens``). Raises ``BackendError`` on any server failure."""
+        limit = self.max_tokens if max_tokens is None else max_tokens
+        replies = self._request(messages, n, seed, limit)
         while len(replies) < n:  # servers such as llama.cpp answer n > 1 with one choice
-            replies += self._request(messages, 1, None if seed is None else seed + len(replies))
+            replies += self._request(messages, 1, None if seed is None else seed + len(replies), limit)
         return replies[:n]
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
         """The assistant's reply to ``messages``; raises ``BackendError`` on any server failure or an
         empty reply."""
-        content = self._request(messages, 1, seed)[0]
+        content = self._request(messages, 1, seed, self.max_tokens)[0]
         if not content:
             raise BackendError(
                 f"the LLM server at {self.base_url} returned an empty reply for model {self.model!r}"
             )
         return content
 
-    def _request(self, messages: list[dict[str, str]], n: int, seed: int | None) -> list[str]:
+    def _request(
+        self, messages: list[dict[str, str]], n: int, seed: int | None, max_tokens: int
+    ) -> list[str]:
         """The stripped contents of one chat-completions response (at least one, possibly ``""``)."""
         openai = self._openai
         try:
@@ -91,7 +101,7 @@ class OpenAIBackend:
                 model=self.model,
                 messages=messages,
                 temperature=self.temperature,
-                max_tokens=self.max_tokens,
+                max_tokens=max_tokens,
                 seed=seed,
                 **({"n": n} if n > 1 else {}),
             )

@@ -37,16 +37,23 @@ class PolicyBackend:
         self.policy, self.name = policy, name
         self.max_new_tokens, self.temperature, self.top_p = max_new_tokens, temperature, top_p
 
-    def sample(self, messages: list[dict[str, str]], n: int = 1, seed: int | None = None) -> list[str]:
+    def sample(
+        self,
+        messages: list[dict[str, str]],
+        n: int = 1,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[str]:
         """``n`` sampled replies to ``messages`` in one batch (empty replies included, as ``""``); the
-        same ``seed`` gives the same replies (``None``: a fresh seed)."""
+        same ``seed`` gives the same replies (``None``: a fresh seed); ``max_tokens`` overrides
+        ``max_new_tokens`` for this call."""
         from resonance_os.llm.sampling import sample
 
         if seed is None:
             seed = secrets.randbelow(2**31)
 
         out = sample(
-            self.policy, [messages], n=n, max_new_tokens=self.max_new_tokens, temperature=self.temperature,
+            self.policy, [messages], n=n, max_new_tokens=self.max_new_tokens if max_tokens is None else max_tokens, temperature=self.temperature,
             top_p=self.top_p, stop=list(STOP_STRINGS), seed=int(seed),
         )  # fmt: skip
         return [text.strip() for text in out.texts]
