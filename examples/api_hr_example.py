@@ -5,7 +5,10 @@ Self-contained:       python examples/api_hr_example.py   (starts a throw-away s
 
 Steps: a profile from a sample text, an article toward it (the documented /hr_generate and the full
 /v1/generate), analysis and scoring, feedback (ratings and preferences), a reward model trained on it,
-and a PPO training job steered by it, whose policy then writes.
+and a PPO training job steered by it, whose policy then writes. With the local model as the server's
+writer the self-contained run takes about 8 minutes on 2 CPU cores (18 paragraphs, each drafted from
+6 candidates and up to 2 sentence rewrites); with RESONANCE_BACKEND=builtin (template draft mode)
+about 20 seconds.
 """
 
 from __future__ import annotations
