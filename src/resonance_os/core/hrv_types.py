@@ -13,6 +13,13 @@ from resonance_os.core.errors import InvalidHRVError
 from resonance_os.core.hrv_constants import DEFAULT_TARGET_HRV, HRV_DIM, HRV_DIMENSIONS
 
 
+def mean_gap(target: Iterable[float], measured: Iterable[float]) -> float:
+    """Mean absolute difference between two HRVs, ``mean_d |target_d - measured_d|`` (the writer's
+    "mean |gap|"; the style term is ``1 -`` this)."""
+    gaps = [abs(t - m) for t, m in zip(target, measured, strict=True)]
+    return sum(gaps) / len(gaps)
+
+
 def validate_hrv(values: Iterable[float] | Mapping[str, float], *, what: str = "HRV") -> list[float]:
     """Return ``values`` as a list of 8 floats in ``HRV_DIMENSIONS`` order, or raise ``InvalidHRVError``.
 

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import DEFAULT_TARGET_KEY, HRV_DIMENSIONS
-from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, validate_hrv
+from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, mean_gap, validate_hrv
 from resonance_os.generation.backends.base import get_backend
 from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.backends.local import LocalBackend
@@ -123,9 +123,7 @@ class Article(str):
     @property
     def mean_absolute_error(self) -> float:
         """Mean |target - measured| over the 8 dimensions, article level."""
-        return sum(abs(t - m) for t, m in zip(self.target_hrv, self.measured_hrv["article"])) / len(
-            HRV_DIMENSIONS
-        )
+        return mean_gap(self.target_hrv, self.measured_hrv["article"])
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (what ``resonance generate --json`` prints)."""

@@ -30,10 +30,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_types import mean_gap
 from resonance_os.generation.backends.base import ChatBackend
-from resonance_os.generation.llm_writing import GAP_ADVICE, clean_reply
+from resonance_os.generation.llm_writing import clean_reply, gap_advice
 from resonance_os.profiling.sentences import split_sentences
+from resonance_os.quality.damage import sentence_texts
 from resonance_os.quality.text_units import content_stems
 
 if TYPE_CHECKING:
@@ -65,7 +66,8 @@ _WORD = re.compile(r"[a-z']+")
 @dataclass
 class RewriteLog:
     """What the rewrites did to one paragraph: each model call's sentence index, how many of its
-    replies were usable, and whether one was kept (``"-"`` old, ``"+"`` new text of each kept)."""
+    replies were usable and whether one was kept (``calls``), and each kept rewrite as
+    ``(before, after)`` (``kept``)."""
 
     calls: list[dict[str, object]] = field(default_factory=list)
     kept: list[tuple[str, str]] = field(default_factory=list)
@@ -74,11 +76,9 @@ class RewriteLog:
 def rewrite_advice(
     target: Sequence[float], measured: Sequence[float], count: int = ADVICE_COUNT
 ) -> list[str]:
-    """Plain advice for the ``count`` largest gaps, sentence length excepted (a rewrite of one
-    sentence is the wrong tool for the spread of sentence lengths)."""
-    dims = [d for d, name in enumerate(HRV_DIMENSIONS) if name != "sentence_variance"]
-    largest = sorted(dims, key=lambda d: -abs(target[d] - measured[d]))[:count]
-    return [GAP_ADVICE[HRV_DIMENSIONS[d]][target[d] > measured[d]] for d in sorted(largest)]
+    """``llm_writing.gap_advice`` for the ``count`` largest gaps, sentence length excepted (a rewrite
+    of one sentence is the wrong tool for the spread of sentence lengths)."""
+    return gap_advice(target, measured, count, exclude=("sentence_variance",))
 
 
 def rewrite_messages(sentence: str, advice: Sequence[str]) -> list[dict[str, str]]:
@@ -92,7 +92,8 @@ def rewrite_messages(sentence: str, advice: Sequence[str]) -> list[dict[str, str
 
 def usable_rewrite(original: str, reply: str) -> str:
     """The rewrite in ``reply`` (cleaned by ``clean_reply``), or ``""`` when it is not a rewrite of
-    ``original``: empty, more than two sentences, more than ``MAX_GROWTH`` times as long, keeping less
+    ``original``: empty, more than two sentences, longer than ``MAX_GROWTH`` times the original's
+    distinct words (plus ``GROWTH_SLACK``), keeping less
     than ``MIN_SHARED_CONTENT`` of its content words, or bringing in one of ``INSTRUCTION_WORDS``."""
     text = clean_reply(reply)
     sentences = split_sentences(text)
@@ -110,16 +111,12 @@ def usable_rewrite(original: str, reply: str) -> str:
     return text
 
 
-def _mean_gap(target: Sequence[float], measured: Sequence[float]) -> float:
-    return sum(abs(t - m) for t, m in zip(target, measured)) / len(target)
-
-
 def _gap_without(
     reward: WritingReward, pieces: list[str], index: int, target: Sequence[float], prompt: str
 ) -> float:
     """Mean |gap| of the paragraph without sentence ``index``."""
     rest = " ".join(pieces[:index] + pieces[index + 1 :])
-    return _mean_gap(target, reward.score(rest, target, prompt=prompt).hrv)
+    return mean_gap(target, reward.score(rest, target, prompt=prompt).hrv)
 
 
 def rewrite_sentences(
@@ -140,12 +137,12 @@ def rewrite_sentences(
     docstring. ``judge`` maps sentences to their mean log-likelihood per token (``None`` without
     words); ``previous`` paragraphs are the article's earlier ones (the reward's copy check)."""
     log = RewriteLog()
-    pieces = [text[slice(*s.span())].strip() for s in split_sentences(text)]
+    pieces = sentence_texts(text)
     current = reward.score(text, target, prompt=prompt, context=previous)
     floor = current.quality - quality_tolerance
     tried: set[str] = set()
     for round_index in range(rounds):
-        error = _mean_gap(target, current.hrv)
+        error = mean_gap(target, current.hrv)
         open_pieces = [i for i, p in enumerate(pieces) if p not in tried]
         if error <= tolerance or len(pieces) < 2 or not open_pieces:
             break
@@ -169,7 +166,7 @@ def rewrite_sentences(
         for rewrite in rewrites:
             candidate = pieces[:index] + [rewrite] + pieces[index + 1 :]
             scored = reward.score(" ".join(candidate), target, prompt=prompt, context=previous)
-            gap = _mean_gap(target, scored.hrv)
+            gap = mean_gap(target, scored.hrv)
             if gap < error - 1e-9 and scored.quality >= floor and (best is None or gap < best[0]):
                 best = (gap, candidate, scored, rewrite)
         log.calls.append({"sentence": index, "usable": len(rewrites), "kept": best is not None})

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS, TYPICAL_HRV, typical_position
+from resonance_os.core.hrv_types import mean_gap
 from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
 from resonance_os.generation.topics import model_brief
@@ -150,10 +151,14 @@ def style_instructions(target: Sequence[float], notes: Sequence[str], count: int
     return [notes[d] for d in sorted(order[:count])]
 
 
-def gap_advice(target: Sequence[float], measured: Sequence[float], count: int = STYLE_NOTES) -> list[str]:
-    """Plain advice for the ``count`` largest gaps between ``measured`` and ``target`` (no metric names)."""
+def gap_advice(
+    target: Sequence[float], measured: Sequence[float], count: int = STYLE_NOTES, exclude: Sequence[str] = ()
+) -> list[str]:
+    """Plain advice for the ``count`` largest gaps between ``measured`` and ``target`` (no metric
+    names), leaving out the dimensions named in ``exclude``."""
     gaps = [t - m for t, m in zip(target, measured)]
-    order = sorted(range(len(HRV_DIMENSIONS)), key=lambda d: -abs(gaps[d]))[:count]
+    dims = [d for d, name in enumerate(HRV_DIMENSIONS) if name not in exclude]
+    order = sorted(dims, key=lambda d: -abs(gaps[d]))[:count]
     return [GAP_ADVICE[HRV_DIMENSIONS[d]][gaps[d] > 0] for d in sorted(order)]
 
 
@@ -212,7 +217,7 @@ def write_paragraph(
                 log.dropped += 1
                 continue
             scored = reward.score(text, target, prompt=prompt, context=previous)
-            log.errors.append(sum(abs(t - m) for t, m in zip(target, scored.hrv)) / len(target))
+            log.errors.append(mean_gap(target, scored.hrv))
             log.rewards.append(scored.reward)
             rank = (opening(text) not in openings, scored.reward)
             if best is None or rank > best_rank:

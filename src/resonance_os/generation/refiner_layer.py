@@ -23,7 +23,7 @@ from importlib.resources import files
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
-from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.core.hrv_types import mean_gap, validate_hrv
 from resonance_os.generation import edits as E
 from resonance_os.quality.reward import WritingReward
 from resonance_os.quality.text_units import sentence_words, stem
@@ -234,10 +234,6 @@ def _gaps(feedback: object) -> list[float]:
     return gaps
 
 
-def _error(target: Sequence[float], measured: Sequence[float]) -> float:
-    return sum(abs(t - m) for t, m in zip(target, measured)) / HRV_DIM
-
-
 class RefinerLayer:
     """Edits text toward a target HRV with measurable rewrites (see the module docstring).
 
@@ -356,7 +352,7 @@ class RefinerLayer:
         first = self.reward.score(text, target, prompt=prompt)
         measured, quality = first.hrv, first.quality
         floor = quality - self.quality_tolerance
-        initial = error = _error(target, measured)
+        initial = error = mean_gap(target, measured)
         kept: list[str] = []
         steps = 0
         blocked: set[tuple[int, int, str]] = set()
@@ -379,7 +375,7 @@ class RefinerLayer:
                         continue
                     steps += 1
                     scored = self.reward.score(E.join_sentences(candidate), target, prompt=prompt)
-                    new_error = _error(target, scored.hrv)
+                    new_error = mean_gap(target, scored.hrv)
                     if new_error < error - 1e-9 and scored.quality >= floor:
                         sentences, measured, error, quality = candidate, scored.hrv, new_error, scored.quality
                         kept.append(
