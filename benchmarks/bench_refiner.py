@@ -7,7 +7,10 @@ on split "train". Targets, per paragraph, with its partner the next paragraph of
 * reachable: the paragraph's own HRV moved toward its partner's by at most ``--reach`` (0.15) per
   dimension: the direction of a real paragraph, at a distance a few sentence edits can cover;
 * real partner: the partner's HRV itself (most of that gap is content, not style: reported so the
-  reader sees what editing cannot do).
+  reader sees what editing cannot do);
+* model drafts: the held-out split of the shipped draft pool (SmolLM2 paragraphs for the
+  writer's 20 benchmark prompts, ``evolution.draft_pool``) toward the built-in profile each was
+  written for, with its prompt (so quality has the topic term): the writer's own case.
 
 Quality is ``WritingScore.quality`` (fluency^2 * coherence^0.35 * (1 - repetition); no prompt, so no
 topic term). Run: ``python benchmarks/bench_refiner.py [--n 242] [--reach 0.15] [--samples 12]``.
@@ -21,8 +24,10 @@ import random
 import statistics
 import time
 
+from resonance_os.evolution.draft_pool import load_drafts
 from resonance_os.generation.edits import split_sentences
 from resonance_os.generation.refiner_layer import RefinerLayer
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 from resonance_os.quality.corpus import document_paragraphs, fortune_entries, pydoc_paragraphs
 from resonance_os.quality.reward import WritingReward
 
@@ -52,14 +57,27 @@ def targets(items: list[tuple[str, str]], reward: WritingReward, reach: float | 
     return out
 
 
-def run(items, goals, refiner: RefinerLayer) -> dict[str, object]:
+def model_drafts() -> tuple[list[tuple[str, str]], list[list[float]], list[str]]:
+    """(("model", text) items, their profiles' vectors, their prompts) of the held-out draft pool."""
+    drafts = load_drafts(split="heldout")
+    vectors = {f"builtin/{name}": t.vector.to_list() for name, t in BUILTIN_TEMPLATES.items()}
+    return (
+        [("model", d.text) for d in drafts],
+        [vectors[d.profile] for d in drafts],
+        [d.prompt for d in drafts],
+    )
+
+
+def run(items, goals, refiner: RefinerLayer, prompts: list[str] | None = None) -> dict[str, object]:
     reward = refiner.reward
     rows, samples, seconds = [], [], 0.0
     for k, ((_, text), target) in enumerate(zip(items, goals)):
+        prompt = None if prompts is None else prompts[k]
         start = time.perf_counter()
-        result = refiner.refine_to_target(text, target, seed=k)
+        result = refiner.refine_to_target(text, target, seed=k, prompt=prompt)
         seconds += time.perf_counter() - start
-        before, after = reward.score(text, target), reward.score(result.text, target)
+        before = reward.score(text, target, prompt=prompt)
+        after = reward.score(result.text, target, prompt=prompt)
         rows.append((result, before, after))
         old, new = split_sentences(text), split_sentences(result.text)
         samples.extend(
@@ -91,11 +109,16 @@ def main() -> None:
     reward = WritingReward()
     refiner = RefinerLayer(reward=reward)
     items = heldout_paragraphs(args.n)
+    drafts, draft_goals, draft_prompts = model_drafts()
     results = {
         f"reachable (<= {args.reach})": run(items, targets(items, reward, args.reach), refiner),
         "real partner": run(items, targets(items, reward, None), refiner),
+        "model drafts": run(drafts, draft_goals, refiner, prompts=draft_prompts),
     }
-    print(f"{len(items)} held-out paragraphs ({sum(s == 'pydoc' for s, _ in items)} pydoc, rest fortunes)\n")
+    print(
+        f"{len(items)} held-out paragraphs ({sum(s == 'pydoc' for s, _ in items)} pydoc, rest fortunes);"
+        f" {len(drafts)} held-out model drafts toward their profiles\n"
+    )
     names = list(results)
     print(f"{'':32}" + "".join(f"{n:>22}" for n in names))
 

@@ -76,10 +76,25 @@ def measure(text: str, dimension: str) -> float:
             "The plan looked simple on paper, but the team was not ready for the first storm.",
             ["The plan looked simple on paper.", "But the team was not ready for the first storm."],
         ),
+        (  # a single dash before a clause; contractions are no quotes
+            E.split,
+            "It's not easy to know which choice is best – it involves many factors at once.",
+            ["It's not easy to know which choice is best.", "It involves many factors at once."],
+        ),
+        (  # a connective after a semicolon opens the new sentence
+            E.split,
+            "A bright future promises to shape our lives; however, this promise has its costs.",
+            ["A bright future promises to shape our lives.", "However, this promise has its costs."],
+        ),
         (
             lambda s: E.swap_word(s, E.VALENCE_SWAPS, True),
             "That answer is wrong.",
             "That answer is incorrect.",
+        ),
+        (
+            lambda s: E.swap_word(s, E.INTENSITY_SWAPS, False),
+            "They love the garden in spring.",
+            "They enjoy the garden in spring.",
         ),
         (  # the article agrees with the new word
             lambda s: E.swap_word(s, E.INTENSITY_SWAPS, False),
@@ -118,6 +133,14 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (E.to_question, "What is the point."),  # not a noun-phrase subject
         (E.to_statement, "Why is it slow?"),  # wh-question
         (E.split, "It works, and it is fast enough."),  # right part too short
+        (
+            E.split,
+            "My mind went back to that summer - a quiet lake that had waited for years.",
+        ),  # noun phrase
+        (E.split, "And now here it is – a virtual reality experience tailored for our team."),  # participle
+        (E.split, "This trend is tied to our love of games – a shared desire to explore them."),  # infinitive
+        (E.split, "The town - a small place by the sea - has grown quickly since then."),  # an aside
+        (E.split, "She said 'we are done here', and it was over for all of us."),  # quoted speech
         (lambda s: E.add_opener(s, "In fact,"), "Python raises an error."),  # a name would be lower-cased
         (lambda s: E.add_opener(s, "In fact,"), "Indeed, the call returns."),  # already has an opener
         (lambda s: E.add_opener(s, "In fact,"), '"We kept going," Maya said.'),  # dialogue
@@ -128,6 +151,11 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (lambda s: E.drop_adjective(s, 0), "The common good matters."),  # a noun here
         (lambda s: E.drop_adjective(s, -1), "They built a beautiful garden."),  # positive, not negative
         (E.remove_intensifier, "It is the very first item."),
+        # a swap needs the word class of its pair: the noun "love", the verb "concerns", no "most hard"
+        (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, False), "A mother's love for her children was real."),
+        (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True), "It concerns the whole team today."),
+        (lambda s: E.swap_word(s, E.VALENCE_SWAPS, True), "This is the most difficult part of the job."),
+        (E.add_intensifier, "The air was alive with stories."),
     ],
 )
 def test_declines_where_unsafe(edit, sentence):

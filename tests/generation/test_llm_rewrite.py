@@ -61,12 +61,17 @@ def test_a_reply_counts_as_a_rewrite_only_when_it_rewrites_the_sentence() -> Non
         "Volunteers in other cities paint murals and sing in choirs?",  # 1 of 7 content words kept
         "The council lends the land. Volunteers bring tools. Children plant seeds. Everyone eats.",
         "The council " + "and the council " * 20 + "lends the land.",
+        "The Oakwood town council (OTC) lends the land to volunteers.",  # a name and an acronym
+        "Since 1998 the town council lends the land to volunteers.",  # a date
         "",
     ]
     assert [usable_rewrite(COUNCIL, reply) for reply in refused] == [""] * len(refused)
     # a word of the request is fine when the original already had it
     original = "Each sentence of the contract names a tenant."
     assert usable_rewrite(original, "Does each sentence of the contract name a tenant?")
+    # names and figures the original has may stay, and a capital opening a sentence is no name
+    named = "In 1998 the Oakwood council lent the land to volunteers."
+    assert usable_rewrite(named, "Volunteers were lent the land by the Oakwood council in 1998.")
 
 
 def test_advice_is_plain_words_for_the_largest_gaps_and_never_about_sentence_length() -> None:

@@ -70,7 +70,9 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
     talk = (
         "This opening sentence sets the tone. In the following paragraphs, I'll explore it. "
         "Here's an example of your requested text. The town of [town_name] grows beans. "
-        "I'm excited to share my thoughts on gardens. I hope this changes your perspective."
+        "I'm excited to share my thoughts on gardens. I hope this changes your perspective. "
+        # the text talking about itself (seen in bench_writer articles)
+        "This passage begins by acknowledging that cities change. This essay seeks to explore how."
     )
     assert clean_reply(talk + " " + GOOD) == GOOD
     run_on = "People work from home " + "and teams meet online " * 12 + "every day."

@@ -58,7 +58,7 @@ def test_bad_feedback(refiner):
         RefinerLayer(quality_tolerance=2.0)
 
 
-def test_boosters_stay_out_of_narration_and_similes_attach_where_their_topic_is_named():
+def test_boosters_stay_out_of_narration_and_similes_attach_to_a_sentence_about_their_topic():
     refiner = RefinerLayer()
     assertive = [0, 0, 0, 1, 0, 0, 0, 0]
     narrated = "The air was filled with the soft hum of conversation. We waited by the door."
@@ -77,3 +77,6 @@ def test_boosters_stay_out_of_narration_and_similes_attach_where_their_topic_is_
     simile_sentences = [s for s in edited.split(". ") if ", like " in s]
     assert applied and len(simile_sentences) == 1
     assert any(word in simile_sentences[0] for word in ("year", "hour")), edited
+    # the topic word named late in a sentence is not what the sentence is about: no pasted-on simile
+    late = "The village sees its first frost late each year. The fields lie quiet under the snow."
+    assert refiner.apply_edits(late, metaphoric, seed=0) == (late, [])

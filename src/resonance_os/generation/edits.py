@@ -11,9 +11,10 @@ edit works only on sentence shapes it can parse with certainty and returns ``Non
   clause: "The module is imported by the interpreter." <-> "The interpreter imports the module.";
 * questions invert only "NP be/modal ..." statements with a short noun phrase subject;
 * similes are appended as a trailing "like ..." phrase and removed only in that shape;
-* splits happen at "; " or before ", and/but/so" + pronoun; merges join two short statements with
-  a semicolon;
-* word swaps use small tables of near-synonyms that differ in sentiment (VADER lexicon values);
+* splits happen at "; ", before ", and/but/so" + a clause or at a single dash before a clause;
+  merges join two short statements with a semicolon;
+* word swaps use small tables of near-synonyms that differ in sentiment (VADER lexicon values),
+  only in their pair's word class (the verb "love", not the noun) and never after "more"/"most";
   degree adverbs ('incredibly') and evaluative adjectives between a determiner and a noun ('a
   beautiful garden') are dropped by their VADER values and lemminflect's word classes.
 
@@ -24,12 +25,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from importlib.resources import files
 
-from resonance_os.profiling.lexicons import CLASS_ADJECTIVE, CLASS_NOUN, get_lexicon
+from lemminflect import getAllLemmas
+
+from resonance_os.profiling.lexicons import (
+    CLASS_ADJECTIVE,
+    CLASS_NOUN,
+    FLAG_FINITE,
+    FLAG_PAST,
+    get_lexicon,
+)
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
-_UNSAFE = re.compile(r"[\"“”`:()\[\]{}<>=_/\\|*#@]|'\w|\w'(?!s\b)|\s'|^'")
+_UNSAFE = re.compile(r"[\"“”`:()\[\]{}<>=_/\\|*#@]|(?<!\w)'|'(?!\w)")
 
 MAX_WORDS = 30
 """Edits that lengthen a sentence leave sentences of this many words alone."""
@@ -117,7 +127,6 @@ VALENCE_SWAPS: tuple[tuple[str, str], ...] = (
     ("problem", "issue"),  # -1.7 -> 0
     ("problems", "issues"),
     ("difficult", "hard"),  # -1.5 -> -0.4
-    ("fine", "good"),  # 0.8 -> 1.9
     ("helpful", "valuable"),  # 1.8 -> 2.1
     ("good", "great"),  # 1.9 -> 3.1
     ("obstacles", "hurdles"),  # -1.6 -> 0
@@ -158,7 +167,7 @@ NOT_GRADABLE = frozenset(
         "tremendous amazing awesome fantastic fabulous terrific marvelous marvellous magnificent superb "
         "brilliant excellent outstanding wonderful incredible extraordinary spectacular terrible horrible "
         "awful dreadful horrific disastrous catastrophic devastating furious ecstatic thrilled delighted "
-        "exhausted terrified miserable gorgeous stunning hilarious"
+        "exhausted terrified miserable gorgeous stunning hilarious alive"
     ).split()
 )
 """Adjectives with a VADER value that take no degree: absolute ("very perfect") or already extreme
@@ -478,32 +487,93 @@ def to_passive(sentence: str) -> str | None:
 
 
 # -- cadence ------------------------------------------------------------------------------------
-_SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|yet|so) \w)")
+_SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|yet|so) \w)| [-\u2013\u2014] (?=\w)")
+_DASH = re.compile(r" [-\u2013\u2014] ")
 _FINITE = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did", *_BY_FINITE))
 """Finite verbs: a part after ", and" holding one within its first words is a clause, not a list item."""
 _CLAUSE_SUBJECT_STARTS = (DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"}) - {"i"}
 """Words a subject can open with: after ", and" a part opening otherwise ("as loud as ...") is no clause."""
+CONNECTIVES = frozenset("however therefore instead meanwhile otherwise moreover still".split())
+"""Adverbs that may open the clause after a semicolon ("; however, the cost rose") and so open its
+own sentence."""
+_RELATIVES = frozenset("that which who whom whose where when".split())
+
+
+@lru_cache(maxsize=8192)
+def _finite_verb(word: str) -> bool:
+    """Whether ``word`` is surely a finite verb: an auxiliary or modal, a past form, or a form that is
+    only a verb ("provides", "argue"; not "plants" or "offers", which are also nouns)."""
+    if word in _FINITE - frozenset(_BY_FINITE) or get_lexicon().flags.get(word, 0) & (
+        FLAG_PAST | FLAG_FINITE
+    ):
+        return True
+    readings = getAllLemmas(word)
+    return set(readings) == {"VERB"} and not word.endswith("ing")
+
+
+def _opens_clause(words: list[str]) -> bool:
+    """Whether ``words`` open an independent clause: a subject start (determiner, pronoun, "there", a
+    capitalised name or a bare plural noun), optionally after a connective ("however,"), and a finite
+    verb within the next five words with no relative word before it ("a lake that had been ..." is
+    a noun phrase; "to explore" is no finite verb, nor "tailored" after a noun)."""
+    if words and words[0].rstrip(",").lower() in CONNECTIVES and words[0].endswith(","):
+        words = words[1:]
+    if len(words) < 2:
+        return False
+    first = words[0].lower()
+    bare_noun = first.endswith("s") and set(getAllLemmas(first)) == {"NOUN"}
+    if first not in _CLAUSE_SUBJECT_STARTS and not bare_noun and not words[0][:1].isupper():
+        return False
+    previous = first
+    for word in words[1:6]:
+        word = word.lower().strip(",;")
+        if word in _RELATIVES:
+            return False
+        participle = word.endswith("ed") and first not in SUBJECT_PRONOUNS  # "an experience tailored"
+        if _finite_verb(word) and previous != "to" and not participle:
+            return True
+        previous = word
+    return False
 
 
 def split(sentence: str) -> list[str] | None:
-    """'A; b.' -> 'A.', 'B.'; 'A, and the team is b.' -> 'A.', 'The team is b.'; 'A, but it is b.' ->
-    'A.', 'But it is b.' (each part at least four words; after ", and/but/yet/so" the clause must open
-    with a determiner or pronoun and have a finite verb within its next five words: a clause, not a
-    list item or "as loud as ..."; "and" is dropped, the others open the new sentence)."""
+    """Two sentences from one at a seam between independent clauses, each part at least four words:
+
+    * 'A; b.' -> 'A.', 'B.' (b opening with a function word, or a clause: 'A; however, the b rose.');
+    * 'A, and the team is b.' -> 'A.', 'The team is b.'; 'A, but it is b.' -> 'A.', 'But it is b.'
+      (after ", and/but/yet/so" a clause: a subject start and a finite verb within its next five
+      words, not a list item or "as loud as ..."; "and" is dropped, the others open the new sentence);
+    * 'A - the b rose.' -> 'A.', 'The b rose.' (a single dash before a clause, with a finite verb
+      before it: not one of a pair around an aside, nor a list after a dash).
+    """
     if not sentence.endswith(".") or _UNSAFE.search(sentence):
         return None
     for match in _SPLIT_SEAM.finditer(sentence):
         left, right = sentence[: match.start()], sentence[match.end() :]
         right_words = right.split()
-        conjunction = [] if match.group(0) == "; " else [right_words.pop(0)]
-        if len(left.split()) < 4 or len(right_words) < 4 or right_words[0].lower() not in _SAFE_TO_LOWER:
+        seam = match.group(0)
+        conjunction = [right_words.pop(0)] if seam.startswith(",") else []
+        if len(left.split()) < 4 or len(right_words) < 4:
             continue
-        if conjunction and (
-            right_words[0].lower() not in _CLAUSE_SUBJECT_STARTS
-            or not any(w.lower() in _FINITE for w in right_words[1:6])
+        if seam == "; ":
+            if right_words[0].lower() not in _SAFE_TO_LOWER and not _opens_clause(right_words):
+                continue
+        elif seam.startswith(","):
+            if right_words[0].lower() not in _CLAUSE_SUBJECT_STARTS or not any(
+                w.lower() in _FINITE for w in right_words[1:6]
+            ):
+                continue
+        elif (
+            _DASH.search(right)
+            or _DASH.search(left)
+            or not _opens_clause(right_words)
+            or not any(_finite_verb(w.lower().strip(",;")) for w in left.split()[1:])
         ):
             continue
-        second = right_words if conjunction in ([], ["and"]) else [*conjunction, *_lowered_start(right_words)]
+        if conjunction in ([], ["and"]):
+            second = right_words
+        else:
+            second = [*conjunction, *(_lowered_start(right_words) or right_words)]
         return [left + ".", " ".join(_capitalize(second))]
     return None
 
@@ -521,23 +591,50 @@ def merge(first: str, second: str) -> str | None:
 _WORD_RUN = re.compile(r"\w+")
 
 
+VERB_SWAPS = frozenset(("enjoy", "love"))
+"""Swap words taken only as verbs: the noun "love" ("her love of adventure") has no "enjoy"."""
+NOUN_SWAPS = frozenset(("concerns", "fears", "risks", "threats"))
+"""Swap words taken only as nouns: "it concerns me" and "he risks his life" have no "fears"/"threats"."""
+_BEFORE_VERB = (
+    frozenset(SUBJECT_PRONOUNS)
+    | frozenset(_MODALS)
+    | frozenset("to really truly also always still all who people".split())
+)
+_BEFORE_NOUN_VERB = frozenset(SUBJECT_PRONOUNS) | frozenset("that which who".split())
+_GRADED = frozenset("more most less least".split())
+"""'most difficult' has no 'most hard': a swap after these is declined."""
+
+
+def _swap_fits(old: str, previous: str) -> bool:
+    """Whether ``old`` after ``previous`` (lower-case, "" at the start) is in the word class its swap
+    needs."""
+    if previous in _GRADED:
+        return False
+    if old in VERB_SWAPS:
+        return previous in _BEFORE_VERB
+    return not (old in NOUN_SWAPS and previous in _BEFORE_NOUN_VERB)
+
+
 def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) -> str | None:
     """Replace the first whole-word match of a pair's left word by its right (``forward``) or back,
-    with an article just before it made to agree ("a vital part" -> "an important part")."""
+    with an article just before it made to agree ("a vital part" -> "an important part"); a match in
+    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``) or after "more"/"most" is skipped."""
     if _UNSAFE.search(sentence):
         return None
     present = set(_WORD_RUN.findall(sentence))  # the pairs are single words: whole-word runs
     for left, right in pairs:
         old, new = (left, right) if forward else (right, left)
-        if old in present:
-
-            def agreeing(match: re.Match[str], new: str = new) -> str:
-                article = match.group(1)
-                if article:
-                    article = article[0] + ("n" if new[0] in "aeiou" else "") + " "
-                return (article or "") + new
-
-            return re.sub(rf"\b([Aa]n? )?{old}\b", agreeing, sentence, count=1)
+        if old not in present:
+            continue
+        for match in re.finditer(rf"\b([Aa]n? )?{old}\b", sentence):
+            before = sentence[: match.start()].split()
+            previous = match.group(1) or (before[-1] if before else "")
+            if not _swap_fits(old, previous.lower().strip(" ,;")):
+                continue
+            article = match.group(1)
+            if article:
+                article = article[0] + ("n" if new[0] in "aeiou" else "") + " "
+            return sentence[: match.start()] + (article or "") + new + sentence[match.end() :]
     return None
 
 

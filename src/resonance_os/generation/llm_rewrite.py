@@ -58,6 +58,19 @@ MAX_GROWTH = 2.0
 GROWTH_SLACK = 8
 REWRITE_MAX_TOKENS = 64
 """Reply limit of a rewrite call: one or two sentences (a paragraph's limit would cost twice the time)."""
+_NAME_OR_NUMBER = re.compile(r"(?<![\w'])(?:[A-Z][\w'-]*|\d[\d.,]*)")
+
+
+def _names_and_numbers(text: str) -> set[str]:
+    """Capitalised words after a sentence's first word, and numbers: names, acronyms, figures."""
+    found: set[str] = set()
+    for piece in sentence_texts(text):
+        for match in _NAME_OR_NUMBER.finditer(piece):
+            if match.start() > 0 and match.group(0) not in ("I", "I'm", "I've", "I'd", "I'll"):
+                found.add(match.group(0).rstrip(".,").lower())
+    return found
+
+
 MAX_LOGLIK_DROP = 0.75
 """How far (nats per token) the judge may rate a rewrite below the sentence it replaces."""
 _WORD = re.compile(r"[a-z']+")
@@ -94,7 +107,10 @@ def usable_rewrite(original: str, reply: str) -> str:
     """The rewrite in ``reply`` (cleaned by ``clean_reply``), or ``""`` when it is not a rewrite of
     ``original``: empty, more than two sentences, longer than ``MAX_GROWTH`` times the original's
     distinct words (plus ``GROWTH_SLACK``), keeping less
-    than ``MIN_SHARED_CONTENT`` of its content words, or bringing in one of ``INSTRUCTION_WORDS``."""
+    than ``MIN_SHARED_CONTENT`` of its content words, or bringing in one of ``INSTRUCTION_WORDS`` or a
+    name, acronym or number the original lacks (a rewrite restyles, it adds no facts: "One such
+    institution is the Library of Congress" became "The Library of Congress (LCOD) ... operated at
+    the National Archives")."""
     text = clean_reply(reply)
     sentences = split_sentences(text)
     if not sentences or len(sentences) > 2:
@@ -104,6 +120,8 @@ def usable_rewrite(original: str, reply: str) -> str:
     if len(new_words) > MAX_GROWTH * len(old) + GROWTH_SLACK:
         return ""
     if any(w in INSTRUCTION_WORDS and w not in old for w in new_words):
+        return ""
+    if _names_and_numbers(text) - old - _names_and_numbers(original):
         return ""
     kept = set(content_stems(sorted(old)))
     if not kept or len(kept & set(content_stems(new_words))) < MIN_SHARED_CONTENT * len(kept):

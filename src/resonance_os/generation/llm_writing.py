@@ -63,13 +63,15 @@ ASSISTANT_TALK = re.compile(
     r"|\b(?:the|this|your|original) (?:opening |closing |following |next )?(?:paragraph|sentence|prompt|instruction)s?\b"
     r"|\[[\w ]+\]|\bI(?:'ve| have) (?:re)?written\b|\bI(?:'ll| will) (?:explore|discuss|examine|share)\b"
     r"|\bI(?:'m| am) (?:so |very )?(?:excited|happy|glad|thrilled|delighted|pleased) to (?:share|present|discuss|explore|write|tell)\b"
-    r"|\bI hope (?:this|that|these|my|you)\b",
+    r"|\bI hope (?:this|that|these|my|you)\b"
+    r"|\b(?:this|the above|the following) (?:passage|essay|excerpt)\b"
+    r"|\b(?:this|my) (?:article|piece|post|blog post) (?:will|seeks|aims|explores|discusses|examines|begins)\b",
     re.IGNORECASE,
 )
 """Assistant talk a small model mixes into its prose ("Here's an example of how you can incorporate
 your requested text", "This opening sentence sets the tone", "In the following paragraphs, I'll
 explore", "[city_name]", "I'm excited to share my thoughts on", "I hope this changes your
-perspective"), beyond the reward's meta-text patterns; a sentence with it is dropped."""
+perspective", "This passage begins by acknowledging", "This essay seeks to explore"), beyond the reward's meta-text patterns; a sentence with it is dropped."""
 _BULLET = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+")
 _LABEL = re.compile(
     r"^(?:paragraph|title|article|opening|closing|conclusion)\b[^:\n]{0,20}:\s*", re.IGNORECASE

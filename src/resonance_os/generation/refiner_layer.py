@@ -109,17 +109,24 @@ def fitting_simile(text: str) -> tuple[str, frozenset[str]] | None:
     return (simile, frozenset(stem(w) for w in words.split())) if fit >= SIMILE_FIT else None
 
 
+SIMILE_SUBJECT_WORDS = 3
+"""A simile is appended only to a sentence whose first words (its subject) name one of its topic
+words: the comparison then reads as said of the subject."""
+
+
 def _add_simile(sentences: list[str], rng: random.Random) -> list[str] | None:
-    """Append the fitting simile to a sentence that names one of its topic words ("a clock that keeps
-    ticking" after a sentence about the hours, not after any sentence of a paragraph about time)."""
+    """Append the fitting simile to a sentence whose subject is one of its topic words ("Time moves
+    on, like a river that never stops moving"), not to any sentence that names one: "... who lived
+    on the moon's surface, like a stage where everyone plays a part" (a woman was named) and "...
+    because they needed me, like a clock that keeps ticking" (the moment was) read as pasted on."""
     fitting = fitting_simile(E.join_sentences(sentences))
     if fitting is None:
         return None
     simile, anchors = fitting
 
     def attach(sentence: str, rng: random.Random) -> str | None:
-        named = {stem(w) for words in sentence_words(sentence) for w in words}
-        return E.add_simile(sentence, simile) if anchors & named else None
+        words = [w for words in sentence_words(sentence) for w in words][:SIMILE_SUBJECT_WORDS]
+        return E.add_simile(sentence, simile) if anchors & {stem(w) for w in words} else None
 
     return _edit("add_simile", attach)(sentences, rng)
 
