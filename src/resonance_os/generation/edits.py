@@ -489,7 +489,8 @@ def to_passive(sentence: str) -> str | None:
 # -- cadence ------------------------------------------------------------------------------------
 _SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|yet|so) \w)| [-\u2013\u2014] (?=\w)")
 _DASH = re.compile(r" [-\u2013\u2014] ")
-_FINITE = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did", *_BY_FINITE))
+_AUXILIARIES = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did"))
+_FINITE = _AUXILIARIES | frozenset(_BY_FINITE)
 """Finite verbs: a part after ", and" holding one within its first words is a clause, not a list item."""
 _CLAUSE_SUBJECT_STARTS = (DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"}) - {"i"}
 """Words a subject can open with: after ", and" a part opening otherwise ("as loud as ...") is no clause."""
@@ -503,9 +504,7 @@ _RELATIVES = frozenset("that which who whom whose where when".split())
 def _finite_verb(word: str) -> bool:
     """Whether ``word`` is surely a finite verb: an auxiliary or modal, a past form, or a form that is
     only a verb ("provides", "argue"; not "plants" or "offers", which are also nouns)."""
-    if word in _FINITE - frozenset(_BY_FINITE) or get_lexicon().flags.get(word, 0) & (
-        FLAG_PAST | FLAG_FINITE
-    ):
+    if word in _AUXILIARIES or get_lexicon().flags.get(word, 0) & (FLAG_PAST | FLAG_FINITE):
         return True
     readings = getAllLemmas(word)
     return set(readings) == {"VERB"} and not word.endswith("ing")

@@ -58,22 +58,20 @@ MAX_GROWTH = 2.0
 GROWTH_SLACK = 8
 REWRITE_MAX_TOKENS = 64
 """Reply limit of a rewrite call: one or two sentences (a paragraph's limit would cost twice the time)."""
+MAX_LOGLIK_DROP = 0.75
+"""How far (nats per token) the judge may rate a rewrite below the sentence it replaces."""
+_WORD = re.compile(r"[a-z']+")
 _NAME_OR_NUMBER = re.compile(r"(?<![\w'])(?:[A-Z][\w'-]*|\d[\d.,]*)")
 
 
 def _names_and_numbers(text: str) -> set[str]:
-    """Capitalised words after a sentence's first word, and numbers: names, acronyms, figures."""
+    """Capitalised words not at the very start of a sentence, and numbers: names, acronyms, figures."""
     found: set[str] = set()
     for piece in sentence_texts(text):
         for match in _NAME_OR_NUMBER.finditer(piece):
             if match.start() > 0 and match.group(0) not in ("I", "I'm", "I've", "I'd", "I'll"):
                 found.add(match.group(0).rstrip(".,").lower())
     return found
-
-
-MAX_LOGLIK_DROP = 0.75
-"""How far (nats per token) the judge may rate a rewrite below the sentence it replaces."""
-_WORD = re.compile(r"[a-z']+")
 
 
 @dataclass

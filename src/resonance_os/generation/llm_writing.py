@@ -71,7 +71,8 @@ ASSISTANT_TALK = re.compile(
 """Assistant talk a small model mixes into its prose ("Here's an example of how you can incorporate
 your requested text", "This opening sentence sets the tone", "In the following paragraphs, I'll
 explore", "[city_name]", "I'm excited to share my thoughts on", "I hope this changes your
-perspective", "This passage begins by acknowledging", "This essay seeks to explore"), beyond the reward's meta-text patterns; a sentence with it is dropped."""
+perspective", "This passage begins by acknowledging", "This essay seeks to explore"), beyond the
+reward's meta-text patterns; a sentence with it is dropped."""
 _BULLET = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+")
 _LABEL = re.compile(
     r"^(?:paragraph|title|article|opening|closing|conclusion)\b[^:\n]{0,20}:\s*", re.IGNORECASE
