@@ -13,12 +13,13 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "api_hr_example.py"
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1500)  # above the suite's 600 s: a slower CI machine took over 10 minutes
 def test_the_documented_client_flow_runs_against_a_throw_away_server(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("RESONANCE_")}
     env["RESONANCE_HOME"] = str(tmp_path)
     done = subprocess.run(
-        [sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=1200
-    )  # with the local model installed: about 8 minutes on 2 cores (18 paragraphs drafted and rewritten)
+        [sys.executable, str(EXAMPLE)], env=env, capture_output=True, text=True, timeout=1400
+    )  # with the local model installed: 8-11 minutes on 2 cores (18 paragraphs drafted and rewritten)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
     assert "/hr_generate article:" in out
