@@ -11,8 +11,8 @@ paragraphs/second (CPU time of this one process and wall clock).
 
 ``--backend local`` benchmarks the language-model drafts instead: 3-paragraph articles for 20
 prompts x the 3 built-in profiles (``--articles`` takes the first N of those 60 pairs, profiles
-rotating), written by the local SmolLM2 backend with its sentence rewrites, without them
-(``rewrites=0``) and, for the same pairs, by the template draft mode. Per article: the largest share
+rotating), written by the local SmolLM2 backend with 0, 1 and 2 sentence rewrites per paragraph
+(``rewrites=``; the default is marked) and, for the same pairs, by the template draft mode. Per article: the largest share
 of one paragraph's word 4-grams found in another paragraph (goal <= 20%), meta-text phrases (goal
 none), mean |gap| to the paragraph targets of the chosen drafts, after the model's rewrites and
 after the refiner's edits (goal <= 0.08; from the writer's trace) and of the whole article, the writing
@@ -40,7 +40,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from _corpus import fortune_entries, paragraphs, pydoc_paragraphs  # noqa: E402
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
-from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.generation.human_resonant_writer import LLM_REWRITES, HumanResonantWriter  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.profiling.hrv_extractor import HRVExtractor  # noqa: E402
 from resonance_os.quality.repetition import meta_text  # noqa: E402
@@ -68,6 +68,8 @@ PROMPTS = [
     "restoring an old sailing boat",
     "the habit of writing every morning",
 ]
+REWRITE_ROUNDS = (0, 1, 2)
+"""Sentence rewrites per paragraph compared by ``--backend local`` (each one batched model call)."""
 PREVIOUS_LOCAL = {
     "max 4-gram share between paragraphs": "100% (paragraph 1 repeated as 2 and 3)",
     "articles with meta-text": 'yes ("Here\'s a more polished version ...")',
@@ -175,11 +177,11 @@ def bench_articles(n_articles: int) -> None:
         for i in range(len(PROMPTS) * 3)
     ][:n_articles]
     extractor = HRVExtractor()
-    writers = {
-        "builtin": HumanResonantWriter(backend="builtin", extractor=extractor),
-        "no_rewrites": HumanResonantWriter(backend="local", rewrites=0, extractor=extractor),
-        "local": HumanResonantWriter(backend="local", extractor=extractor),
-    }
+    writers = {"builtin": HumanResonantWriter(backend="builtin", extractor=extractor)}
+    for rounds in REWRITE_ROUNDS:
+        writers[f"rewrites={rounds}"] = HumanResonantWriter(
+            backend="local", rewrites=rounds, extractor=extractor
+        )
     results = {name: article_rows(writer, pairs) for name, writer in writers.items()}
 
     def mean(name: str, key: str) -> float:
@@ -188,11 +190,12 @@ def bench_articles(n_articles: int) -> None:
     print(
         f"\n{len(pairs)} articles (3 paragraphs; prompts x built-in profiles {', '.join(p for _, p, _ in pairs[:3])}), seed = index\n"
     )
-    print(
-        "| figure | template draft mode | local SmolLM2, rewrites=0 | local SmolLM2 (this build) |"
-        " local (previous build, issue 12) |"
-    )
-    print("|---|---|---|---|---|")
+    local = [
+        f"local SmolLM2, {name}{' (default)' if name == f'rewrites={LLM_REWRITES}' else ''}"
+        for name in writers
+    ][1:]
+    print(f"| figure | template draft mode | {' | '.join(local)} | local (previous build, issue 12) |")
+    print("|---|---|" + "---|" * len(local) + "---|")
     rows = [
         ("max 4-gram share between paragraphs (goal <= 20%)", "share", "{:.0%}", max),
         ("articles with meta-text (goal 0)", "meta", "{:.0f}", lambda v: sum(x > 0 for x in v)),
@@ -216,7 +219,8 @@ def bench_articles(n_articles: int) -> None:
     longest = " | ".join(f"{max(r['wall'] for r in rows):.1f}" for rows in results.values())
     print(f"| max wall s per article | {longest} | 1,209 |")
     print(
-        f"\n1-minute load average during the local runs: {mean('local', 'load'):.2f} on {os.cpu_count()} cores"
+        f"\n1-minute load average during the local runs: {np.mean([mean(n, 'load') for n in list(results)[1:]]):.2f}"
+        f" on {os.cpu_count()} cores"
     )
 
 

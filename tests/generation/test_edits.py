@@ -86,6 +86,21 @@ def measure(text: str, dimension: str) -> float:
             "A bright future promises to shape our lives; however, this promise has its costs.",
             ["A bright future promises to shape our lives.", "However, this promise has its costs."],
         ),
+        (  # "I" and a contraction open the clause after ", but" and after a semicolon
+            E.split,
+            "I was inspired by this scene, but I'll make sure to keep it simple and focused.",
+            ["I was inspired by this scene.", "But I'll make sure to keep it simple and focused."],
+        ),
+        (
+            E.split,
+            "It's not just transportation; it's a way for people to connect and share.",
+            ["It's not just transportation.", "It's a way for people to connect and share."],
+        ),
+        (  # a past form with an object after it is a verb, not a participle
+            E.split,
+            "The sun was finally setting, and the scent of basil filled the air around us.",
+            ["The sun was finally setting.", "The scent of basil filled the air around us."],
+        ),
         (
             lambda s: E.swap_word(s, E.VALENCE_SWAPS, True),
             "That answer is wrong.",
@@ -140,6 +155,10 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (E.split, "And now here it is – a virtual reality experience tailored for our team."),  # participle
         (E.split, "This trend is tied to our love of games – a shared desire to explore them."),  # infinitive
         (E.split, "The town - a small place by the sea - has grown quickly since then."),  # an aside
+        (  # "woven" is only a participle: "a tapestry woven from ..." is a noun phrase
+            E.split,
+            "Lena knew that she was not alone, but a tapestry woven from threads of many lives.",
+        ),
         (E.split, "She said 'we are done here', and it was over for all of us."),  # quoted speech
         (lambda s: E.add_opener(s, "In fact,"), "Python raises an error."),  # a name would be lower-cased
         (lambda s: E.add_opener(s, "In fact,"), "Indeed, the call returns."),  # already has an opener

@@ -63,6 +63,8 @@ def test_a_reply_counts_as_a_rewrite_only_when_it_rewrites_the_sentence() -> Non
         "The council " + "and the council " * 20 + "lends the land.",
         "The Oakwood town council (OTC) lends the land to volunteers.",  # a name and an acronym
         "Since 1998 the town council lends the land to volunteers.",  # a date
+        'The council lends the "land" to volunteers.',  # quotation marks the original lacks
+        "Instead of saying the council lends land, you could say it shares the land.",  # advice
         "",
     ]
     assert [usable_rewrite(COUNCIL, reply) for reply in refused] == [""] * len(refused)

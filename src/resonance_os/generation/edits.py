@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from importlib.resources import files
 
-from lemminflect import getAllLemmas
+from lemminflect import getAllLemmas, getInflection
 
 from resonance_os.profiling.lexicons import (
     CLASS_ADJECTIVE,
@@ -490,10 +490,10 @@ def to_passive(sentence: str) -> str | None:
 _SPLIT_SEAM = re.compile(r"; |, (?=(?:and|but|yet|so) \w)| [-\u2013\u2014] (?=\w)")
 _DASH = re.compile(r" [-\u2013\u2014] ")
 _AUXILIARIES = frozenset((*_QUESTION_AUX, *_MODALS, "has", "have", "had", "does", "do", "did"))
-_FINITE = _AUXILIARIES | frozenset(_BY_FINITE)
-"""Finite verbs: a part after ", and" holding one within its first words is a clause, not a list item."""
-_CLAUSE_SUBJECT_STARTS = (DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"}) - {"i"}
+_CLAUSE_SUBJECT_STARTS = DETERMINERS | frozenset(SUBJECT_PRONOUNS) | {"there"}
 """Words a subject can open with: after ", and" a part opening otherwise ("as loud as ...") is no clause."""
+_SUBJECT_CONTRACTION = re.compile(r"(?:i|you|we|they|he|she|it|there|that)'(?:m|re|s|ve|d|ll)")
+"""A subject with its verb ("it's", "they're"): a clause opens with it."""
 CONNECTIVES = frozenset("however therefore instead meanwhile otherwise moreover still".split())
 """Adverbs that may open the clause after a semicolon ("; however, the cost rose") and so open its
 own sentence."""
@@ -503,35 +503,54 @@ _RELATIVES = frozenset("that which who whom whose where when".split())
 @lru_cache(maxsize=8192)
 def _finite_verb(word: str) -> bool:
     """Whether ``word`` is surely a finite verb: an auxiliary or modal, a past form, or a form that is
-    only a verb ("provides", "argue"; not "plants" or "offers", which are also nouns)."""
-    if word in _AUXILIARIES or get_lexicon().flags.get(word, 0) & (FLAG_PAST | FLAG_FINITE):
+    only a verb ("provides", "argue"; not "plants" or "offers", which are also nouns), never a form
+    that is only a past participle ("woven", "taken")."""
+    if word in _AUXILIARIES:
         return True
     readings = getAllLemmas(word)
+    lemmas = readings.get("VERB", ())
+    if any(word in (getInflection(lemma, "VBN") or ()) for lemma in lemmas) and not any(
+        word in (getInflection(lemma, "VBD") or ()) for lemma in lemmas
+    ):
+        return False
+    if get_lexicon().flags.get(word, 0) & (FLAG_PAST | FLAG_FINITE):
+        return True
     return set(readings) == {"VERB"} and not word.endswith("ing")
+
+
+def _has_verb(words: list[str]) -> bool:
+    """Whether ``words`` hold a finite verb after their first word, or a subject contraction ("It's")."""
+    lowers = [w.lower().strip(",;") for w in words]
+    return bool(lowers) and (
+        _SUBJECT_CONTRACTION.fullmatch(lowers[0]) is not None or any(_finite_verb(w) for w in lowers[1:])
+    )
 
 
 def _opens_clause(words: list[str]) -> bool:
     """Whether ``words`` open an independent clause: a subject start (determiner, pronoun, "there", a
     capitalised name or a bare plural noun), optionally after a connective ("however,"), and a finite
     verb within the next five words with no relative word before it ("a lake that had been ..." is
-    a noun phrase; "to explore" is no finite verb, nor "tailored" after a noun)."""
+    a noun phrase; "to explore" is no finite verb, nor "tailored" after a noun unless an object
+    follows: "the scent of basil filled the air"); a subject contraction ("it's") opens one."""
     if words and words[0].rstrip(",").lower() in CONNECTIVES and words[0].endswith(","):
         words = words[1:]
     if len(words) < 2:
         return False
     first = words[0].lower()
+    if _SUBJECT_CONTRACTION.fullmatch(first):
+        return True
     bare_noun = first.endswith("s") and set(getAllLemmas(first)) == {"NOUN"}
     if first not in _CLAUSE_SUBJECT_STARTS and not bare_noun and not words[0][:1].isupper():
         return False
-    previous = first
-    for word in words[1:6]:
-        word = word.lower().strip(",;")
+    lowers = [w.lower().strip(",;") for w in words[:7]]
+    for i in range(1, min(6, len(lowers))):
+        word = lowers[i]
         if word in _RELATIVES:
             return False
-        participle = word.endswith("ed") and first not in SUBJECT_PRONOUNS  # "an experience tailored"
-        if _finite_verb(word) and previous != "to" and not participle:
+        following = lowers[i + 1] if i + 1 < len(lowers) else ""
+        participle = word.endswith("ed") and first not in SUBJECT_PRONOUNS and following not in DETERMINERS
+        if _finite_verb(word) and lowers[i - 1] != "to" and not participle:
             return True
-        previous = word
     return False
 
 
@@ -540,8 +559,8 @@ def split(sentence: str) -> list[str] | None:
 
     * 'A; b.' -> 'A.', 'B.' (b opening with a function word, or a clause: 'A; however, the b rose.');
     * 'A, and the team is b.' -> 'A.', 'The team is b.'; 'A, but it is b.' -> 'A.', 'But it is b.'
-      (after ", and/but/yet/so" a clause: a subject start and a finite verb within its next five
-      words, not a list item or "as loud as ..."; "and" is dropped, the others open the new sentence);
+      (after ", and/but/yet/so" a clause, ``_opens_clause``: not a list item or "as loud as ...";
+      "and" is dropped, the others open the new sentence);
     * 'A - the b rose.' -> 'A.', 'The b rose.' (a single dash before a clause, with a finite verb
       before it: not one of a pair around an aside, nor a list after a dash).
     """
@@ -558,15 +577,13 @@ def split(sentence: str) -> list[str] | None:
             if right_words[0].lower() not in _SAFE_TO_LOWER and not _opens_clause(right_words):
                 continue
         elif seam.startswith(","):
-            if right_words[0].lower() not in _CLAUSE_SUBJECT_STARTS or not any(
-                w.lower() in _FINITE for w in right_words[1:6]
-            ):
+            if not _opens_clause(right_words):
                 continue
         elif (
             _DASH.search(right)
             or _DASH.search(left)
             or not _opens_clause(right_words)
-            or not any(_finite_verb(w.lower().strip(",;")) for w in left.split()[1:])
+            or not _has_verb(left.split())
         ):
             continue
         if conjunction in ([], ["and"]):

@@ -60,6 +60,14 @@ REWRITE_MAX_TOKENS = 64
 """Reply limit of a rewrite call: one or two sentences (a paragraph's limit would cost twice the time)."""
 MAX_LOGLIK_DROP = 0.75
 """How far (nats per token) the judge may rate a rewrite below the sentence it replaces."""
+WORDING_TALK = re.compile(
+    r"\b(?:instead of (?:saying|writing|using)|you (?:could|can|might|may) (?:simply |just )?(?:say|write|use)"
+    r"|an example of (?:using|how to))\b",
+    re.IGNORECASE,
+)
+"""Advice about the wording addressed to the reader, not a rewrite: 'This is an example of using "I"
+instead of "you," ... you could simply say "back then."' (kept by the previous build)."""
+_QUOTE = re.compile(r"[\"“”]")
 _WORD = re.compile(r"[a-z']+")
 _NAME_OR_NUMBER = re.compile(r"(?<![\w'])(?:[A-Z][\w'-]*|\d[\d.,]*)")
 
@@ -105,13 +113,15 @@ def usable_rewrite(original: str, reply: str) -> str:
     """The rewrite in ``reply`` (cleaned by ``clean_reply``), or ``""`` when it is not a rewrite of
     ``original``: empty, more than two sentences, longer than ``MAX_GROWTH`` times the original's
     distinct words (plus ``GROWTH_SLACK``), keeping less
-    than ``MIN_SHARED_CONTENT`` of its content words, or bringing in one of ``INSTRUCTION_WORDS`` or a
-    name, acronym or number the original lacks (a rewrite restyles, it adds no facts: "One such
-    institution is the Library of Congress" became "The Library of Congress (LCOD) ... operated at
-    the National Archives")."""
+    than ``MIN_SHARED_CONTENT`` of its content words, talking about wording (``WORDING_TALK``), or
+    bringing in quotation marks, one of ``INSTRUCTION_WORDS`` or a name, acronym or number the
+    original lacks (a rewrite restyles, it adds no facts: "One such institution is the Library of
+    Congress" became "The Library of Congress (LCOD) ... operated at the National Archives")."""
     text = clean_reply(reply)
     sentences = split_sentences(text)
     if not sentences or len(sentences) > 2:
+        return ""
+    if WORDING_TALK.search(text) or len(_QUOTE.findall(text)) > len(_QUOTE.findall(original)):
         return ""
     old = set(_WORD.findall(original.lower()))
     new_words = [w for s in sentences for w in s.lowers]
