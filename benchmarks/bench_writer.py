@@ -190,10 +190,11 @@ def bench_articles(n_articles: int) -> None:
     print(
         f"\n{len(pairs)} articles (3 paragraphs; prompts x built-in profiles {', '.join(p for _, p, _ in pairs[:3])}), seed = index\n"
     )
+    local_runs = list(writers)[1:]
     local = [
         f"local SmolLM2, {name}{' (default)' if name == f'rewrites={LLM_REWRITES}' else ''}"
-        for name in writers
-    ][1:]
+        for name in local_runs
+    ]
     print(f"| figure | template draft mode | {' | '.join(local)} | local (previous build, issue 12) |")
     print("|---|---|" + "---|" * len(local) + "---|")
     rows = [
@@ -219,7 +220,7 @@ def bench_articles(n_articles: int) -> None:
     longest = " | ".join(f"{max(r['wall'] for r in rows):.1f}" for rows in results.values())
     print(f"| max wall s per article | {longest} | 1,209 |")
     print(
-        f"\n1-minute load average during the local runs: {np.mean([mean(n, 'load') for n in list(results)[1:]]):.2f}"
+        f"\n1-minute load average during the local runs: {np.mean([mean(n, 'load') for n in local_runs]):.2f}"
         f" on {os.cpu_count()} cores"
     )
 
