@@ -76,6 +76,27 @@ def test_a_reply_counts_as_a_rewrite_only_when_it_rewrites_the_sentence() -> Non
     assert usable_rewrite(named, "Volunteers were lent the land by the Oakwood council in 1998.")
 
 
+def test_a_rewrite_that_changes_what_the_sentence_is_about_is_refused() -> None:
+    context = f"{PROMPT} {PARAGRAPH}"
+    drifted = [
+        "The company lends the land, and volunteers bring the tools.",  # no company in the paragraph
+        "This product lends the land while volunteers bring the tools.",
+        "The company's workers lend the land, and volunteers bring the tools.",
+        "She lends the land, and volunteers bring the tools.",  # a person nobody mentioned
+        "The council lends the land. The company brings the tools for volunteers.",  # second sentence
+    ]
+    assert [usable_rewrite(COUNCIL, reply, context) for reply in drifted] == [""] * len(drifted)
+    # subjects the paragraph or the prompt already names stay usable, and so does a story frame
+    kept = [
+        "The neighbours' council lends the land, and volunteers bring the tools.",
+        "The gardens get their land from the council, and volunteers bring the tools.",
+        "I remember how the town council lent the land and volunteers brought the tools.",
+    ]
+    assert [usable_rewrite(COUNCIL, reply, context) for reply in kept] == kept
+    # without the paragraph, a noun the original lacks is new
+    assert usable_rewrite(COUNCIL, kept[1]) == ""
+
+
 def test_advice_is_plain_words_for_the_largest_gaps_and_never_about_sentence_length() -> None:
     measured = [0.9, 0.5, 0.5, 0.5, 0.0, 0.5, 0.5, 0.5]
     target = [0.1, 0.5, 0.5, 0.5, 0.6, 0.5, 0.5, 0.2]

@@ -10,7 +10,7 @@ moves the gap. ``rewrite_sentences`` asks the model to rewrite one sentence at a
    (``llm_writing.GAP_ADVICE``; sentence length is left to the refiner's splits and merges);
 3. keep a rewrite only if it reads as a rewrite of that sentence (``usable_rewrite``: one or two
    sentences, no talk about the instruction, a quarter of the original's content words, not far
-   longer), if
+   longer, no subject the paragraph never mentioned), if
    the ``judge`` (mean log-likelihood per token under a language model, e.g.
    ``quality.fluency.LMFluency.loglik_many``) rates it at most ``MAX_LOGLIK_DROP`` below the
    original, and if, put in place, it lowers the paragraph's mean |gap| while the writing reward's
@@ -32,10 +32,12 @@ from typing import TYPE_CHECKING
 
 from resonance_os.core.hrv_types import mean_gap
 from resonance_os.generation.backends.base import ChatBackend
+from resonance_os.generation.edits import DETERMINERS
 from resonance_os.generation.llm_writing import clean_reply, gap_advice
+from resonance_os.profiling.lexicons import CLASS_ADJECTIVE, CLASS_NOUN, get_lexicon
 from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality.damage import sentence_texts
-from resonance_os.quality.text_units import content_stems
+from resonance_os.quality.text_units import content_stems, stem
 
 if TYPE_CHECKING:
     from resonance_os.quality.reward import WritingReward
@@ -70,6 +72,34 @@ instead of "you," ... you could simply say "back then."' (kept by the previous b
 _QUOTE = re.compile(r"[\"“”]")
 _WORD = re.compile(r"[a-z']+")
 _NAME_OR_NUMBER = re.compile(r"(?<![\w'])(?:[A-Z][\w'-]*|\d[\d.,]*)")
+
+
+_PERSON_PRONOUNS = {"he": frozenset(("he", "him", "his")), "she": frozenset(("she", "her", "hers"))}
+
+
+def _new_subjects(sentences: Sequence[Sequence[str]], known: set[str]) -> list[str]:
+    """The openings of ``sentences`` (lower-cased words) that bring in a new subject: "he" or "she"
+    where ``known`` (words and content stems of the original and its paragraph) has no such person,
+    or a noun phrase starting with a determiner with no noun whose stem is known. Each changed what
+    the sentence is about: "By doing so, they have ... restored their livelihood" became "The
+    company has made a positive impact ...", "The process was designed ..." became "This product
+    offers ...", "It also helps in setting goals ..." became "She has proven herself ..."."""
+    classes = get_lexicon().word_classes
+    found = []
+    for words in sentences:
+        if words and words[0] in _PERSON_PRONOUNS and not _PERSON_PRONOUNS[words[0]] & known:
+            found.append(words[0])
+        if len(words) < 2 or words[0] not in DETERMINERS:
+            continue
+        phrase = []
+        for word in (w.removesuffix("'s") for w in words[1:4]):
+            if not (word.isalpha() and classes.get(word, 0) & (CLASS_NOUN | CLASS_ADJECTIVE)):
+                break
+            phrase.append(word)
+        nouns = [w for w in phrase if classes.get(w, 0) & CLASS_NOUN]
+        if nouns and not any(stem(w) in known for w in nouns):
+            found.append(" ".join(words[: len(phrase) + 1]))
+    return found
 
 
 def _names_and_numbers(text: str) -> set[str]:
@@ -109,14 +139,16 @@ def rewrite_messages(sentence: str, advice: Sequence[str]) -> list[dict[str, str
     ]
 
 
-def usable_rewrite(original: str, reply: str) -> str:
+def usable_rewrite(original: str, reply: str, context: str = "") -> str:
     """The rewrite in ``reply`` (cleaned by ``clean_reply``), or ``""`` when it is not a rewrite of
     ``original``: empty, more than two sentences, longer than ``MAX_GROWTH`` times the original's
     distinct words (plus ``GROWTH_SLACK``), keeping less
-    than ``MIN_SHARED_CONTENT`` of its content words, talking about wording (``WORDING_TALK``), or
+    than ``MIN_SHARED_CONTENT`` of its content words, talking about wording (``WORDING_TALK``),
     bringing in quotation marks, one of ``INSTRUCTION_WORDS`` or a name, acronym or number the
     original lacks (a rewrite restyles, it adds no facts: "One such institution is the Library of
-    Congress" became "The Library of Congress (LCOD) ... operated at the National Archives")."""
+    Congress" became "The Library of Congress (LCOD) ... operated at the National Archives"), or
+    opening a sentence with a noun phrase about something neither the original nor ``context`` (the
+    paragraph, the prompt) names (``_new_subjects``)."""
     text = clean_reply(reply)
     sentences = split_sentences(text)
     if not sentences or len(sentences) > 2:
@@ -133,6 +165,10 @@ def usable_rewrite(original: str, reply: str) -> str:
         return ""
     kept = set(content_stems(sorted(old)))
     if not kept or len(kept & set(content_stems(new_words))) < MIN_SHARED_CONTENT * len(kept):
+        return ""
+    context_words = _WORD.findall(context.lower())
+    known = kept | old | set(context_words) | set(content_stems(context_words))
+    if _new_subjects([s.lowers for s in sentences], known):
         return ""
     return text
 
@@ -166,6 +202,7 @@ def rewrite_sentences(
     pieces = sentence_texts(text)
     current = reward.score(text, target, prompt=prompt, context=previous)
     floor = current.quality - quality_tolerance
+    context = " ".join([prompt, *previous, text])
     tried: set[str] = set()
     for round_index in range(rounds):
         error = mean_gap(target, current.hrv)
@@ -179,7 +216,9 @@ def rewrite_sentences(
             messages, candidates, None if seed is None else seed + round_index, REWRITE_MAX_TOKENS
         )
         rewrites = list(
-            dict.fromkeys(r for r in (usable_rewrite(pieces[index], reply) for reply in replies) if r)
+            dict.fromkeys(
+                r for r in (usable_rewrite(pieces[index], reply, context) for reply in replies) if r
+            )
         )
         if rewrites:
             original, *logliks = judge([pieces[index], *rewrites])
