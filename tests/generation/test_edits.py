@@ -166,6 +166,7 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (E.add_intensifier, "The call uses a common type."),  # technical adjective
         (E.add_intensifier, "The answer is perfect."),  # takes no degree
         (E.add_intensifier, "It was a huge relief for everyone."),  # already extreme: not "very huge"
+        (E.add_intensifier, "This is vital because the default is to search locally."),  # not "very vital"
         (lambda s: E.drop_adjective(s, 0), "It was an amazing experience."),  # the adjective is the point
         (lambda s: E.drop_adjective(s, 0), "The common good matters."),  # a noun here
         (lambda s: E.drop_adjective(s, -1), "They built a beautiful garden."),  # positive, not negative
@@ -174,6 +175,10 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, False), "A mother's love for her children was real."),
         (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True), "It concerns the whole team today."),
         (lambda s: E.swap_word(s, E.VALENCE_SWAPS, True), "This is the most difficult part of the job."),
+        (
+            lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True),
+            "This is very important for the test.",
+        ),  # no "very vital"
         (E.add_intensifier, "The air was alive with stories."),
     ],
 )

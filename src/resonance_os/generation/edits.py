@@ -167,11 +167,11 @@ NOT_GRADABLE = frozenset(
         "tremendous amazing awesome fantastic fabulous terrific marvelous marvellous magnificent superb "
         "brilliant excellent outstanding wonderful incredible extraordinary spectacular terrible horrible "
         "awful dreadful horrific disastrous catastrophic devastating furious ecstatic thrilled delighted "
-        "exhausted terrified miserable gorgeous stunning hilarious alive"
+        "exhausted terrified miserable gorgeous stunning hilarious alive vital crucial essential fascinating"
     ).split()
 )
 """Adjectives with a VADER value that take no degree: absolute ("very perfect") or already extreme
-("very huge", "very terrible")."""
+("very huge", "very terrible", and the stronger side of ``INTENSITY_SWAPS``: "very vital")."""
 
 
 def gradable(word: str) -> bool:
@@ -621,10 +621,10 @@ _GRADED = frozenset("more most less least".split())
 """'most difficult' has no 'most hard': a swap after these is declined."""
 
 
-def _swap_fits(old: str, previous: str) -> bool:
+def _swap_fits(old: str, new: str, previous: str) -> bool:
     """Whether ``old`` after ``previous`` (lower-case, "" at the start) is in the word class its swap
-    needs."""
-    if previous in _GRADED:
+    needs, and ``new`` can follow ``previous`` (no "very vital" from "very important")."""
+    if previous in _GRADED or (previous in INTENSIFIERS and not gradable(new)):
         return False
     if old in VERB_SWAPS:
         return previous in _BEFORE_VERB
@@ -634,7 +634,8 @@ def _swap_fits(old: str, previous: str) -> bool:
 def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) -> str | None:
     """Replace the first whole-word match of a pair's left word by its right (``forward``) or back,
     with an article just before it made to agree ("a vital part" -> "an important part"); a match in
-    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``) or after "more"/"most" is skipped."""
+    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``), after "more"/"most", or after "very" where
+    the new word takes no degree is skipped."""
     if _UNSAFE.search(sentence):
         return None
     present = set(_WORD_RUN.findall(sentence))  # the pairs are single words: whole-word runs
@@ -645,7 +646,7 @@ def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) ->
         for match in re.finditer(rf"\b([Aa]n? )?{old}\b", sentence):
             before = sentence[: match.start()].split()
             previous = match.group(1) or (before[-1] if before else "")
-            if not _swap_fits(old, previous.lower().strip(" ,;")):
+            if not _swap_fits(old, new, previous.lower().strip(" ,;")):
                 continue
             article = match.group(1)
             if article:
