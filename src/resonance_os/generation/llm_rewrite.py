@@ -77,18 +77,17 @@ _NAME_OR_NUMBER = re.compile(r"(?<![\w'])(?:[A-Z][\w'-]*|\d[\d.,]*)")
 _PERSON_PRONOUNS = {"he": frozenset(("he", "him", "his")), "she": frozenset(("she", "her", "hers"))}
 
 
-def _new_subjects(sentences: Sequence[Sequence[str]], known: set[str]) -> list[str]:
-    """The openings of ``sentences`` (lower-cased words) that bring in a new subject: "he" or "she"
+def _opens_with_new_subject(sentences: Sequence[Sequence[str]], known: set[str]) -> bool:
+    """Whether one of ``sentences`` (lower-cased words) brings in a new subject: "he" or "she"
     where ``known`` (words and content stems of the original and its paragraph) has no such person,
     or a noun phrase starting with a determiner with no noun whose stem is known. Each changed what
     the sentence is about: "By doing so, they have ... restored their livelihood" became "The
     company has made a positive impact ...", "The process was designed ..." became "This product
     offers ...", "It also helps in setting goals ..." became "She has proven herself ..."."""
     classes = get_lexicon().word_classes
-    found = []
     for words in sentences:
         if words and words[0] in _PERSON_PRONOUNS and not _PERSON_PRONOUNS[words[0]] & known:
-            found.append(words[0])
+            return True
         if len(words) < 2 or words[0] not in DETERMINERS:
             continue
         phrase = []
@@ -98,8 +97,8 @@ def _new_subjects(sentences: Sequence[Sequence[str]], known: set[str]) -> list[s
             phrase.append(word)
         nouns = [w for w in phrase if classes.get(w, 0) & CLASS_NOUN]
         if nouns and not any(stem(w) in known for w in nouns):
-            found.append(" ".join(words[: len(phrase) + 1]))
-    return found
+            return True
+    return False
 
 
 def _names_and_numbers(text: str) -> set[str]:
@@ -148,7 +147,7 @@ def usable_rewrite(original: str, reply: str, context: str = "") -> str:
     original lacks (a rewrite restyles, it adds no facts: "One such institution is the Library of
     Congress" became "The Library of Congress (LCOD) ... operated at the National Archives"), or
     opening a sentence with a noun phrase about something neither the original nor ``context`` (the
-    paragraph, the prompt) names (``_new_subjects``)."""
+    paragraph, the prompt) names (``_opens_with_new_subject``)."""
     text = clean_reply(reply)
     sentences = split_sentences(text)
     if not sentences or len(sentences) > 2:
@@ -166,9 +165,8 @@ def usable_rewrite(original: str, reply: str, context: str = "") -> str:
     kept = set(content_stems(sorted(old)))
     if not kept or len(kept & set(content_stems(new_words))) < MIN_SHARED_CONTENT * len(kept):
         return ""
-    context_words = _WORD.findall(context.lower())
-    known = kept | old | set(context_words) | set(content_stems(context_words))
-    if _new_subjects([s.lowers for s in sentences], known):
+    known_words = _WORD.findall(f"{original} {context}".lower())
+    if _opens_with_new_subject([s.lowers for s in sentences], {*known_words, *content_stems(known_words)}):
         return ""
     return text
 
