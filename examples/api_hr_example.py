@@ -31,6 +31,15 @@ SAMPLE = (
 )
 
 
+# The server answers a generation that runs past its budget (RESONANCE_GENERATE_BUDGET_S, default 300 s)
+# with 503; the client waits longer than that, so the server's answer, not a client-side timeout, ends a
+# slow call. A fresh server's first generation also starts its text workers (each loads the local model,
+# converting it once on a fresh install, and writes a warm-up paragraph): 2-4 minutes on 2 cores, so the
+# throw-away server below gets a longer budget.
+THROW_AWAY_BUDGET_S = 900
+TIMEOUT = httpx.Timeout(30.0, read=THROW_AWAY_BUDGET_S + 60.0)
+
+
 @contextmanager
 def local_server():
     """Start ``python -m resonance_os.api.hr_server`` with a fresh database; yield (url, key)."""
@@ -49,6 +58,7 @@ def local_server():
             port = sock.getsockname()[1]
         server = subprocess.Popen(
             [sys.executable, "-m", "resonance_os.api.hr_server", "--port", str(port), "--db", db_url],
+            env={**os.environ, "RESONANCE_GENERATE_BUDGET_S": str(THROW_AWAY_BUDGET_S)},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -76,16 +86,18 @@ def check(response: httpx.Response) -> dict:
 
 
 def run(url: str, key: str, tenant: str) -> None:
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as api:
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=TIMEOUT) as api:
         print("health:", check(api.get("/health")))
 
         profile = check(api.post("/v1/profiles/from-text", json={"name": "blog", "text": SAMPLE}))
         print(f"profile blog v{profile['version']}:", {k: round(v, 2) for k, v in profile["hrv"].items()})
 
+        started_at = time.monotonic()
         documented = check(
             api.post("/hr_generate", json={"prompt": "onboarding", "tenant": tenant, "profile_name": "blog"})
         )
-        print("\n/hr_generate article:\n" + documented["article"][:400] + " ...")
+        seconds = time.monotonic() - started_at
+        print(f"\n/hr_generate article ({seconds:.0f} s):\n" + documented["article"][:400] + " ...")
 
         drafts = [
             check(

@@ -22,7 +22,7 @@ def test_the_documented_client_flow_runs_against_a_throw_away_server(tmp_path):
     )  # with the local model installed: 8-11 minutes on 2 cores (18 paragraphs drafted and rewritten)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     out = done.stdout
-    assert "/hr_generate article:" in out
+    assert "/hr_generate article (" in out
     assert "reward model v1:" in out
     assert "succeeded 100%" in out
     assert "policy-steered article (resonance" in out

@@ -82,6 +82,7 @@ def test_a_rewrite_that_changes_what_the_sentence_is_about_is_refused() -> None:
         "The company lends the land, and volunteers bring the tools.",  # no company in the paragraph
         "This product lends the land while volunteers bring the tools.",
         "The company's workers lend the land, and volunteers bring the tools.",
+        "The companies' workers lend the land, and volunteers bring the tools.",  # plural possessive
         "She lends the land, and volunteers bring the tools.",  # a person nobody mentioned
         "The council lends the land. The company brings the tools for volunteers.",  # second sentence
     ]
