@@ -48,3 +48,16 @@ def test_score_many_gives_what_score_gives_for_each_prompt():
     for text in (GARDEN, SLOT_FILLED, ""):
         for many, one in zip(model.score_many(text, prompts), [model.score(text, p) for p in prompts]):
             assert abs(many - one) < 1e-6
+
+
+def test_punctuation_does_not_change_how_much_a_text_is_about_its_prompt():
+    """Splitting a sentence in two (as the refiner's split edit does) says no less about the prompt."""
+    model = topic_model()
+    split = GARDEN.replace("are shared, and the plot", "are shared. The plot")
+    merged = GARDEN.replace("weed and plant. When", "weed and plant; when")
+    for prompt in ("city gardens", "harvest", "meeting place"):
+        assert model.score(split, prompt) == model.score(GARDEN, prompt)
+        assert model.score(merged, prompt) == model.score(GARDEN, prompt)
+    # mentions still count only where they are: the prompt's words once, at the start, score less
+    late = "Empty lots are everywhere. " * 3 + "Nobody waters them or weeds them or plants anything there."
+    assert model.score("City gardens. " + late, "city gardens") < model.score(GARDEN, "city gardens")

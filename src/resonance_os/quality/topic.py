@@ -2,8 +2,12 @@
 
 With ``P`` the content-word stems of the prompt and ``S_i`` those of sentence ``i`` (``text_units``):
 
-    mention   = share of sentences with S_i & P non-empty, saturating at MENTION_FULL:
-                min(1, share / MENTION_FULL)
+    mention   = share of the text's stretches of MENTION_STRETCH content stems (consecutive, across
+                sentence ends; the text's stems cut into equal parts of about that many) that hold a
+                stem of P, saturating at MENTION_FULL: min(1, share / MENTION_FULL). Stretches, not
+                sentences, so that punctuation does not change it: splitting "The bakery opened in
+                1990, and the street has changed since." in two said no less about the bakery, but
+                halved a sentence share's credit for it
     related   = cosine(v(P), v(text minus P)), where v(.) is the mean word vector (PPMI-SVD over the
                 training prose, ``scripts/train_topic_vectors.py``) of the stems that have one, and
                 "text minus P" are the text's content stems that are not prompt stems: what the
@@ -31,6 +35,9 @@ from resonance_os.profiling.sentences import Sentence, split_sentences
 from resonance_os.quality.text_units import content_stems, sentence_words
 
 MENTION_FULL = 0.5
+MENTION_STRETCH = 8
+"""Content stems per stretch of the mention share: one sentence of real prose on average (8.3 content
+stems, 17.5 words in the pydoc training paragraphs; SmolLM2's drafts 11.7 and 24.8)."""
 MENTION_WEIGHT = 0.5
 RELATED_ZERO = 0.1
 RELATED_FULL = 0.45
@@ -79,7 +86,7 @@ class TopicModel:
         prompt_stems, p = self._prompt(prompt)
         if not prompt_stems or not stems:
             return 0.0, None
-        share = sum(bool(prompt_stems.intersection(s)) for s in stems) / len(stems)
+        share = _mention_share([s for sentence in stems for s in sentence], prompt_stems)
         if text_sum is None:
             t = self.mean_vector([s for sentence in stems for s in sentence if s not in prompt_stems])
         else:  # many prompts against one text: from the text's vector sum (equal to 1e-7)
@@ -134,6 +141,17 @@ class TopicModel:
             return mention
         ramp = min(1.0, max(0.0, (related - RELATED_ZERO) / (RELATED_FULL - RELATED_ZERO)))
         return MENTION_WEIGHT * mention + (1.0 - MENTION_WEIGHT) * ramp
+
+
+def _mention_share(stems: list[str], prompt_stems: frozenset[str]) -> float:
+    """The share of ``stems``' stretches (about ``MENTION_STRETCH`` consecutive stems each, equal parts)
+    that hold a prompt stem; 0 for no stems."""
+    if not stems:
+        return 0.0
+    parts = max(1, round(len(stems) / MENTION_STRETCH))
+    bounds = [round(k * len(stems) / parts) for k in range(parts + 1)]
+    held = sum(not prompt_stems.isdisjoint(stems[a:b]) for a, b in zip(bounds, bounds[1:]))
+    return held / parts
 
 
 @cache
