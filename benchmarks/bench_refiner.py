@@ -14,6 +14,12 @@ on split "train". Targets, per paragraph, with its partner the next paragraph of
 
 Quality is ``WritingScore.quality`` (fluency^2 * coherence^0.35 * (1 - repetition); no prompt, so no
 topic term). Run: ``python benchmarks/bench_refiner.py [--n 242] [--reach 0.15] [--samples 12]``.
+
+``--by-edit`` prints instead, per edit, what it does to the *training* drafts of the pool toward their
+profiles (``RefinerLayer.edit_trials``: each edit tried once where its dimension is off target): how
+often it finds a sentence it can change, what it moves, and how often the gap falls, quality holds and
+the refiner would keep it. It says where the operators cannot reach model prose; being training data,
+it may guide work on the operators.
 """
 
 from __future__ import annotations
@@ -100,14 +106,45 @@ def run(items, goals, refiner: RefinerLayer, prompts: list[str] | None = None) -
     }
 
 
+def by_edit(refiner: RefinerLayer) -> None:
+    """The ``--by-edit`` table (module docstring)."""
+    drafts = load_drafts(split="train")
+    vectors = {f"builtin/{name}": t.vector.to_list() for name, t in BUILTIN_TEMPLATES.items()}
+    trials: dict[str, list] = {}
+    for k, draft in enumerate(drafts):
+        for trial in refiner.edit_trials(draft.text, vectors[draft.profile], seed=k, prompt=draft.prompt):
+            trials.setdefault(trial.edit, []).append(trial)
+    print(f"{len(drafts)} training drafts of the pool toward their profiles; each edit tried once where")
+    print(
+        "its dimension is off target (needed); moves, gap and quality are means over the drafts it applied to\n"
+    )
+    print("| edit | needed | applies | dimension moves | gap change | gap falls | quality holds | kept |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, rows in sorted(trials.items()):
+        applied = [t for t in rows if t.applied]
+        mean = (lambda f: statistics.mean(f(t) for t in applied)) if applied else (lambda f: 0.0)
+        holds = sum(t.quality_change >= -refiner.quality_tolerance for t in applied)
+        print(
+            f"| {name} | {len(rows)} | {len(applied)} | {mean(lambda t: t.move):+.3f} | "
+            f"{mean(lambda t: t.error_change):+.4f} | {sum(t.error_change < 0 for t in applied)} | {holds} | "
+            f"{sum(t.kept for t in applied)} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=242, help="paragraphs (default 242)")
     parser.add_argument("--reach", type=float, default=0.15, help="per-dimension reach of a target")
     parser.add_argument("--samples", type=int, default=12, help="changed sentence pairs to print")
+    parser.add_argument(
+        "--by-edit", action="store_true", help="per edit, what it does to the training drafts (docstring)"
+    )
     args = parser.parse_args()
     reward = WritingReward()
     refiner = RefinerLayer(reward=reward)
+    if args.by_edit:
+        by_edit(refiner)
+        return
     items = heldout_paragraphs(args.n)
     drafts, draft_goals, draft_prompts = model_drafts()
     results = {

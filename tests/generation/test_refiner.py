@@ -49,6 +49,37 @@ def test_closed_loop_on_heldout_prose_never_costs_quality(refiner):
     assert sum(after) < 0.99 * sum(before)
 
 
+def test_edit_trials_say_which_edits_reach_a_text_and_agree_with_the_loop(refiner):
+    """Each off-target dimension's edits tried once: the ones that apply move their own dimension the
+    way the gap asks, the ones that find nothing to change are reported, and the first that applies is
+    the loop's first try, kept by both or by neither."""
+    paragraphs = document_paragraphs(pydoc_paragraphs("heldout"))[:8]
+    hrvs = [refiner.extractor.extract(p) for p in paragraphs]
+    applied = missing = 0
+    for i, text in enumerate(paragraphs):
+        own, partner = hrvs[i], hrvs[(i + 1) % len(hrvs)]
+        target = [o + max(-0.15, min(0.15, p - o)) for o, p in zip(own, partner)]
+        trials = refiner.edit_trials(text, target, seed=i)
+        off = {
+            f"{HRV_DIMENSIONS[d]}{'+' if target[d] > own[d] else '-'}"
+            for d in range(8)
+            if abs(target[d] - own[d]) > refiner.tolerance
+        }
+        assert {t.edit.split(":")[0] for t in trials} == off
+        for t in trials:
+            if t.applied:
+                applied += 1
+                if t.edit.split(":")[0][:-1] != "sentence_variance":  # a split or merge can go either way
+                    assert t.move * (1 if t.edit.split(":")[0].endswith("+") else -1) >= 0, t
+            else:
+                missing += 1
+                assert (t.move, t.error_change, t.kept) == (0.0, 0.0, False)
+        tried = next((t for t in trials if t.applied), None)
+        expected = [tried.edit] if tried is not None and tried.kept else []
+        assert refiner.refine_to_target(text, target, seed=i, max_steps=1).edits == expected
+    assert applied and missing
+
+
 def test_bad_feedback(refiner):
     with pytest.raises(ValidationError, match="scalar feedback"):
         refiner.refine(PARAGRAPH, 0.4)

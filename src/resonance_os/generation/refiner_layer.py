@@ -222,6 +222,25 @@ class RefinementResult:
     initial_quality: float = 1.0
 
 
+@dataclass(frozen=True)
+class EditTrial:
+    """One edit tried once by ``RefinerLayer.edit_trials``, measured as ``refine_to_target`` measures it."""
+
+    edit: str
+    """``"<dimension><+|->:<edit>"``, e.g. ``"sentence_variance+:split_longest"``."""
+    applied: bool
+    """Whether the edit found a sentence it could change safely."""
+    move: float = 0.0
+    """Change of the edit's own dimension."""
+    error_change: float = 0.0
+    """Change of the mean |gap| to the target."""
+    quality_change: float = 0.0
+    """Change of ``WritingScore.quality``."""
+    kept: bool = False
+    """Whether ``refine_to_target`` would keep it as its first edit (error down, quality within the
+    tolerance)."""
+
+
 def _gaps(feedback: object) -> list[float]:
     if isinstance(feedback, (int, float)) and not isinstance(feedback, bool):
         raise ValidationError(
@@ -337,6 +356,50 @@ class RefinerLayer:
                         break
         return E.join_sentences(sentences), applied
 
+    def edit_trials(
+        self, text: str, target_hrv: Sequence[float], seed: int | None = None, prompt: str | None = None
+    ) -> list[EditTrial]:
+        """Every edit toward every dimension off target (beyond the tolerance) tried once on ``text``,
+        largest gap first as ``refine_to_target`` tries them (with the same ``seed``, the first that
+        applies is the loop's first try): which edits can reach this text, what each moves, and why
+        the others would not be kept."""
+        target = validate_hrv(target_hrv, what="target HRV")
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationError("text to try edits on is empty; pass at least one sentence")
+        rng = random.Random(seed)
+        sentences = E.split_sentences(text)
+        first = self.reward.score(text, target, prompt=prompt)
+        error = mean_gap(target, first.hrv)
+        trials = []
+        for dim in sorted(range(HRV_DIM), key=lambda d: -abs(target[d] - first.hrv[d])):
+            if abs(target[dim] - first.hrv[dim]) <= self.tolerance:
+                continue
+            direction = 1 if target[dim] > first.hrv[dim] else -1
+            for propose in self._edits[(dim, direction)]:
+                name = f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
+                candidate = propose(sentences, rng)
+                if candidate is None:
+                    trials.append(EditTrial(name, applied=False))
+                    continue
+                scored = self.reward.score(E.join_sentences(candidate), target, prompt=prompt)
+                new_error = mean_gap(target, scored.hrv)
+                trials.append(
+                    EditTrial(
+                        name,
+                        applied=True,
+                        move=scored.hrv[dim] - first.hrv[dim],
+                        error_change=new_error - error,
+                        quality_change=scored.quality - first.quality,
+                        kept=self._keeps(new_error, error, scored.quality, first.quality),
+                    )
+                )
+        return trials
+
+    def _keeps(self, new_error: float, error: float, quality: float, initial_quality: float) -> bool:
+        """The acceptance test of an edit: it lowers the mean |gap| and keeps quality within
+        ``quality_tolerance`` of the original text's."""
+        return new_error < error - 1e-9 and quality >= initial_quality - self.quality_tolerance
+
     def refine_to_target(
         self,
         text: str,
@@ -358,7 +421,6 @@ class RefinerLayer:
         sentences = E.split_sentences(text)
         first = self.reward.score(text, target, prompt=prompt)
         measured, quality = first.hrv, first.quality
-        floor = quality - self.quality_tolerance
         initial = error = mean_gap(target, measured)
         kept: list[str] = []
         steps = 0
@@ -383,7 +445,7 @@ class RefinerLayer:
                     steps += 1
                     scored = self.reward.score(E.join_sentences(candidate), target, prompt=prompt)
                     new_error = mean_gap(target, scored.hrv)
-                    if new_error < error - 1e-9 and scored.quality >= floor:
+                    if self._keeps(new_error, error, scored.quality, first.quality):
                         sentences, measured, error, quality = candidate, scored.hrv, new_error, scored.quality
                         kept.append(
                             f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
