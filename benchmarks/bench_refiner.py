@@ -122,12 +122,12 @@ def by_edit(refiner: RefinerLayer) -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, rows in sorted(trials.items()):
         applied = [t for t in rows if t.applied]
-        mean = (lambda f: statistics.mean(f(t) for t in applied)) if applied else (lambda f: 0.0)
+        move = statistics.mean(t.move for t in applied) if applied else 0.0
+        change = statistics.mean(t.error_change for t in applied) if applied else 0.0
         holds = sum(t.quality_change >= -refiner.quality_tolerance for t in applied)
         print(
-            f"| {name} | {len(rows)} | {len(applied)} | {mean(lambda t: t.move):+.3f} | "
-            f"{mean(lambda t: t.error_change):+.4f} | {sum(t.error_change < 0 for t in applied)} | {holds} | "
-            f"{sum(t.kept for t in applied)} |"
+            f"| {name} | {len(rows)} | {len(applied)} | {move:+.3f} | {change:+.4f} | "
+            f"{sum(t.error_change < 0 for t in applied)} | {holds} | {sum(t.kept for t in applied)} |"
         )
 
 
