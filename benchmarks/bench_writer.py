@@ -158,6 +158,7 @@ def article_rows(writer: HumanResonantWriter, pairs: list[tuple[str, str, list[f
                 "repetition": score.repetition,
                 "wall": wall,
                 "load": os.getloadavg()[0],
+                "article": f"{prompt} x {profile} (gap {article.mean_absolute_error:.3f}, reward {score.reward:.3f}):\n{article.text}",
             }
         )
         print(
@@ -169,8 +170,9 @@ def article_rows(writer: HumanResonantWriter, pairs: list[tuple[str, str, list[f
     return rows
 
 
-def bench_articles(n_articles: int) -> None:
-    """The ``--backend local`` table: local-model articles beside template draft mode and the old build."""
+def bench_articles(n_articles: int, show: bool = False) -> None:
+    """The ``--backend local`` table: local-model articles beside template draft mode and the old build;
+    with ``show``, the default local writer's articles after it, to read."""
     profiles = list(BUILTIN_TEMPLATES.values())
     pairs = [
         (PROMPTS[i // 3], profiles[i % 3].name, profiles[i % 3].vector.to_list())
@@ -223,6 +225,9 @@ def bench_articles(n_articles: int) -> None:
         f"\n1-minute load average during the local runs: {np.mean([mean(n, 'load') for n in local_runs]):.2f}"
         f" on {os.cpu_count()} cores"
     )
+    if show:
+        print(f"\nThe articles of local SmolLM2, rewrites={LLM_REWRITES} (default):\n")
+        print("\n\n".join(r["article"] for r in results[f"rewrites={LLM_REWRITES}"]))
 
 
 def main() -> None:
@@ -232,9 +237,12 @@ def main() -> None:
         "--backend", choices=("builtin", "local"), default="builtin", help="what to benchmark"
     )
     parser.add_argument("--articles", type=int, default=60, help="--backend local: articles (<= 60)")
+    parser.add_argument(
+        "--show", action="store_true", help="--backend local: print the default writer's articles too"
+    )
     args = parser.parse_args()
     if args.backend == "local":
-        bench_articles(args.articles)
+        bench_articles(args.articles, args.show)
         return
     pairs = targets(args.pairs)
     extractor = HRVExtractor()
