@@ -162,6 +162,23 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (E.split, "She said 'we are done here', and it was over for all of us."),  # quoted speech
         (lambda s: E.add_opener(s, "In fact,"), "Python raises an error."),  # a name would be lower-cased
         (lambda s: E.add_opener(s, "In fact,"), "Indeed, the call returns."),  # already has an opener
+        # an introductory phrase or clause, or a connective set off by commas (seen in model drafts)
+        (
+            lambda s: E.add_opener(s, "In general,"),
+            "In the heart of urban landscapes lie vibrant cities that have always been at odds.",
+        ),
+        (
+            lambda s: E.add_opener(s, "Of course,"),
+            "In many cities across the globe, however, this mission has been put on hold.",
+        ),
+        (
+            lambda s: E.add_opener(s, "In most cases,"),
+            "As we look towards the future of these resources, it becomes clear that they matter.",
+        ),
+        (
+            lambda s: E.add_opener(s, "Clearly,"),
+            "The benefits outweigh the drawbacks, however, for most towns.",
+        ),
         (lambda s: E.add_opener(s, "In fact,"), '"We kept going," Maya said.'),  # dialogue
         (E.add_intensifier, "The call uses a common type."),  # technical adjective
         (E.add_intensifier, "The answer is perfect."),  # takes no degree
@@ -220,3 +237,23 @@ def test_a_time_marker_needs_a_past_tense_not_a_participle_adjective():
     assert E.tells_past_event("We waited for the train.")
     assert not E.tells_past_event("We write down every decision in a shared document.")  # an adjective
     assert not E.tells_past_event("All argument expressions are evaluated.")  # a present rule
+
+
+def test_a_stance_opener_is_not_put_on_a_sentence_of_the_other_stance():
+    """The refiner adds a hedge only where nothing insists and a booster only where nothing hedges."""
+    from resonance_os.generation.refiner_layer import RefinerLayer
+
+    refiner = RefinerLayer()
+    assert E.has_stance("It becomes evident that libraries will grow.", booster=True)
+    assert E.has_stance("Libraries may grow.", booster=False)
+    assert not E.has_stance("Libraries grow.", booster=True)
+    assert not E.has_stance("Libraries grow.", booster=False)
+    insisting = ["It becomes evident that the libraries will grow.", "The town is certainly larger now."]
+    hedging = ["The libraries may grow next year.", "The town is probably larger now."]
+    gaps = [0.0] * 8
+    gaps[3] = -0.3  # less assertive: add a hedge
+    assert refiner.refine(" ".join(insisting), gaps, seed=0) == " ".join(insisting)
+    gaps[3] = +0.3  # more assertive: add a booster
+    assert refiner.refine(" ".join(hedging), gaps, seed=0) == " ".join(hedging)
+    plain = "The libraries grow every year. The town is larger now."
+    assert refiner.refine(plain, gaps, seed=0) != plain

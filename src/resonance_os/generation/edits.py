@@ -33,7 +33,9 @@ from lemminflect import getAllLemmas, getInflection
 from resonance_os.profiling.lexicons import (
     CLASS_ADJECTIVE,
     CLASS_NOUN,
+    FLAG_BOOSTER,
     FLAG_FINITE,
+    FLAG_HEDGE,
     FLAG_PAST,
     get_lexicon,
 )
@@ -232,8 +234,28 @@ def _capitalize(words: list[str]) -> list[str]:
     return [words[0][:1].upper() + words[0][1:], *words[1:]]
 
 
+_INTRODUCTORY = frozenset("perhaps indeed as although though since once whether".split()) | _ADVERBIAL_STARTS
+"""First words of an introductory phrase or clause ("In many cities across the globe, ...", "As we
+look ahead, ..."): a second opener in front of one reads stacked ("In general, in the heart of ...")."""
+
+
 def _has_opener(words: list[str]) -> bool:
-    return any(w.endswith(",") for w in words[:4]) or words[0].lower() in ("perhaps", "indeed", "when", "if")
+    """Whether the sentence already opens with an opener, an introductory phrase or clause, or sets a
+    connective off by commas ("..., however, ...": "Of course, ..., however, ..." contradicts itself)."""
+    return (
+        any(w.endswith(",") for w in words[:4])
+        or words[0].lower() in _INTRODUCTORY
+        or any(w.endswith(",") and w[:-1].lower() in CONNECTIVES for w in words)
+    )
+
+
+def has_stance(sentence: str, booster: bool) -> bool:
+    """Whether ``sentence`` has a booster ("clearly", "indeed") or, with ``booster=False``, a hedge
+    ("may", "perhaps") of the lexicon: a hedging opener on a sentence that insists, or a boosting one
+    on a sentence that hedges, contradicts it ("In most cases, it becomes evident that ...")."""
+    flag = FLAG_BOOSTER if booster else FLAG_HEDGE
+    flags = get_lexicon().flags
+    return any(flags.get(w.strip(",;:.!?").lower(), 0) & flag for w in sentence.split())
 
 
 # -- openers: hedges, boosters, time markers --------------------------------------------------------

@@ -187,11 +187,15 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
         ],
         (3, +1): [
             _edit("remove_hedge", lambda s, r: E.remove_opener(s, E.HEDGE_OPENERS)),
-            _add_opener("add_booster", E.BOOSTER_OPENERS, lambda s: not E.tells_past_event(s)),
+            _add_opener(
+                "add_booster",
+                E.BOOSTER_OPENERS,
+                lambda s: not E.tells_past_event(s) and not E.has_stance(s, booster=False),
+            ),
         ],
         (3, -1): [
             _edit("remove_booster", lambda s, r: E.remove_opener(s, E.BOOSTER_OPENERS)),
-            _add_opener("add_hedge", E.HEDGE_OPENERS),
+            _add_opener("add_hedge", E.HEDGE_OPENERS, lambda s: not E.has_stance(s, booster=True)),
         ],
         (4, +1): [_edit("to_question", lambda s, r: E.to_question(s))],
         (4, -1): [_edit("to_statement", lambda s, r: E.to_statement(s))],
