@@ -77,6 +77,14 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
     assert clean_reply(talk + " " + GOOD) == GOOD
     run_on = "People work from home " + "and teams meet online " * 12 + "every day."
     assert clean_reply(run_on + " " + GOOD) == GOOD
+    # a title run into the first sentence, and a summary with no subject (seen in bench_writer articles)
+    titled = (
+        "The Future of Public Libraries: Building on the Best We've Done By considering the impact, we grow."
+    )
+    summary = "Reflects on the impact of urban gardens by examining their role."
+    assert clean_reply(f"{titled} {summary} {GOOD}") == GOOD
+    kept = "Imagine a street without gardens. Cities change. It remains a problem: the soil is poor."
+    assert clean_reply(kept) == kept
 
 
 def test_quotation_marks_that_open_or_close_nothing_are_removed_and_dialogue_is_kept() -> None:

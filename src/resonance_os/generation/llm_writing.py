@@ -19,6 +19,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from lemminflect import getAllLemmas, getInflection
+
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS, TYPICAL_HRV, typical_position
 from resonance_os.core.hrv_types import mean_gap
 from resonance_os.generation.backends.base import BackendError, ChatBackend
@@ -73,6 +75,11 @@ your requested text", "This opening sentence sets the tone", "In the following p
 explore", "[city_name]", "I'm excited to share my thoughts on", "I hope this changes your
 perspective", "This passage begins by acknowledging", "This essay seeks to explore"), beyond the
 reward's meta-text patterns; a sentence with it is dropped."""
+_HEADING = re.compile(
+    r"^(?:[A-Z][\w'’-]*[ ,]+(?:(?:of|the|a|an|and|or|in|on|for|to|with|at|by) +)*){2,}[A-Z][\w'’-]*:"
+)
+"""A title run into the first sentence ("The Future of Public Libraries: Building on ..."): three or
+more capitalised words (small words between them allowed) before a colon."""
 _BULLET = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+")
 _LABEL = re.compile(
     r"^(?:paragraph|title|article|opening|closing|conclusion)\b[^:\n]{0,20}:\s*", re.IGNORECASE
@@ -84,7 +91,8 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
 
     Drops headings, markdown, bullets, labels ("Paragraph 2:"), lines ending in a colon (a preamble),
     every sentence with meta-text (``quality.repetition.meta_text``: "Here is the revised
-    paragraph", metric names) or ``ASSISTANT_TALK``,
+    paragraph", metric names), ``ASSISTANT_TALK``, a title run into it (``_HEADING``) or no subject
+    before its verb (``opens_without_subject``),
     sentences that copy the ``previous`` paragraphs (``COPY_SHARE`` of their 4-grams), repeat an
     earlier sentence or run on past ``MAX_SENTENCE_WORDS`` words, surrounding quotes, an unfinished last
     sentence (cut at the token limit) and quotation marks that open or close nothing.
@@ -103,6 +111,8 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
             len(sentence.lowers) > MAX_SENTENCE_WORDS
             or meta_text(piece)
             or ASSISTANT_TALK.search(piece)
+            or _HEADING.match(piece)
+            or opens_without_subject(sentence.lowers)
             or (own and len(own & seen) >= COPY_SHARE * len(own))
             or piece in kept
         ):
@@ -112,6 +122,19 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
     if kept and kept[-1][-1] not in ".!?\"'\u201d)":
         kept.pop()  # unfinished: the reply hit the token limit mid-sentence
     return without_unpaired_quotes(" ".join(kept))
+
+
+def opens_without_subject(words: Sequence[str]) -> bool:
+    """Whether a sentence (lower-cased ``words``) opens with a verb in the third person singular and
+    nothing before it, a small model's summary voice ("Reflects on the impact of urban agriculture by
+    examining ...", "Explores how ..."): a word whose only reading is a verb, in its -s form."""
+    if not words:
+        return False
+    first = words[0]
+    readings = getAllLemmas(first)
+    return set(readings) == {"VERB"} and any(
+        first in (getInflection(lemma, "VBZ") or ()) for lemma in readings["VERB"]
+    )
 
 
 def without_unpaired_quotes(text: str) -> str:
