@@ -74,9 +74,12 @@ def test_lag_zero_on_the_workers_is_the_synchronous_trainer():
     sync = GRPO(make_policy(), cat_freq, PROMPTS, small_config()).learn(3)
     ours = [{k: v for k, v in row.items() if k not in BACKGROUND} for row in without_timing(trainer.history)]
     assert [row["policy_lag"] for row in ours] == [0.0, 0.0, 0.0]
-    assert [{k: v for k, v in row.items() if k != "policy_lag"} for row in ours] == without_timing(
-        sync.history
-    )
+    expected = without_timing(sync.history)
+    assert len(ours) == len(expected)
+    for row, want in zip(ours, expected):
+        # equal up to float rounding: with several torch threads the KL of an unchanged policy came out
+        # as -1.2e-9 on one side and +1.2e-9 on the other
+        assert {k: v for k, v in row.items() if k != "policy_lag"} == pytest.approx(want, rel=1e-6, abs=1e-7)
 
 
 def test_two_generation_workers_give_the_same_run_as_one():
