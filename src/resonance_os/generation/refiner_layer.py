@@ -226,6 +226,11 @@ class RefinementResult:
     initial_quality: float = 1.0
 
 
+def _edit_name(dim: int, direction: int, propose: Proposal) -> str:
+    """An edit's name in results: ``"<dimension><+|->:<edit>"``, e.g. ``"curiosity_index+:to_question"``."""
+    return f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
+
+
 @dataclass(frozen=True)
 class EditTrial:
     """One edit tried once by ``RefinerLayer.edit_trials``, measured as ``refine_to_target`` measures it."""
@@ -354,9 +359,7 @@ class RefinerLayer:
                     candidate = propose(sentences, rng)
                     if candidate is not None:
                         sentences = candidate
-                        applied.append(
-                            f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
-                        )
+                        applied.append(_edit_name(dim, direction, propose))
                         break
         return E.join_sentences(sentences), applied
 
@@ -375,12 +378,9 @@ class RefinerLayer:
         first = self.reward.score(text, target, prompt=prompt)
         error = mean_gap(target, first.hrv)
         trials = []
-        for dim in sorted(range(HRV_DIM), key=lambda d: -abs(target[d] - first.hrv[d])):
-            if abs(target[dim] - first.hrv[dim]) <= self.tolerance:
-                continue
-            direction = 1 if target[dim] > first.hrv[dim] else -1
+        for dim, direction in self._off_target(target, first.hrv):
             for propose in self._edits[(dim, direction)]:
-                name = f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
+                name = _edit_name(dim, direction, propose)
                 candidate = propose(sentences, rng)
                 if candidate is None:
                     trials.append(EditTrial(name, applied=False))
@@ -398,6 +398,16 @@ class RefinerLayer:
                     )
                 )
         return trials
+
+    def _off_target(self, target: Sequence[float], measured: Sequence[float]) -> list[tuple[int, int]]:
+        """``(dimension, direction)`` of each dimension further than the tolerance from ``target``,
+        largest gap first: the order the loop tries edits in."""
+        order = sorted(range(HRV_DIM), key=lambda d: -abs(target[d] - measured[d]))
+        return [
+            (d, 1 if target[d] > measured[d] else -1)
+            for d in order
+            if abs(target[d] - measured[d]) > self.tolerance
+        ]
 
     def _keeps(self, new_error: float, error: float, quality: float, initial_quality: float) -> bool:
         """The acceptance test of an edit: it lowers the mean |gap| and keeps quality within
@@ -430,14 +440,8 @@ class RefinerLayer:
         steps = 0
         blocked: set[tuple[int, int, str]] = set()
         while steps < budget:
-            order = [
-                d
-                for d in sorted(range(HRV_DIM), key=lambda d: -abs(target[d] - measured[d]))
-                if abs(target[d] - measured[d]) > self.tolerance
-            ]
             accepted = False
-            for dim in order:
-                direction = 1 if target[dim] > measured[dim] else -1
+            for dim, direction in self._off_target(target, measured):
                 for propose in self._edits[(dim, direction)]:
                     key = (dim, direction, propose.__name__)
                     if key in blocked or steps >= budget:
@@ -451,9 +455,7 @@ class RefinerLayer:
                     new_error = mean_gap(target, scored.hrv)
                     if self._keeps(new_error, error, scored.quality, first.quality):
                         sentences, measured, error, quality = candidate, scored.hrv, new_error, scored.quality
-                        kept.append(
-                            f"{HRV_DIMENSIONS[dim]}{'+' if direction > 0 else '-'}:{propose.__name__}"
-                        )
+                        kept.append(_edit_name(dim, direction, propose))
                         accepted = True
                         blocked = set()
                         break

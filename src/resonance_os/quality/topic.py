@@ -86,9 +86,10 @@ class TopicModel:
         prompt_stems, p = self._prompt(prompt)
         if not prompt_stems or not stems:
             return 0.0, None
-        share = _mention_share([s for sentence in stems for s in sentence], prompt_stems)
+        flat = [s for sentence in stems for s in sentence]
+        share = _mention_share(flat, prompt_stems)
         if text_sum is None:
-            t = self.mean_vector([s for sentence in stems for s in sentence if s not in prompt_stems])
+            t = self.mean_vector([s for s in flat if s not in prompt_stems])
         else:  # many prompts against one text: from the text's vector sum (equal to 1e-7)
             t = self._around_vector(text_sum, prompt_stems)
         return min(1.0, share / MENTION_FULL), (None if p is None or t is None else float(p @ t))
