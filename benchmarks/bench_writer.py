@@ -30,6 +30,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +41,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from _corpus import fortune_entries, paragraphs, pydoc_paragraphs  # noqa: E402
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
-from resonance_os.generation.human_resonant_writer import LLM_REWRITES, HumanResonantWriter  # noqa: E402
+from resonance_os.generation.human_resonant_writer import (  # noqa: E402
+    LLM_CANDIDATES,
+    LLM_REWRITES,
+    HumanResonantWriter,
+)
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.profiling.hrv_extractor import HRVExtractor  # noqa: E402
 from resonance_os.quality.repetition import meta_text  # noqa: E402
@@ -69,7 +74,8 @@ PROMPTS = [
     "the habit of writing every morning",
 ]
 REWRITE_ROUNDS = (0, 1, 2)
-"""Sentence rewrites per paragraph compared by ``--backend local`` (each one batched model call)."""
+"""Sentence rewrites per paragraph compared by ``--backend local`` by default (each one batched model
+call); ``--rewrites`` and ``--candidates`` choose other settings (every combination is run)."""
 PREVIOUS_LOCAL = {
     "max 4-gram share between paragraphs": "100% (paragraph 1 repeated as 2 and 3)",
     "articles with meta-text": 'yes ("Here\'s a more polished version ...")',
@@ -170,9 +176,15 @@ def article_rows(writer: HumanResonantWriter, pairs: list[tuple[str, str, list[f
     return rows
 
 
-def bench_articles(n_articles: int, show: bool = False) -> None:
-    """The ``--backend local`` table: local-model articles beside template draft mode and the old build;
-    with ``show``, the default local writer's articles after it, to read."""
+def bench_articles(
+    n_articles: int,
+    show: bool = False,
+    rewrite_rounds: Sequence[int] = REWRITE_ROUNDS,
+    candidate_counts: Sequence[int] = (LLM_CANDIDATES,),
+) -> None:
+    """The ``--backend local`` table: local-model articles (one column per ``rewrite_rounds`` x
+    ``candidate_counts`` setting) beside template draft mode and the old build; with ``show``, the
+    articles of the default setting (or the first one run) after it, to read."""
     profiles = list(BUILTIN_TEMPLATES.values())
     pairs = [
         (PROMPTS[i // 3], profiles[i % 3].name, profiles[i % 3].vector.to_list())
@@ -180,10 +192,17 @@ def bench_articles(n_articles: int, show: bool = False) -> None:
     ][:n_articles]
     extractor = HRVExtractor()
     writers = {"builtin": HumanResonantWriter(backend="builtin", extractor=extractor)}
-    for rounds in REWRITE_ROUNDS:
-        writers[f"rewrites={rounds}"] = HumanResonantWriter(
-            backend="local", rewrites=rounds, extractor=extractor
-        )
+    default_name = ""
+    for count in candidate_counts:
+        for rounds in rewrite_rounds:
+            name = f"rewrites={rounds}" + (
+                "" if list(candidate_counts) == [LLM_CANDIDATES] else f", candidates={count}"
+            )
+            writers[name] = HumanResonantWriter(
+                backend="local", rewrites=rounds, candidates=count, extractor=extractor
+            )
+            if (rounds, count) == (LLM_REWRITES, LLM_CANDIDATES):
+                default_name = name
     results = {name: article_rows(writer, pairs) for name, writer in writers.items()}
 
     def mean(name: str, key: str) -> float:
@@ -193,10 +212,7 @@ def bench_articles(n_articles: int, show: bool = False) -> None:
         f"\n{len(pairs)} articles (3 paragraphs; prompts x built-in profiles {', '.join(p for _, p, _ in pairs[:3])}), seed = index\n"
     )
     local_runs = list(writers)[1:]
-    local = [
-        f"local SmolLM2, {name}{' (default)' if name == f'rewrites={LLM_REWRITES}' else ''}"
-        for name in local_runs
-    ]
+    local = [f"local SmolLM2, {name}{' (default)' if name == default_name else ''}" for name in local_runs]
     print(f"| figure | template draft mode | {' | '.join(local)} | local (previous build, issue 12) |")
     print("|---|---|" + "---|" * len(local) + "---|")
     rows = [
@@ -226,8 +242,9 @@ def bench_articles(n_articles: int, show: bool = False) -> None:
         f" on {os.cpu_count()} cores"
     )
     if show:
-        print(f"\nThe articles of local SmolLM2, rewrites={LLM_REWRITES} (default):\n")
-        print("\n\n".join(r["article"] for r in results[f"rewrites={LLM_REWRITES}"]))
+        shown = default_name or local_runs[0]
+        print(f"\nThe articles of local SmolLM2, {shown}:\n")
+        print("\n\n".join(r["article"] for r in results[shown]))
 
 
 def main() -> None:
@@ -238,11 +255,27 @@ def main() -> None:
     )
     parser.add_argument("--articles", type=int, default=60, help="--backend local: articles (<= 60)")
     parser.add_argument(
-        "--show", action="store_true", help="--backend local: print the default writer's articles too"
+        "--show",
+        action="store_true",
+        help="--backend local: print the articles of the default setting (or the first run) too",
+    )
+    parser.add_argument(
+        "--rewrites",
+        type=int,
+        nargs="+",
+        default=list(REWRITE_ROUNDS),
+        help="--backend local: rewrite rounds",
+    )
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        nargs="+",
+        default=[LLM_CANDIDATES],
+        help="--backend local: drafts per paragraph",
     )
     args = parser.parse_args()
     if args.backend == "local":
-        bench_articles(args.articles, args.show)
+        bench_articles(args.articles, args.show, args.rewrites, args.candidates)
         return
     pairs = targets(args.pairs)
     extractor = HRVExtractor()

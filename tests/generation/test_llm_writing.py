@@ -72,7 +72,8 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
         "Here's an example of your requested text. The town of [town_name] grows beans. "
         "I'm excited to share my thoughts on gardens. I hope this changes your perspective. "
         # the text talking about itself (seen in bench_writer articles)
-        "This passage begins by acknowledging that cities change. This essay seeks to explore how."
+        "This passage begins by acknowledging that cities change. This essay seeks to explore how. "
+        "This is where our creative writing comes into play."
     )
     assert clean_reply(talk + " " + GOOD) == GOOD
     run_on = "People work from home " + "and teams meet online " * 12 + "every day."
@@ -83,6 +84,12 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
     )
     summary = "Reflects on the impact of urban gardens by examining their role."
     assert clean_reply(f"{titled} {summary} {GOOD}") == GOOD
+    # a writing-technique label run into a sentence anywhere in the paragraph (seen in bench_writer)
+    labelled = f"{GOOD} Sensory language: I saw a bee sting the gardener. Here it goes: the soil is poor."
+    assert clean_reply(labelled) == GOOD
+    # trailing off, and cut at the token limit right after an opening quote (seen in fresh articles)
+    assert clean_reply(f"{GOOD} They were all alive and doing whatever they wanted....") == GOOD
+    assert clean_reply(f'{GOOD} The way bees dance has been dubbed "') == GOOD
     kept = "Imagine a street without gardens. Cities change. It remains a problem: the soil is poor."
     assert clean_reply(kept) == kept
 

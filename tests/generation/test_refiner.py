@@ -2,6 +2,7 @@ import pytest
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.generation import edits as E
 from resonance_os.generation.refiner_layer import RefinerLayer
 from resonance_os.quality.corpus import document_paragraphs, pydoc_paragraphs
 from resonance_os.quality.reward import WritingReward
@@ -89,15 +90,16 @@ def test_bad_feedback(refiner):
         RefinerLayer(quality_tolerance=2.0)
 
 
-def test_boosters_stay_out_of_narration_and_similes_attach_to_a_sentence_about_their_topic():
+def test_boosters_and_hedges_stay_out_of_narration_and_similes_attach_to_a_sentence_about_their_topic():
     refiner = RefinerLayer()
-    assertive = [0, 0, 0, 1, 0, 0, 0, 0]
     narrated = "The air was filled with the soft hum of conversation. We waited by the door."
-    edited, applied = refiner.apply_edits(narrated, assertive, seed=0)
-    assert not any(o in edited for o in ("In fact,", "Indeed,", "Of course,", "Clearly,")), applied
     rule = "A function returns a value to its caller. The caller decides what to do with it."
-    edited, applied = refiner.apply_edits(rule, assertive, seed=0)
-    assert edited != rule and "assertiveness_index+" in applied[0]
+    for direction, openers in ((+1, E.BOOSTER_OPENERS), (-1, E.HEDGE_OPENERS)):
+        gap = [0, 0, 0, direction, 0, 0, 0, 0]
+        edited, applied = refiner.apply_edits(narrated, gap, seed=0)  # "Typically, the air was filled"
+        assert not any(o in edited for o in openers), applied
+        edited, applied = refiner.apply_edits(rule, gap, seed=0)
+        assert edited != rule and f"assertiveness_index{'+' if direction > 0 else '-'}" in applied[0]
 
     metaphoric = [0, 0, 0, 0, 0, 1, 0, 0]
     about_time = (

@@ -67,19 +67,26 @@ ASSISTANT_TALK = re.compile(
     r"|\bI(?:'m| am) (?:so |very )?(?:excited|happy|glad|thrilled|delighted|pleased) to (?:share|present|discuss|explore|write|tell)\b"
     r"|\bI hope (?:this|that|these|my|you)\b"
     r"|\b(?:this|the above|the following) (?:passage|essay|excerpt)\b"
-    r"|\b(?:this|my) (?:article|piece|post|blog post) (?:will|seeks|aims|explores|discusses|examines|begins)\b",
+    r"|\b(?:this|my) (?:article|piece|post|blog post) (?:will|seeks|aims|explores|discusses|examines|begins)\b"
+    r"|\b(?:our|my|this) (?:creative|professional|technical) (?:writing|style|tone|voice)\b|\bwriting comes into play\b",
     re.IGNORECASE,
 )
 """Assistant talk a small model mixes into its prose ("Here's an example of how you can incorporate
 your requested text", "This opening sentence sets the tone", "In the following paragraphs, I'll
 explore", "[city_name]", "I'm excited to share my thoughts on", "I hope this changes your
-perspective", "This passage begins by acknowledging", "This essay seeks to explore"), beyond the
+perspective", "This passage begins by acknowledging", "This essay seeks to explore", "This is where
+our creative writing comes into play"), beyond the
 reward's meta-text patterns; a sentence with it is dropped."""
 _HEADING = re.compile(
     r"^(?:[A-Z][\w'’-]*[ ,]+(?:(?:of|the|a|an|and|or|in|on|for|to|with|at|by) +)*){2,}[A-Z][\w'’-]*:"
 )
 """A title run into the first sentence ("The Future of Public Libraries: Building on ..."): three or
 more capitalised words (small words between them allowed) before a colon."""
+_RUN_IN_LABEL = re.compile(r"^[A-Z][\w'’-]*(?: [\w'’-]+){0,2}: ")
+"""A label of one to three words run into a sentence, a small model's list of writing techniques
+("Sensory language: I saw a bee ...", "Here it goes: ...", "Good Sleep: What Every One Needs to Know")."""
+_FINISHED = re.compile(r"[.!?][\"'\u201d)]*$")
+"""How a finished sentence ends: its stop, then closing quotes or brackets ('... dubbed "' is not)."""
 _BULLET = re.compile(r"^(?:[-*\u2022]|\d+[.)])\s+")
 _LABEL = re.compile(
     r"^(?:paragraph|title|article|opening|closing|conclusion)\b[^:\n]{0,20}:\s*", re.IGNORECASE
@@ -91,10 +98,12 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
 
     Drops headings, markdown, bullets, labels ("Paragraph 2:"), lines ending in a colon (a preamble),
     every sentence with meta-text (``quality.repetition.meta_text``: "Here is the revised
-    paragraph", metric names), ``ASSISTANT_TALK``, a title run into it (``_HEADING``) or no subject
+    paragraph", metric names), ``ASSISTANT_TALK``, a title or label run into it (``_HEADING``,
+    ``_RUN_IN_LABEL``) or no subject
     before its verb (``opens_without_subject``),
     sentences that copy the ``previous`` paragraphs (``COPY_SHARE`` of their 4-grams), repeat an
-    earlier sentence or run on past ``MAX_SENTENCE_WORDS`` words, surrounding quotes, an unfinished last
+    earlier sentence, run on past ``MAX_SENTENCE_WORDS`` words or trail off in an ellipsis ("They
+    were all alive and doing whatever they wanted..."), surrounding quotes, an unfinished last
     sentence (cut at the token limit) and quotation marks that open or close nothing.
     """
     lines = [re.sub(r"[*_`]", "", line).strip() for line in reply.splitlines() if not line.startswith("#")]
@@ -112,15 +121,17 @@ def clean_reply(reply: str, previous: Sequence[str] = ()) -> str:
             or meta_text(piece)
             or ASSISTANT_TALK.search(piece)
             or _HEADING.match(piece)
+            or _RUN_IN_LABEL.match(piece)
             or opens_without_subject(sentence.lowers)
+            or piece.endswith(("...", "\u2026"))
             or (own and len(own & seen) >= COPY_SHARE * len(own))
             or piece in kept
         ):
             continue
         kept.append(piece)
         seen |= own
-    if kept and kept[-1][-1] not in ".!?\"'\u201d)":
-        kept.pop()  # unfinished: the reply hit the token limit mid-sentence
+    if kept and not _FINISHED.search(kept[-1]):
+        kept.pop()  # unfinished: the reply hit the token limit mid-sentence (or after an opening quote)
     return without_unpaired_quotes(" ".join(kept))
 
 
