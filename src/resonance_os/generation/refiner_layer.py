@@ -147,9 +147,10 @@ def _add_opener(name: str, openers: Sequence[str], fits: Callable[[str], bool] |
     return _named(name, propose)
 
 
-def _takes_stance(booster: bool) -> Callable[[str], bool]:
-    """Whether a booster (or hedge) opener fits a sentence: one that states something in general, not
-    a past event ("Typically, the air was filled with a silence"), and takes no opposite stance."""
+def _opener_fits_stance(booster: bool) -> Callable[[str], bool]:
+    """The test of whether a booster (or, with ``booster=False``, a hedge) opener fits a sentence: the
+    sentence states something in general, not a past event ("Typically, the air was filled with a
+    silence"), and takes no opposite stance."""
     return lambda sentence: (
         not E.tells_past_event(sentence) and not E.has_stance(sentence, booster=not booster)
     )
@@ -195,11 +196,11 @@ def _catalogue() -> dict[tuple[int, int], list[Proposal]]:
         ],
         (3, +1): [
             _edit("remove_hedge", lambda s, r: E.remove_opener(s, E.HEDGE_OPENERS)),
-            _add_opener("add_booster", E.BOOSTER_OPENERS, _takes_stance(booster=True)),
+            _add_opener("add_booster", E.BOOSTER_OPENERS, _opener_fits_stance(booster=True)),
         ],
         (3, -1): [
             _edit("remove_booster", lambda s, r: E.remove_opener(s, E.BOOSTER_OPENERS)),
-            _add_opener("add_hedge", E.HEDGE_OPENERS, _takes_stance(booster=False)),
+            _add_opener("add_hedge", E.HEDGE_OPENERS, _opener_fits_stance(booster=False)),
         ],
         (4, +1): [_edit("to_question", lambda s, r: E.to_question(s))],
         (4, -1): [_edit("to_statement", lambda s, r: E.to_statement(s))],
