@@ -36,7 +36,7 @@ test: $(STAMP)
 # minute with the install), so this target adds the `ray` extra; the default install does not need Ray.
 test-slow: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,local,ray]'
-	$(BIN)/python -m pytest -q -m slow
+	$(BIN)/python -m pytest -q -m slow --durations=15
 
 # The API tests and the schema-upgrade tests again, against a throw-away PostgreSQL 15 server on
 # 127.0.0.1 (skipped with a printed reason where Debian's PostgreSQL binaries are absent).

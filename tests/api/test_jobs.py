@@ -44,7 +44,8 @@ def _wait(client, job_id, headers, until, timeout=60.0) -> dict:
     raise AssertionError(f"job never reached the expected state: {job}")
 
 
-def test_job_runs_in_a_worker_process_with_progress_and_metrics(job_app, make_tenant_for):
+def test_job_runs_in_a_worker_process_with_progress_and_metrics(job_app, make_tenant_for, monkeypatch):
+    monkeypatch.setenv("TEST_TRAINER_DELAY", "0.1")  # 1 s of progress reports: a busy machine's polls see one
     tenant = make_tenant_for(job_app)
     with TestClient(job_app) as client:
         started = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 640}, headers=tenant.headers)

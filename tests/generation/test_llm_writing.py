@@ -270,7 +270,9 @@ def test_the_writer_rewrites_a_drafted_sentence_judged_by_its_own_model(tiny_cha
     planned, targets = outlines()
     target = list(targets[1])
     target[4] = 0.6  # questions wanted
-    paragraph = HumanResonantWriter(backend=backend).draft(PROMPT, planned[1], target, [FIRST], seed=2)
+    paragraph = HumanResonantWriter(backend=backend, rewrites=2).draft(
+        PROMPT, planned[1], target, [FIRST], seed=2
+    )
     calls = paragraph.trace["rewrite_calls"]
     assert 1 <= len(calls) <= 2 and asked[1].startswith("Rewrite this sentence.")
     assert limits[0] is None and set(limits[1:]) == {REWRITE_MAX_TOKENS}

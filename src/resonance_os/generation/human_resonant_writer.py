@@ -9,7 +9,7 @@ for each paragraph the backend drafts and the draft is measured with the ``HRVEx
 models (the default ``local`` SmolLM2 when installed, or any OpenAI-compatible server) get a short
 prompt from the outline and sample several candidates at once; the writing reward picks the best
 (``llm_writing``); with ``rounds`` it re-prompts with plain advice while the best is off target.
-Then the local model rewrites up to ``rewrites`` sentences of the chosen draft toward the largest
+With ``rewrites`` (off by default) the local model then rewrites up to that many sentences of the chosen draft toward the largest
 gaps, each kept only when it lowers the gap, keeps quality and reads as fluent to the model
 (``llm_rewrite``).
 The built-in template composer (``backend="builtin"``, ``SentenceLayer`` + ``BuiltinComposer``,
@@ -47,8 +47,10 @@ LLM_TOLERANCE = 0.08
 """Mean |gap| at which a language model's best candidate counts as on target (models cannot aim finer)."""
 LLM_CANDIDATES = 6
 """Candidates sampled per batch (one batched call) for language-model backends."""
-LLM_REWRITES = 2
-"""Sentence rewrites (one batched model call each) per drafted paragraph for language-model backends."""
+LLM_REWRITES = 0
+"""Sentence rewrites (one batched model call each) per drafted paragraph for language-model backends:
+off by default, since two rounds cost about 46 s per 3-paragraph SmolLM2 article (93.5 s against
+47.3 s) and moved the whole-article gap by 0.002 (0.11 rewrites kept per article; benchmarks/README)."""
 DRAFT_MODE = "builtin (template draft mode)"
 """``Article.backend`` for the built-in template composer: an offline draft mode, not a writer."""
 
@@ -162,7 +164,7 @@ class HumanResonantWriter:
             model's best candidate is off target (default 0: one batch per paragraph, which keeps a
             3-paragraph SmolLM2 article under a minute on 2 busy CPU cores).
         rewrites: sentences the local model may rewrite per paragraph toward the largest gaps
-            (default 2, 0-8; ``llm_rewrite``), judged for fluency by the same model; other backends
+            (default 0, 0-8; ``llm_rewrite``), judged for fluency by the same model; other backends
             make none.
         tolerance: per-dimension gap at which a paragraph counts as on target (default 0.015).
         max_steps: edit attempts per paragraph for the built-in backend (default 24).

@@ -61,14 +61,14 @@ GAP_ADVICE: dict[str, tuple[str, str]] = {
 """Plain advice to lower (first) or raise (second) each dimension, in the words a writer would use."""
 
 ASSISTANT_TALK = re.compile(
-    r"\b(?:here's|here is|here are|your requested|in this (?:paragraph|article))\b"
-    r"|\b(?:the|this|your|original) (?:opening |closing |following |next )?(?:paragraph|sentence|prompt|instruction)s?\b"
-    r"|\[[\w ]+\]|\bI(?:'ve| have) (?:re)?written\b|\bI(?:'ll| will) (?:explore|discuss|examine|share)\b"
-    r"|\bI(?:'m| am) (?:so |very )?(?:excited|happy|glad|thrilled|delighted|pleased) to (?:share|present|discuss|explore|write|tell)\b"
-    r"|\bI hope (?:this|that|these|my|you)\b"
-    r"|\b(?:this|the above|the following) (?:passage|essay|excerpt)\b"
-    r"|\b(?:this|my) (?:article|piece|post|blog post) (?:will|seeks|aims|explores|discusses|examines|begins)\b"
-    r"|\b(?:our|my|this) (?:creative|professional|technical) (?:writing|style|tone|voice)\b|\bwriting comes into play\b",
+    r"\[[\w ]+\]|\b(?:here's|here is|here are|your requested|in this (?:paragraph|article)"
+    r"|(?:the|this|your|original) (?:opening |closing |following |next )?(?:paragraph|sentence|prompt|instruction)s?"
+    r"|I(?:'ve| have) (?:re)?written|I(?:'ll| will) (?:explore|discuss|examine|share)"
+    r"|I(?:'m| am) (?:so |very )?(?:excited|happy|glad|thrilled|delighted|pleased) to (?:share|present|discuss|explore|write|tell)"
+    r"|I hope (?:this|that|these|my|you)"
+    r"|(?:this|the above|the following) (?:passage|essay|excerpt)"
+    r"|(?:this|my) (?:article|piece|post|blog post) (?:will|seeks|aims|explores|discusses|examines|begins)"
+    r"|(?:our|my|this) (?:creative|professional|technical) (?:writing|style|tone|voice)|writing comes into play)\b",
     re.IGNORECASE,
 )
 """Assistant talk a small model mixes into its prose ("Here's an example of how you can incorporate
