@@ -113,3 +113,18 @@ def test_boosters_and_hedges_stay_out_of_narration_and_similes_attach_to_a_sente
     # the topic word named late in a sentence is not what the sentence is about: no pasted-on simile
     late = "The village sees its first frost late each year. The fields lie quiet under the snow."
     assert refiner.apply_edits(late, metaphoric, seed=0) == (late, [])
+
+
+def test_a_simile_goes_only_on_a_subject_it_can_be_said_of():
+    """The stage fits a paragraph about people and society, but is said of a society, not of people."""
+    refiner = RefinerLayer()
+    metaphoric = [0, 0, 0, 0, 0, 1, 0, 0]
+    people = (
+        "People in our town gather in the square every evening. Men and women talk about the world and its"
+        " politics."
+    )
+    assert refiner.apply_edits(people, metaphoric, seed=0) == (people, [])
+    society = "Society gives each of us a role to play. People take on the roles that the world hands them."
+    edited, applied = refiner.apply_edits(society, metaphoric, seed=0)
+    assert applied == ["metaphor_density+:add_simile"]
+    assert edited.startswith("Society gives each of us a role to play, like a stage")

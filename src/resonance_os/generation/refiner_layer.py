@@ -89,44 +89,52 @@ def _merge(shortest_first: bool) -> Proposal:
 
 
 @cache
-def similes() -> tuple[tuple[str, str], ...]:
-    """(simile, topic words) pairs from ``generation/data/similes.txt``."""
+def similes() -> tuple[tuple[str, str, str], ...]:
+    """(simile, topic words, subjects) rows of ``generation/data/similes.txt``."""
     text = files("resonance_os.generation").joinpath("data", "similes.txt").read_text("utf-8")
     rows = [line.split("|") for line in text.splitlines() if line.strip() and not line.startswith("#")]
-    return tuple((simile.strip(), words.strip()) for simile, words in rows)
+    return tuple((simile.strip(), words.strip(), subjects.strip()) for simile, words, subjects in rows)
 
 
 @lru_cache(maxsize=4096)
 def fitting_simile(text: str) -> tuple[str, frozenset[str]] | None:
     """The simile whose topic words the paragraph is most about (``quality.topic`` score) and the
-    stems of those words, or ``None`` when none reaches ``SIMILE_FIT``."""
+    stems of the subjects it can be said of, or ``None`` when none reaches ``SIMILE_FIT``."""
     from resonance_os.quality.topic import topic_model
 
-    pairs = similes()
-    fits = topic_model().score_many(text, [words for _, words in pairs])
-    fit, best = max(zip(fits, range(len(pairs))))
-    simile, words = pairs[best]
-    return (simile, frozenset(stem(w) for w in words.split())) if fit >= SIMILE_FIT else None
+    rows = similes()
+    fits = topic_model().score_many(text, [words for _, words, _ in rows])
+    fit, best = max(zip(fits, range(len(rows))))
+    simile, _, subjects = rows[best]
+    return (simile, frozenset(stem(w) for w in subjects.split())) if fit >= SIMILE_FIT else None
 
 
-SIMILE_SUBJECT_WORDS = 3
-"""A simile is appended only to a sentence whose first words (its subject) name one of its topic
-words: the comparison then reads as said of the subject."""
+SIMILE_MAX_WORDS = 14
+"""A simile is appended only to a sentence of at most this many words: at the end of a longer one it
+reads as said of the last clause ("... that brought joy to those who would aid them, like a clock")."""
+
+
+def _opening_noun(words: list[str]) -> str:
+    """The sentence's first word after a determiner ("The world is ..." -> "world")."""
+    return words[1] if len(words) > 1 and words[0] in E.DETERMINERS else words[0]
 
 
 def _add_simile(sentences: list[str], rng: random.Random) -> list[str] | None:
-    """Append the fitting simile to a sentence whose subject is one of its topic words ("Time moves
-    on, like a river that never stops moving"), not to any sentence that names one: "... who lived
-    on the moon's surface, like a stage where everyone plays a part" (a woman was named) and "...
-    because they needed me, like a clock that keeps ticking" (the moment was) read as pasted on."""
+    """Append the fitting simile to a short sentence that opens with one of the subjects it can be
+    said of ("Time moves on, like a river that never stops moving"), not to any sentence on its
+    topic: "... who lived on the moon's surface, like a stage where everyone plays a part" (a woman
+    was named), "People gather in the square, like a stage ..." (people are not a stage) and "With
+    years of experience she started a farm ..., like a clock that keeps ticking" read as pasted on."""
     fitting = fitting_simile(E.join_sentences(sentences))
     if fitting is None:
         return None
-    simile, anchors = fitting
+    simile, subjects = fitting
 
     def attach(sentence: str, rng: random.Random) -> str | None:
-        words = [w for words in sentence_words(sentence) for w in words][:SIMILE_SUBJECT_WORDS]
-        return E.add_simile(sentence, simile) if anchors & {stem(w) for w in words} else None
+        words = [w for words in sentence_words(sentence) for w in words]
+        if not words or len(words) > SIMILE_MAX_WORDS or stem(_opening_noun(words)) not in subjects:
+            return None
+        return E.add_simile(sentence, simile)
 
     return _edit("add_simile", attach)(sentences, rng)
 
