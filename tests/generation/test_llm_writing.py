@@ -4,6 +4,7 @@ random model (the real SmolLM2 is exercised by the slow tests in test_local_back
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from resonance_os.core.errors import ValidationError
@@ -14,13 +15,15 @@ from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.human_resonant_writer import DRAFT_MODE, HumanResonantWriter
 from resonance_os.generation.llm_rewrite import REWRITE_MAX_TOKENS
 from resonance_os.generation.llm_writing import (
+    MODEL_TYPICAL_HRV,
     clean_reply,
+    draft_instructions,
     gap_advice,
     paragraph_messages,
-    style_instructions,
     write_paragraph,
 )
 from resonance_os.generation.planner_layer import PlannerLayer
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 from resonance_os.quality.repetition import meta_text
 from resonance_os.quality.reward import WritingReward
 
@@ -44,7 +47,7 @@ def outlines():
 def test_prompt_is_short_plain_and_without_metric_names_or_earlier_text() -> None:
     planned, targets = outlines()
     for outline, target in zip(planned, targets):
-        instructions = style_instructions(target, outline.notes)
+        instructions = draft_instructions(target)
         user = paragraph_messages(PROMPT, outline, instructions)[-1]["content"]
         assert len(instructions) == 3 and len(user) < 400
         assert outline.focus in user and PROMPT in user
@@ -53,6 +56,34 @@ def test_prompt_is_short_plain_and_without_metric_names_or_earlier_text() -> Non
         assert "hrv" not in lowered and not meta_text(user)
     advice = gap_advice(TARGET, [0.5] * 8)
     assert advice == ["ask no questions", "stay literal, no comparisons", "use the active voice"]
+
+
+def test_a_first_draft_is_asked_for_what_the_model_would_miss():
+    """The advice is for the gaps between the target and what SmolLM2 writes anyway: even sentences and
+    a warm tone are corrected for a technical target, and a target the model meets is not advised on."""
+    technical = BUILTIN_TEMPLATES["technical"].vector.to_list()
+    assert draft_instructions(technical) == [
+        "use more critical wording",
+        "write in the present tense, no story",
+        "use the passive voice once or twice",
+    ]
+    assert "mix very short sentences with long ones" in draft_instructions(
+        BUILTIN_TEMPLATES["creative"].vector.to_list()
+    )
+    near = list(MODEL_TYPICAL_HRV)
+    near[HRV_DIMENSIONS.index("curiosity_index")] += 0.4
+    assert draft_instructions(near, count=1) == ["ask a question"]
+
+
+def test_the_models_typical_hrv_is_what_its_shipped_drafts_measure():
+    from resonance_os.evolution.draft_pool import load_drafts
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+    extractor = HRVExtractor()
+    measured = np.mean([extractor.extract(d.text) for d in load_drafts(split="train")], axis=0)
+    assert np.allclose(MODEL_TYPICAL_HRV, measured, atol=0.01), (
+        f"MODEL_TYPICAL_HRV says {MODEL_TYPICAL_HRV}, the pool's training drafts measure {measured.round(2)}"
+    )
 
 
 def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None:

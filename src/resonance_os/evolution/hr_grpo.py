@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from resonance_os.core.errors import ValidationError
-from resonance_os.generation.llm_writing import clean_reply, paragraph_messages, style_instructions
+from resonance_os.generation.llm_writing import clean_reply, draft_instructions, paragraph_messages
 from resonance_os.generation.planner_layer import PlannerLayer
 from resonance_os.generation.topics import validate_prompt
 from resonance_os.profiles.targets import Store, resolve_target
@@ -103,8 +103,7 @@ def hr_messages(prompt: str, target: Sequence[float]) -> list[dict[str, str]]:
     outlines, targets = PlannerLayer(sentences_per_paragraph=SENTENCES).plan_paragraphs(
         prompt, 1, list(target)
     )
-    outline = outlines[0]
-    return paragraph_messages(prompt, outline, style_instructions(targets[0], outline.notes))
+    return paragraph_messages(prompt, outlines[0], draft_instructions(targets[0]))
 
 
 def _prompt_key(prompt: Any) -> str:

@@ -8,11 +8,11 @@ targets equals the article target (up to clipping at the [0, 1] edges, which it 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS, typical_position
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import default_target, validate_hrv
 from resonance_os.generation.topics import topic_phrases, validate_prompt
 
@@ -47,8 +47,6 @@ class Outline:
     """Topic phrases from the prompt; the paragraph mentions at least its ``focus``."""
     focus: str
     sentences: int = DEFAULT_SENTENCES
-    notes: tuple[str, ...] = field(default_factory=tuple)
-    """Plain-language style notes derived from the paragraph target (also used as LLM instructions)."""
 
 
 def roles_for(num_paragraphs: int) -> list[str]:
@@ -79,57 +77,6 @@ def spread_targets(target: list[float], roles: list[str]) -> list[list[float]]:
         share = np.divide(room, total, out=np.zeros_like(room), where=total > 0)
         targets = np.clip(targets + share * error * len(roles), 0.0, 1.0)
     return [row.tolist() for row in targets]
-
-
-def style_notes(target: list[float]) -> tuple[str, ...]:
-    """Describe a target in words (the instructions an LLM backend receives): each dimension low, mid
-    or high by the third of real prose's range it falls in (``core.hrv_constants.typical_position``)."""
-    positions = iter(typical_position(d, v) for d, v in zip(HRV_DIMENSIONS, target))
-    (cadence, valence, intensity, assertive, curiosity, metaphor, story, active) = positions
-
-    def level(position: float, low: str, mid: str, high: str) -> str:
-        return low if position < 1 / 3 else high if position > 2 / 3 else mid
-
-    return (
-        level(
-            cadence,
-            "keep sentence lengths even",
-            "vary sentence length moderately",
-            "mix very short and long sentences",
-        ),
-        level(
-            valence,
-            "take a critical, negative tone",
-            "keep the tone neutral",
-            "keep the tone positive and warm",
-        ),
-        level(
-            intensity,
-            "use calm, understated wording",
-            "use moderately expressive wording",
-            "use vivid, emotionally strong wording",
-        ),
-        level(
-            assertive,
-            "hedge claims (perhaps, may, seems)",
-            "balance confident and hedged claims",
-            "state claims with confidence (clearly, in fact)",
-        ),
-        level(curiosity, "ask no questions", "ask one question", "ask several questions and wonder aloud"),
-        level(metaphor, "stay literal", "use one simile", "use several similes and figurative images"),
-        level(
-            story,
-            "write expository present-tense prose",
-            "add a small concrete example",
-            "tell it as a story: past tense, a named person, time markers",
-        ),
-        level(
-            active,
-            "use several passive constructions",
-            "use mostly active voice with some passives",
-            "use active voice throughout",
-        ),
-    )
 
 
 class PlannerLayer:
@@ -163,9 +110,8 @@ class PlannerLayer:
                 topics=topics,
                 focus=topics[i % len(topics)],
                 sentences=self.sentences_per_paragraph,
-                notes=style_notes(paragraph_target),
             )
-            for i, (role, paragraph_target) in enumerate(zip(roles, targets))
+            for i, role in enumerate(roles)
         ]
         return outlines, targets
 
