@@ -190,6 +190,26 @@ def test_a_candidate_that_opens_like_an_earlier_paragraph_wins_only_when_it_is_t
     assert text == GOOD
 
 
+def test_a_one_sentence_candidate_wins_only_when_it_is_the_only_one() -> None:
+    planned, targets = outlines()
+    reward = WritingReward()
+    stub = "Small towns feel the change of a community garden within a single season, and gardens help."
+    other = (
+        "Gardens also need water, and the town pays for the tap. Most plots grow beans and squash. "
+        "Older gardeners keep notes on which seeds did well."
+    )
+    scores = {t: reward.score(t, targets[1], PROMPT, [FIRST]).reward for t in (stub, other)}
+    assert scores[stub] > scores[other]  # on reward alone the stub would win
+    text, _, log = write_paragraph(
+        Scripted([stub, other]), reward, PROMPT, planned[1], targets[1], [FIRST], 0.08, 0, 5
+    )
+    assert text == other and log.chosen == 1
+    text, _, _ = write_paragraph(
+        Scripted([stub]), reward, PROMPT, planned[1], targets[1], [FIRST], 0.08, 0, 5
+    )
+    assert text == stub
+
+
 def test_rounds_resample_with_advice_while_off_target_and_fail_clearly_when_nothing_survives() -> None:
     planned, targets = outlines()
     backend = Scripted([GOOD])

@@ -46,6 +46,9 @@ MODEL_TYPICAL_HRV = (0.28, 0.70, 0.23, 0.45, 0.04, 0.10, 0.36, 0.88)
 pool's 200 training drafts (``evolution.draft_pool``, written toward all three built-in profiles).
 Against real prose (``TYPICAL_HRV`` medians) its sentence lengths are even (0.28 against 0.45) and its
 tone warm (0.70 against 0.52), with more stories (0.36 against 0.18). A test recomputes it."""
+MIN_SENTENCES = 2
+"""A candidate of fewer sentences (the filters can leave one) is chosen only when no other survives:
+a one-sentence paragraph reads as a stub (3 of 27 chosen paragraphs on the writer benchmark)."""
 COPY_SHARE = 0.5
 """A sentence with at least this share of its word 4-grams in the earlier paragraphs is a copy."""
 MAX_SENTENCE_WORDS = 50
@@ -235,11 +238,12 @@ def write_paragraph(
     """(paragraph, its measured HRV, log): ``candidates`` sampled replies, cleaned and scored by
     ``reward`` (against ``previous`` for copying); up to ``rounds`` more batches, with gap advice,
     while the best misses ``target`` by more than ``tolerance`` (mean |gap|). The highest reward wins,
-    among the candidates that do not open like an earlier paragraph when there are any.
+    among the candidates that do not open like an earlier paragraph and have ``MIN_SENTENCES`` when
+    there are any (an opening like an earlier paragraph's weighs more than a short one).
     Raises ``BackendError`` when no reply survives the filters."""
     log = DraftLog()
     best: tuple[str, list[float]] | None = None
-    best_rank: tuple[bool, float] = (False, 0.0)
+    best_rank: tuple[bool, bool, float] = (False, False, 0.0)
     openings = {opening(p) for p in previous}
     instructions = draft_instructions(target)
     for round_index in range(rounds + 1):
@@ -257,7 +261,7 @@ def write_paragraph(
             scored = reward.score(text, target, prompt=prompt, context=previous)
             log.errors.append(mean_gap(target, scored.hrv))
             log.rewards.append(scored.reward)
-            rank = (opening(text) not in openings, scored.reward)
+            rank = (opening(text) not in openings, len(split_sentences(text)) >= MIN_SENTENCES, scored.reward)
             if best is None or rank > best_rank:
                 best, best_rank, log.chosen = (text, scored.hrv), rank, len(log.rewards) - 1
     if best is None:
