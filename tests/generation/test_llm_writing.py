@@ -170,44 +170,34 @@ def test_candidates_are_asked_for_at_once_and_the_best_reward_wins() -> None:
     assert len(log.rewards) == 2 and log.rewards[log.chosen] == max(log.rewards)
 
 
-def test_a_candidate_that_opens_like_an_earlier_paragraph_wins_only_when_it_is_the_only_one() -> None:
-    planned, targets = outlines()
-    reward = WritingReward()
-    earlier = "Small towns feel it first. " + FIRST  # opens as GOOD does: "small towns feel"
-    other = (
-        "Gardens also need water, and the town pays for the tap. Most plots grow beans and squash. "
-        "Older gardeners keep notes on which seeds did well."
-    )
-    scored = {t: reward.score(t, targets[1], PROMPT, [earlier]).reward for t in (GOOD, other)}
-    assert scored[GOOD] > scored[other]  # on reward alone the repeated opening would win
-    text, _, log = write_paragraph(
-        Scripted([GOOD, other]), reward, PROMPT, planned[1], targets[1], [earlier], 0.08, 0, 5
-    )
-    assert text == other and log.chosen == 1
-    text, _, _ = write_paragraph(
-        Scripted([GOOD]), reward, PROMPT, planned[1], targets[1], [earlier], 0.08, 0, 5
-    )
-    assert text == GOOD
+OTHER = (
+    "Gardens also need water, and the town pays for the tap. Most plots grow beans and squash. "
+    "Older gardeners keep notes on which seeds did well."
+)
+STUB = "Small towns feel the change of a community garden within a single season, and gardens help."
 
 
-def test_a_one_sentence_candidate_wins_only_when_it_is_the_only_one() -> None:
+@pytest.mark.parametrize(
+    "disfavoured,earlier",
+    [
+        (GOOD, "Small towns feel it first. " + FIRST),  # opens as GOOD does: "small towns feel"
+        (STUB, FIRST),  # one sentence
+    ],
+    ids=["opens like an earlier paragraph", "one sentence"],
+)
+def test_a_disfavoured_candidate_wins_only_when_it_is_the_only_one(disfavoured: str, earlier: str) -> None:
     planned, targets = outlines()
     reward = WritingReward()
-    stub = "Small towns feel the change of a community garden within a single season, and gardens help."
-    other = (
-        "Gardens also need water, and the town pays for the tap. Most plots grow beans and squash. "
-        "Older gardeners keep notes on which seeds did well."
-    )
-    scores = {t: reward.score(t, targets[1], PROMPT, [FIRST]).reward for t in (stub, other)}
-    assert scores[stub] > scores[other]  # on reward alone the stub would win
+    scored = {t: reward.score(t, targets[1], PROMPT, [earlier]).reward for t in (disfavoured, OTHER)}
+    assert scored[disfavoured] > scored[OTHER]  # on reward alone it would win
     text, _, log = write_paragraph(
-        Scripted([stub, other]), reward, PROMPT, planned[1], targets[1], [FIRST], 0.08, 0, 5
+        Scripted([disfavoured, OTHER]), reward, PROMPT, planned[1], targets[1], [earlier], 0.08, 0, 5
     )
-    assert text == other and log.chosen == 1
+    assert text == OTHER and log.chosen == 1
     text, _, _ = write_paragraph(
-        Scripted([stub]), reward, PROMPT, planned[1], targets[1], [FIRST], 0.08, 0, 5
+        Scripted([disfavoured]), reward, PROMPT, planned[1], targets[1], [earlier], 0.08, 0, 5
     )
-    assert text == stub
+    assert text == disfavoured
 
 
 def test_rounds_resample_with_advice_while_off_target_and_fail_clearly_when_nothing_survives() -> None:
