@@ -2,8 +2,8 @@
 
 Prompts are written for a small model (SmolLM2-135M follows a few plain sentences, not a brief):
 the paragraph's place in the outline (its role and focus topic, never the earlier paragraphs'
-text, which a small model copies), the ``STYLE_NOTES`` style notes whose target is furthest from
-neutral, and a sentence count. No metric names reach the model. ``write_paragraph`` asks the backend
+text, which a small model copies), advice for the ``STYLE_NOTES`` largest gaps between the target
+and what the model writes anyway (``draft_instructions``), and a sentence count. No metric names reach the model. ``write_paragraph`` asks the backend
 for ``candidates`` replies at once (``backend.sample``: one batched ``generate`` for the local model,
 ``n=`` for a server), cleans each (``clean_reply``: markdown, meta-text lines and sentences, sentences
 copied from the earlier paragraphs, repeated sentences, an unfinished last sentence), scores the
@@ -42,7 +42,7 @@ ROLE_TASKS: dict[str, str] = {
 STYLE_NOTES = 3
 """Style notes per prompt: a small model follows two or three, not eight."""
 MODEL_TYPICAL_HRV = (0.28, 0.70, 0.23, 0.45, 0.04, 0.10, 0.36, 0.88)
-"""What SmolLM2-135M-Instruct writes whatever its style notes ask: the mean HRV of the shipped draft
+"""What SmolLM2-135M-Instruct writes whatever its prompt asks for: the mean HRV of the shipped draft
 pool's 200 training drafts (``evolution.draft_pool``, written toward all three built-in profiles).
 Against real prose (``TYPICAL_HRV`` medians) its sentence lengths are even (0.28 against 0.45) and its
 tone warm (0.70 against 0.52), with more stories (0.36 against 0.18). A test recomputes it."""
