@@ -3,8 +3,9 @@
 The project's own use of ``resonance_os.llm``. One training example is one paragraph request, written
 with the writer's own prompt (``generation.llm_writing.paragraph_messages`` for a one-paragraph
 outline from ``generation.planner_layer.PlannerLayer``: role, focus topic, the writer's style advice
-for the target, ``llm_writing.draft_instructions``, a sentence count). The policy is SmolLM2-135M-Instruct (``quality.reference_lm.load_model``) with LoRA
-adapters (``llm.policy.LMPolicy``); the reference policy is the same model with adapters disabled.
+for the target, ``llm_writing.draft_instructions``, a sentence count). The policy is
+SmolLM2-135M-Instruct (``quality.reference_lm.load_model``) with LoRA adapters
+(``llm.policy.LMPolicy``); the reference policy is the same model with adapters disabled.
 The reward of a completion ``y`` for topic ``q`` toward target ``t``::
 
     text   = clean_reply(y)                                  (the writer's own cleaning; "" -> reward 0)

@@ -9,9 +9,9 @@ for each paragraph the backend drafts and the draft is measured with the ``HRVEx
 models (the default ``local`` SmolLM2 when installed, or any OpenAI-compatible server) get a short
 prompt from the outline and sample several candidates at once; the writing reward picks the best
 (``llm_writing``); with ``rounds`` it re-prompts with plain advice while the best is off target.
-With ``rewrites`` (off by default) the local model then rewrites up to that many sentences of the chosen draft toward the largest
-gaps, each kept only when it lowers the gap, keeps quality and reads as fluent to the model
-(``llm_rewrite``).
+With ``rewrites`` (off by default) the local model then rewrites up to that many sentences of the
+chosen draft toward the largest gaps, each kept only when it lowers the gap, keeps quality and reads
+as fluent to the model (``llm_rewrite``).
 The built-in template composer (``backend="builtin"``, ``SentenceLayer`` + ``BuiltinComposer``,
 refined by ``RefinerLayer`` edits) is an offline fast draft mode for tests and benchmarks: its
 articles say so in ``backend``.

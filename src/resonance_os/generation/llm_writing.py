@@ -3,12 +3,13 @@
 Prompts are written for a small model (SmolLM2-135M follows a few plain sentences, not a brief):
 the paragraph's place in the outline (its role and focus topic, never the earlier paragraphs'
 text, which a small model copies), advice for the ``STYLE_NOTES`` largest gaps between the target
-and what the model writes anyway (``draft_instructions``), and a sentence count. No metric names reach the model. ``write_paragraph`` asks the backend
-for ``candidates`` replies at once (``backend.sample``: one batched ``generate`` for the local model,
-``n=`` for a server), cleans each (``clean_reply``: markdown, meta-text lines and sentences, sentences
-copied from the earlier paragraphs, repeated sentences, an unfinished last sentence), scores the
-survivors with the writing reward (prompt for the topic term, earlier paragraphs for the copy
-check) and keeps the best. While the best misses its target by more than the tolerance (mean
+and what the model writes anyway (``draft_instructions``), and a sentence count. No metric names
+reach the model. ``write_paragraph`` asks the backend for ``candidates`` replies at once
+(``backend.sample``: one batched ``generate`` for the local model, ``n=`` for a server), cleans
+each (``clean_reply``: markdown, meta-text lines and sentences, sentences copied from the earlier
+paragraphs, repeated sentences, an unfinished last sentence), scores the survivors with the
+writing reward (prompt for the topic term, earlier paragraphs for the copy check) and keeps the
+best. While the best misses its target by more than the tolerance (mean
 |gap|), another batch is sampled with the largest gaps turned into plain advice ("ask a question").
 """
 
@@ -40,11 +41,12 @@ ROLE_TASKS: dict[str, str] = {
     "close": "Write the closing paragraph of a short article about {prompt}. End with a clear thought on {focus}.",
 }
 STYLE_NOTES = 3
-"""Style notes per prompt: a small model follows two or three, not eight."""
+"""Style phrases per prompt (``draft_instructions``, ``gap_advice``): a small model follows three,
+not four or eight."""
 MODEL_TYPICAL_HRV = (0.28, 0.70, 0.23, 0.45, 0.04, 0.10, 0.36, 0.88)
 """What SmolLM2-135M-Instruct writes whatever its prompt asks for: the mean HRV of the shipped draft
 pool's 200 training drafts (``evolution.draft_pool``, written toward all three built-in profiles).
-Against real prose (``TYPICAL_HRV`` medians) its sentence lengths are even (0.28 against 0.45) and its
+Against real prose (``core.hrv_constants.TYPICAL_HRV`` medians) its sentence lengths are even (0.28 against 0.45) and its
 tone warm (0.70 against 0.52), with more stories (0.36 against 0.18). A test recomputes it."""
 MIN_SENTENCES = 2
 """A candidate of fewer sentences (the filters can leave one) is chosen only when no other survives:
