@@ -32,6 +32,8 @@ from pathlib import Path  # noqa: E402
 import torch  # noqa: E402
 
 from resonance_os.evolution.hr_grpo import (  # noqa: E402
+    CHECK_TOPICS,
+    HR_MAX_DRIFT,
     evaluate_hr_grpo,
     heldout_prompts,
     smollm2_policy,
@@ -58,6 +60,13 @@ def main() -> None:
     parser.add_argument(
         "--style-power", type=float, default=1.0, help="k in resonance^k x quality (1 = the reward)"
     )
+    parser.add_argument(
+        "--early-stop-every", type=int, default=None,
+        help="check the last 4 held-out topics every N steps; stop on drift, end with the best check's weights",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-drift", type=float, default=HR_MAX_DRIFT, help="nats per token (early stopping)"
+    )
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "hr_grpo.json"))
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -69,6 +78,9 @@ def main() -> None:
     policy = smollm2_policy(args.device)
     t_load = time.perf_counter() - t0
     topics = heldout_prompts()[: args.eval_prompts]
+    if args.early_stop_every is not None and set(topics) & set(heldout_prompts()[-CHECK_TOPICS:]):
+        parser.error(f"--eval-prompts {args.eval_prompts} reaches the early stopping's topics; use at most "
+                     f"{len(heldout_prompts()) - CHECK_TOPICS}")  # fmt: skip
     config = {
         name: value for name, value in (("learning_rate", args.lr), ("beta", args.beta)) if value is not None
     }
@@ -84,7 +96,7 @@ def main() -> None:
     t0 = time.perf_counter()
     trainer = train_hr_grpo(
         profile=args.profile, steps=args.steps, policy=policy, config=config, seed=args.seed, progress_bar=False,
-        style_power=args.style_power,
+        style_power=args.style_power, early_stop_every=args.early_stop_every, max_drift=args.max_drift,
         callback=lambda tr, row: print(
             f"step {row['timesteps']:>3}  reward {row['episode_reward_mean']:.3f}  resonance "
             f"{row['reward_resonance']:.3f}  fluency {row['reward_fluency']:.3f}  {row['time_step']:.1f} s",
@@ -121,12 +133,20 @@ def main() -> None:
     print(f"| mean of {len(hist)} | {split['time_generate']:.1f} | {split['time_score']:.2f} | "
           f"{split['time_train']:.1f} | {split['time_step']:.1f} |")  # fmt: skip
     print("\ntraining reward by step:", " ".join(f"{r['episode_reward_mean']:.3f}" for r in hist))
+    stop = trainer.hr_early_stopping
+    if stop is not None:
+        print(f"\nearly stopping (max drift {args.max_drift} nats/token): stopped at step {stop.stopped_at}, "
+              f"weights of step {stop.best['step']} kept")  # fmt: skip
+        print("| check step | held-out reward (check topics) | judge | drift |\n|---|---|---|---|")
+        for c in stop.checks:
+            print(f"| {c['step']} | {c['heldout_reward']:.3f} | {c['judge']:.3f} | {c['drift']:+.3f} |")
     for name, res in (("before", before), ("after", after)):
         for topic, text in [s for s in res["samples"] if s[1]][:2]:
             print(f"\n[{name}] {topic}: {text}")
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"args": vars(args), "before": before, "after": after, "history": hist,
+                               "early_stopping": None if stop is None else stop.checks,
                                "time": {"load": t_load, "eval": t_eval, "train": t_train, **split}}, indent=1))  # fmt: skip
 
 

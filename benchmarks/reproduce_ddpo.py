@@ -250,6 +250,12 @@ def main() -> None:
                 f"{METHODS[method]:<12}{values.mean():>15.4f} +- {values.std():.4f}"
                 f"{gains[method]:>+20.4f}{ratio:>22.2f}"
             )
+        if {"is", "sf"} <= set(finals) and len(args.seeds) > 1:  # same seed, same pretrained model and noise
+            diff = finals["is"] - finals["sf"]
+            print(
+                f"DDPO_IS - DDPO_SF paired by seed: {diff.mean():+.4f} +- {diff.std(ddof=1) / np.sqrt(len(diff)):.4f} "
+                f"(s.e.); DDPO_IS >= DDPO_SF in {int((diff >= 0).sum())} of {len(diff)} seeds"
+            )
         if set(METHODS) <= set(finals):
             means = {m: finals[m].mean() for m in finals}
             holds = means["is"] >= means["sf"] > max(means["rwr"], means["sparse_rwr"])

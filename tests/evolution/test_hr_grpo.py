@@ -181,6 +181,21 @@ def test_bad_inputs_give_clear_errors(kwargs, error, match, policy, writing_rewa
         train_hr_grpo(**kwargs)
 
 
+def test_early_stopping_checks_held_out_topics(policy, writing_reward):
+    trainer = train_hr_grpo(
+        profile="builtin/creative", prompts=TOPICS, steps=3, policy=policy, config=FAST, seed=0,
+        reward=writing_reward, early_stop_every=1, max_drift=None,
+    )  # fmt: skip
+    stop = trainer.hr_early_stopping
+    assert [c["step"] for c in stop.checks] == [0, 1, 2, 3] and stop.stopped_at is None
+    # the checks read the last held-out topics, never the first ones a benchmark reports on
+    checked = [chat[1]["content"] for chat in stop.prompts]
+    assert all(any(t in c for c in checked) for t in heldout_prompts()[-4:])
+    assert not any(t in c for c in checked for t in heldout_prompts()[:8])
+    assert train_hr_grpo(profile="builtin/creative", prompts=TOPICS, steps=0, policy=policy, config=FAST,
+                         reward=writing_reward).hr_early_stopping is None  # fmt: skip
+
+
 def test_evaluate_before_and_after(policy, writing_reward):
     target = [0.5] * 8
     trainer = train_hr_grpo(

@@ -99,10 +99,11 @@ def test_cli_train_method_grpo_then_generate_with_the_policy(tiny_folder, traine
     result = runner.invoke(
         app,
         ["train", "--method", "grpo", "--model", str(tiny_folder), "--profile", "builtin/creative",
-         "--timesteps", "1", "--seed", "0", "--out", str(out), "--no-progress"],
+         "--timesteps", "1", "--seed", "0", "--out", str(out), "--no-progress", "--early-stop-every", "1"],
     )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "HR-GRPO" in result.output and "reward_resonance" in result.output
+    assert "early stopping: ran to the end; kept the weights of step" in " ".join(result.output.split())
     assert f"--policy {out}" in " ".join(result.output.split())  # rich wraps long lines
     assert is_hr_grpo_run(out) and (out / "metrics.jsonl").is_file()
     assert json.loads((out / "run.json").read_text())["base_model"] == str(tiny_folder)
@@ -140,6 +141,16 @@ def test_bad_runs_and_options_are_one_line_errors(trained_run, tmp_path):
     assert result.exit_code == 2 and "--max-episode-steps is for --method ppo" in result.output
     result = runner.invoke(app, ["train", "--device", "cuda"])
     assert result.exit_code == 2 and "--model and --device are for --method grpo" in result.output
+    result = runner.invoke(app, ["train", "--early-stop-every", "4"])
+    assert (
+        result.exit_code == 2 and "--early-stop-every and --max-drift are for --method grpo" in result.output
+    )
+    result = runner.invoke(app, ["train", "--method", "grpo", "--max-drift", "0.3"])
+    assert result.exit_code == 2 and "--max-drift needs --early-stop-every N" in result.output
+    result = runner.invoke(app, ["train", "--method", "grpo", "--early-stop-every", "2", "--max-drift", "0"])
+    assert result.exit_code == 2 and "--max-drift 0.0 must be > 0" in result.output
+    result = runner.invoke(app, ["train", "--method", "grpo", "--early-stop-every", "0"])
+    assert result.exit_code == 2 and "--early-stop-every" in result.output
     result = runner.invoke(app, ["train", "--method", "grpo", "--model", str(tmp_path / "nowhere")])
     assert result.exit_code == 2 and "neither 'smollm2' nor a local Hugging Face folder" in result.output
     with pytest.raises(ValidationError, match="not an HR-GRPO run"):

@@ -152,8 +152,10 @@ def _train_grpo(
     model: str,
     device: str | None,
     progress: bool,
+    early_stop_every: int | None,
+    max_drift: float | None,
 ) -> Any:
-    from resonance_os.evolution.hr_grpo import train_hr_grpo
+    from resonance_os.evolution.hr_grpo import HR_MAX_DRIFT, train_hr_grpo
     from resonance_os.evolution.hr_grpo_run import save_hr_grpo_run
 
     if profile is not None and hrv is not None:
@@ -174,6 +176,8 @@ def _train_grpo(
         seed=seed,
         device=device,
         progress_bar=progress,
+        early_stop_every=early_stop_every,
+        max_drift=HR_MAX_DRIFT if max_drift is None else max_drift,
     )
     save_hr_grpo_run(trainer, out, base=model)
     return trainer
@@ -190,6 +194,14 @@ def _report_grpo(trainer: Any, out: Path) -> None:
                 name, *("n/a" if row.get(name) is None else f"{row[name]:.4g}" for row in (first, last))
             )
     console.print(table)
+    stop = trainer.hr_early_stopping
+    if stop is not None:
+        ended = "ran to the end" if stop.stopped_at is None else f"stopped at step {stop.stopped_at} (drift)"
+        best = stop.best
+        console.print(
+            f"early stopping: {ended}; kept the weights of step {best['step']} (held-out reward "
+            f"{best['heldout_reward']:.3f}, drift {best['drift']:+.3f} nats/token)"
+        )
     console.print(
         f"adapter, run settings and metrics saved in {out} (write with it: resonance generate TOPIC "
         f"--policy {out}; plot: resonance plot {out})"
@@ -227,6 +239,19 @@ def train(
     device: str = typer.Option(
         None, "--device", help="grpo: 'cpu' or 'cuda' (default: where the model loads)."
     ),
+    early_stop_every: int = typer.Option(
+        None,
+        "--early-stop-every",
+        min=1,
+        help="grpo: every N steps sample 4 held-out topics; stop when the text drifts from the base model "
+        "(--max-drift) and keep the weights of the best check.",
+    ),
+    max_drift: float = typer.Option(
+        None,
+        "--max-drift",
+        help="grpo: nats per token the base model's log-likelihood of the held-out paragraphs may fall "
+        "(default 0.25; with --early-stop-every).",
+    ),
     store: str = StoreOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
@@ -238,11 +263,19 @@ def train(
         raise fail("--max-episode-steps is for --method ppo (GRPO drafts whole paragraphs, no edit episodes)")
     if method == "ppo" and (model != SMOLLM2 or device is not None):
         raise fail("--model and --device are for --method grpo (PPO trains a small edit policy on the CPU)")
+    if method == "ppo" and (early_stop_every is not None or max_drift is not None):
+        raise fail("--early-stop-every and --max-drift are for --method grpo")
+    if max_drift is not None and early_stop_every is None:
+        raise fail("--max-drift needs --early-stop-every N (how often to check the held-out topics)")
+    if max_drift is not None and not max_drift > 0:
+        raise fail(f"--max-drift {max_drift} must be > 0 nats per token")
     if method == "grpo":
         out = out or Path("runs/hr-grpo")
         steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
         trainer = run_reporting_user_errors(
-            lambda: _train_grpo(profile, hrv, steps, out, seed, store, model, device, progress)
+            lambda: _train_grpo(
+                profile, hrv, steps, out, seed, store, model, device, progress, early_stop_every, max_drift
+            )
         )
         _report_grpo(trainer, out)
         return

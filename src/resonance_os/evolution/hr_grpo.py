@@ -58,6 +58,7 @@ __all__ = [
     "HRReward",
     "evaluate_hr_grpo",
     "heldout_prompts",
+    "hr_early_stopping",
     "smollm2_policy",
     "hr_messages",
     "train_hr_grpo",
@@ -82,6 +83,15 @@ SENTENCES = 3
 """Sentences asked for per paragraph: about 60-80 tokens of SmolLM2, so 80 new tokens can finish them
 (``clean_reply`` drops an unfinished last sentence)."""
 DEFAULT_REWARD_MODEL_WEIGHT = 0.5
+CHECK_TOPICS = 4
+"""Held-out topics the early stopping checks: the *last* four of :func:`heldout_prompts`, so a
+benchmark that reports on the first ones never reports on the topics that chose its checkpoint."""
+HR_MAX_DRIFT = 0.25
+"""Nats per token the reference model's log-likelihood of the check topics' paragraphs (prompt
+included, ``llm.early_stopping``) may fall before training stops. Set from two 64-step runs of
+``bench_hr_grpo.py`` at 0.5 (seeds 0 and 1, style power 8) that never reached it (largest drift 0.32
+and 0.50) and ended in first-person anecdotes that read worse than the base model's paragraphs
+(docs/llm_rl.md); 0.25 would have stopped them at steps 48 and 40, both keeping step 36's weights."""
 TERMS = ("resonance", "fluency", "coherence", "topic", "repetition")
 
 
@@ -266,6 +276,8 @@ def train_hr_grpo(
     device: str | None = None,
     progress_bar: bool = False,
     callback: Callable[[Any, dict[str, Any]], bool | None] | None = None,
+    early_stop_every: int | None = None,
+    max_drift: float | None = HR_MAX_DRIFT,
 ) -> Any:
     """Train the drafting model toward a profile with GRPO on the writing reward; returns the ``GRPO``.
 
@@ -286,8 +298,12 @@ def train_hr_grpo(
         style_power: k in ``resonance^k x quality`` (1 = the writing reward as it is; larger k makes the
             groups' advantages follow the style term more, since resonance varies little within a group).
         device: move the default policy there ("cpu", "cuda").
+        early_stop_every: check the held-out topics every this many steps (:func:`hr_early_stopping`:
+            stop when the drift from the base model passes ``max_drift``, and end with the weights of
+            the best check); None = no checks.
 
-    The returned trainer carries ``hr_target`` (the resolved vector), ``hr_source`` (where it came
+    The returned trainer carries ``hr_early_stopping`` (the callback, its ``checks``; None without),
+    ``hr_target`` (the resolved vector), ``hr_source`` (where it came
     from), ``hr_reward`` (the :class:`HRReward`, its ``last`` completions) and ``hr_topics``.
     Raises ``ValidationError`` for bad prompts, steps or weights, profile errors from
     ``resolve_target``, ``ConfigError`` for bad GRPO settings.
@@ -327,11 +343,57 @@ def train_hr_grpo(
         messages.append(chat)
     if policy is None:
         policy = smollm2_policy(device)
+    stopper = None
+    if early_stop_every is not None:
+        stopper = hr_early_stopping(
+            policy, target, every=early_stop_every, max_drift=max_drift, style_power=style_power,
+            reward=hr_reward.reward, seed=cfg.seed or 0,
+        )  # fmt: skip
     trainer = GRPO(policy, hr_reward.functions(), messages, cfg, log_dir=log_dir)
     trainer.hr_target, trainer.hr_source = target, source
-    trainer.hr_reward, trainer.hr_topics = hr_reward, topics
-    trainer.learn(steps, callback=callback, progress_bar=progress_bar)
+    trainer.hr_reward, trainer.hr_topics, trainer.hr_early_stopping = hr_reward, topics, stopper
+    trainer.learn(steps, callback=_both(callback, stopper), progress_bar=progress_bar)
+    if stopper is not None:
+        stopper.restore_best()
     return trainer
+
+
+def _both(first: Callable[..., Any] | None, second: Callable[..., Any] | None) -> Callable[..., Any] | None:
+    """One callback running ``first`` then ``second``; ``False`` from either stops training."""
+    if first is None or second is None:
+        return first or second
+    return lambda trainer, row: (first(trainer, row) is not False) & (second(trainer, row) is not False)
+
+
+def hr_early_stopping(
+    policy: Any,
+    target: Sequence[float],
+    prompts: Sequence[str] | None = None,
+    *,
+    every: int = 4,
+    samples: int = 2,
+    max_drift: float | None = HR_MAX_DRIFT,
+    patience: int | None = None,
+    style_power: float = 1.0,
+    reward: WritingReward | None = None,
+    seed: int = 0,
+) -> Any:
+    """``llm.early_stopping.HeldOutEarlyStopping`` on HR-GRPO's prompts: ``samples`` paragraphs for
+    each of ``prompts`` (default the last ``CHECK_TOPICS`` held-out topics) toward ``target``, scored
+    by the training reward (:class:`HRReward` with ``style_power``), sampled as in training."""
+    from resonance_os.llm.early_stopping import HeldOutEarlyStopping
+
+    topics = _check_prompts(heldout_prompts()[-CHECK_TOPICS:] if prompts is None else prompts, "prompts")
+    scorer = HRReward(list(target), reward=reward, style_power=style_power)
+    chats = []
+    for topic in topics:
+        chats.append(hr_messages(topic, target))
+        scorer.register(topic, chats[-1])
+    return HeldOutEarlyStopping(
+        policy, chats, scorer, every=every, samples=samples, max_drift=max_drift, patience=patience,
+        max_new_tokens=HR_GRPO_DEFAULTS["max_new_tokens"], temperature=HR_GRPO_DEFAULTS["temperature"],
+        top_p=HR_GRPO_DEFAULTS["top_p"], seed=seed,
+    )  # fmt: skip
 
 
 def evaluate_hr_grpo(

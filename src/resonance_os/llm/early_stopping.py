@@ -1,0 +1,170 @@
+"""Early stopping on held-out prompts, with a drift guard that the reward cannot game.
+
+A policy trained on a reward model or a hand-made reward over-optimises it in the end (Gao, Schulman &
+Hilton 2022, *Scaling Laws for Reward Model Overoptimization*): the reward keeps rising while the text
+leaves the language the base model knows (HR-GRPO at 64 steps: every held-out paragraph one
+children's-story formula, reward doubled). ``HeldOutEarlyStopping`` is a ``learn`` callback that
+every ``every`` steps samples the held-out prompts with the policy (same seed each time) and measures
+
+    heldout_reward = mean reward_fn(prompts, completions)
+    judge          = mean over completion tokens of log pi_ref(y_t | x, y_<t),   y ~ pi_theta
+    drift          = judge(pi_ref's own samples) - judge(now)          nats per token, 0 at the start
+
+``judge`` is read by the reference policy itself (adapters disabled, or the frozen copy; no second
+model in memory) at temperature 1. ``E_y~pi[log pi_ref(y)] = -H(pi) - KL(pi || pi_ref)``, so the drift
+grows with the KL to the reference and with text the reference finds unlikely, which a formula or
+nonsense is, whatever the reward says. Training stops when the drift exceeds ``max_drift`` or when
+the held-out reward has not improved for ``patience`` checks; on a stop the trainable weights go back
+to the best check (highest held-out reward among those within ``max_drift``; the start counts, so a
+run that never helped returns the policy unchanged), as Keras' ``restore_best_weights`` does.
+
+Usage::
+
+    stop = HeldOutEarlyStopping(policy, heldout_prompts, reward_fn, every=4, max_drift=0.5)
+    GRPO(policy, reward_fn, prompts, config).learn(64, callback=stop)
+    stop.restore_best()  # also after a run that was not stopped
+    stop.checks          # one dict per check: step, heldout_reward, judge, drift, within_drift
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from resonance_os.llm.errors import ConfigError
+from resonance_os.llm.policy import LMPolicy
+from resonance_os.llm.sampling import Samples, sample
+
+RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
+
+
+class HeldOutEarlyStopping:
+    """``learn(callback=...)`` that checks held-out reward and drift every ``every`` steps.
+
+    Args:
+        policy: the policy being trained (its trainable weights are snapshotted now: the start).
+        prompts: held-out prompts (strings or chat messages), never trained on.
+        reward_fn: ``(prompts, completions) -> rewards``, the reward to monitor (usually the training one).
+        every: steps between checks. samples: completions per prompt. seed: the sampling seed of every check.
+        max_drift: nats per token the judge may fall below its start before training stops (None: never).
+        patience: checks without a better held-out reward before training stops (None: never).
+        max_new_tokens, temperature, top_p, chat_template: sampling, as in training.
+    The start is measured when the object is made (one held-out evaluation of the reference policy).
+    """
+
+    def __init__(
+        self,
+        policy: LMPolicy,
+        prompts: Sequence[Any],
+        reward_fn: RewardFn,
+        *,
+        every: int = 4,
+        samples: int = 2,
+        max_drift: float | None = 0.5,
+        patience: int | None = None,
+        max_new_tokens: int = 64,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        chat_template: bool = True,
+        seed: int = 0,
+    ) -> None:
+        if isinstance(prompts, str) or not prompts:
+            raise ConfigError("prompts must be a non-empty list of held-out prompts")
+        for name, value in (("every", every), ("samples", samples)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name}={value!r} must be an integer >= 1")
+        if max_drift is not None and not max_drift > 0:
+            raise ConfigError(f"max_drift={max_drift!r} must be > 0 nats per token, or None for no limit")
+        if patience is not None and (
+            isinstance(patience, bool) or not isinstance(patience, int) or patience < 1
+        ):
+            raise ConfigError(
+                f"patience={patience!r} must be an integer >= 1, or None to stop on drift alone"
+            )
+        if not callable(reward_fn):
+            raise ConfigError("reward_fn must be a callable (prompts, completions) -> rewards")
+        self.policy, self.prompts, self.reward_fn = policy, list(prompts), reward_fn
+        self.every, self.samples, self.seed = every, samples, seed
+        self.max_drift, self.patience = max_drift, patience
+        self.sampling = {
+            "max_new_tokens": max_new_tokens, "temperature": temperature, "top_p": top_p,
+            "chat_template": chat_template,
+        }  # fmt: skip
+        self.checks: list[dict[str, Any]] = []
+        self.stopped_at: int | None = None
+        self._best_state = self._snapshot()
+        with policy.reference():
+            reward, self.start_judge = self._evaluate()
+        self._record(0, reward, self.start_judge)
+
+    @property
+    def best(self) -> dict[str, Any]:
+        """The check whose weights ``restore_best`` puts back."""
+        return max((c for c in self.checks if c["within_drift"]), key=lambda c: c["heldout_reward"])
+
+    def __call__(self, trainer: Any, metrics: dict[str, Any]) -> bool:
+        """The ``learn`` callback: a check every ``every`` steps; ``False`` (stop) on drift or patience."""
+        step = int(trainer.num_timesteps)
+        if step % self.every:
+            return True
+        reward, judge = self._evaluate()
+        check = self._record(step, reward, judge)
+        stale = [c for c in self.checks if c["step"] > self.best["step"]]
+        if not check["within_drift"] or (self.patience is not None and len(stale) >= self.patience):
+            self.stopped_at = step
+            self.restore_best()
+            return False
+        return True
+
+    def restore_best(self) -> dict[str, Any]:
+        """Put the best check's trainable weights back into the policy; returns that check."""
+        with torch.no_grad():
+            for parameter, saved in zip(self.policy.trainable_parameters(), self._best_state):
+                parameter.copy_(saved)
+        return self.best
+
+    def _record(self, step: int, reward: float, judge: float) -> dict[str, Any]:
+        drift = self.start_judge - judge
+        check = {
+            "step": step,
+            "heldout_reward": reward,
+            "judge": judge,
+            "drift": drift,
+            "within_drift": self.max_drift is None or drift <= self.max_drift,
+        }
+        is_best = check["within_drift"] and (not self.checks or reward > self.best["heldout_reward"])
+        self.checks.append(check)
+        if is_best and step:
+            self._best_state = self._snapshot()
+        return check
+
+    def _snapshot(self) -> list[torch.Tensor]:
+        return [p.detach().clone() for p in self.policy.trainable_parameters()]
+
+    def _evaluate(self) -> tuple[float, float]:
+        """(mean held-out reward, judge) of the policy as it computes now (seeded samples)."""
+        policy = self.policy
+        was_training = policy.set_mode(False)
+        try:
+            drawn = sample(policy, self.prompts, n=self.samples, seed=self.seed, **self.sampling)
+            rewards = [
+                float(r) for r in self.reward_fn([self.prompts[i] for i in drawn.prompt_index], drawn.texts)
+            ]
+            if len(rewards) != len(drawn.texts):
+                raise ConfigError(
+                    f"the reward function returned {len(rewards)} rewards for {len(drawn.texts)} completions"
+                )
+            judge = _reference_loglik(policy, drawn)
+        finally:
+            policy.set_mode(was_training)
+        return sum(rewards) / len(rewards), judge
+
+
+def _reference_loglik(policy: LMPolicy, drawn: Samples) -> float:
+    """Mean per-token log-probability of the drawn completions under the reference policy (T = 1)."""
+    mask = drawn.completion_mask
+    with torch.no_grad(), policy.reference():
+        logp = policy.token_logprobs(drawn.input_ids, drawn.attention_mask, mask)
+    return float(logp.sum() / mask.sum().clamp(min=1))
