@@ -104,7 +104,10 @@ def test_filters_drop_meta_text_copies_labels_and_unfinished_sentences() -> None
         "I'm excited to share my thoughts on gardens. I hope this changes your perspective. "
         # the text talking about itself (seen in bench_writer articles)
         "This passage begins by acknowledging that cities change. This essay seeks to explore how. "
-        "This is where our creative writing comes into play."
+        "This is where our creative writing comes into play. "
+        # the style advice echoed back (HR-GRPO's trained policies wrote these)
+        "A simile has been used to describe a cafe culture, and I'm going to add one of my own. "
+        "The details are mixed with the simile 'like or as if' and the use of the past tense."
     )
     assert clean_reply(talk + " " + GOOD) == GOOD
     run_on = "People work from home " + "and teams meet online " * 12 + "every day."

@@ -78,15 +78,19 @@ ASSISTANT_TALK = re.compile(
     r"|I hope (?:this|that|these|my|you)"
     r"|(?:this|the above|the following) (?:passage|essay|excerpt)"
     r"|(?:this|my) (?:article|piece|post|blog post) (?:will|seeks|aims|explores|discusses|examines|begins)"
-    r"|(?:our|my|this) (?:creative|professional|technical) (?:writing|style|tone|voice)|writing comes into play)\b",
+    r"|(?:our|my|this) (?:creative|professional|technical) (?:writing|style|tone|voice)|writing comes into play"
+    r"|similes?|like or as if|(?:past|present) tense|(?:passive|active) voice|sentence lengths?)\b",
     re.IGNORECASE,
 )
 """Assistant talk a small model mixes into its prose ("Here's an example of how you can incorporate
 your requested text", "This opening sentence sets the tone", "In the following paragraphs, I'll
 explore", "[city_name]", "I'm excited to share my thoughts on", "I hope this changes your
 perspective", "This passage begins by acknowledging", "This essay seeks to explore", "This is where
-our creative writing comes into play"), beyond the
-reward's meta-text patterns; a sentence with it is dropped."""
+our creative writing comes into play") and the style advice echoed back ("A simile has been used to
+describe a café culture, and I'm going to add one of my own", "mixed with the simile 'like or as if'
+and the use of the past tense": HR-GRPO's policies learnt to write these; 5 of 17,869 real paragraphs
+of the quality corpus and none of the pool's 351 drafts name these devices), beyond the reward's
+meta-text patterns; a sentence with it is dropped."""
 _HEADING = re.compile(
     r"^(?:[A-Z][\w'’-]*[ ,]+(?:(?:of|the|a|an|and|or|in|on|for|to|with|at|by) +)*){2,}[A-Z][\w'’-]*:"
 )
