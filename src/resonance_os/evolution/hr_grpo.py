@@ -185,6 +185,14 @@ class HRReward:
     def register(self, topic: str, messages: list[dict[str, str]]) -> None:
         self.topics[_prompt_key(messages)] = topic
 
+    def chats(self, topics: Sequence[str]) -> list[list[dict[str, str]]]:
+        """HR-GRPO's chat prompt for each topic toward this target (:func:`hr_messages`), registered."""
+        chats = []
+        for topic in topics:
+            chats.append(hr_messages(topic, self.target))
+            self.register(topic, chats[-1])
+        return chats
+
     def topic_of(self, prompt: Any) -> str:
         key = _prompt_key(prompt)
         return self.topics.get(key, key)
@@ -336,11 +344,7 @@ def train_hr_grpo(
         reward_model_weight=reward_model_weight,
         style_power=style_power,
     )
-    messages = []
-    for topic in topics:
-        chat = hr_messages(topic, target)
-        hr_reward.register(topic, chat)
-        messages.append(chat)
+    messages = hr_reward.chats(topics)
     if policy is None:
         policy = smollm2_policy(device)
     stopper = None
@@ -353,7 +357,7 @@ def train_hr_grpo(
     trainer.hr_target, trainer.hr_source = target, source
     trainer.hr_reward, trainer.hr_topics, trainer.hr_early_stopping = hr_reward, topics, stopper
     trainer.learn(steps, callback=_both(callback, stopper), progress_bar=progress_bar)
-    if stopper is not None:
+    if stopper is not None and stopper.stopped_at is None:  # a stop has put them back already
         stopper.restore_best()
     return trainer
 
@@ -385,12 +389,8 @@ def hr_early_stopping(
 
     topics = _check_prompts(heldout_prompts()[-CHECK_TOPICS:] if prompts is None else prompts, "prompts")
     scorer = HRReward(list(target), reward=reward, style_power=style_power)
-    chats = []
-    for topic in topics:
-        chats.append(hr_messages(topic, target))
-        scorer.register(topic, chats[-1])
     return HeldOutEarlyStopping(
-        policy, chats, scorer, every=every, samples=samples, max_drift=max_drift, patience=patience,
+        policy, scorer.chats(topics), scorer, every=every, samples=samples, max_drift=max_drift, patience=patience,
         max_new_tokens=HR_GRPO_DEFAULTS["max_new_tokens"], temperature=HR_GRPO_DEFAULTS["temperature"],
         top_p=HR_GRPO_DEFAULTS["top_p"], seed=seed,
     )  # fmt: skip

@@ -28,16 +28,15 @@ Usage::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import torch
 
 from resonance_os.llm.errors import ConfigError
+from resonance_os.llm.evaluate import RewardFn, drawn_rewards
 from resonance_os.llm.policy import LMPolicy
 from resonance_os.llm.sampling import Samples, sample
-
-RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
 
 
 class HeldOutEarlyStopping:
@@ -149,13 +148,7 @@ class HeldOutEarlyStopping:
         was_training = policy.set_mode(False)
         try:
             drawn = sample(policy, self.prompts, n=self.samples, seed=self.seed, **self.sampling)
-            rewards = [
-                float(r) for r in self.reward_fn([self.prompts[i] for i in drawn.prompt_index], drawn.texts)
-            ]
-            if len(rewards) != len(drawn.texts):
-                raise ConfigError(
-                    f"the reward function returned {len(rewards)} rewards for {len(drawn.texts)} completions"
-                )
+            rewards = drawn_rewards(self.reward_fn, self.prompts, drawn)
             judge = _reference_loglik(policy, drawn)
         finally:
             policy.set_mode(was_training)

@@ -25,7 +25,7 @@ from typing import Any
 
 from resonance_os.llm.errors import ConfigError
 from resonance_os.llm.policy import LMPolicy
-from resonance_os.llm.sampling import sample
+from resonance_os.llm.sampling import Samples, sample
 
 RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
 
@@ -63,6 +63,17 @@ class PassAtK:
         }
 
 
+def drawn_rewards(reward_fn: RewardFn, prompts: Sequence[Any], drawn: Samples) -> list[float]:
+    """``reward_fn`` on the completions ``sample(policy, prompts, ...)`` drew, each with its prompt;
+    raises ``ConfigError`` when it returns another number of rewards."""
+    rewards = [float(r) for r in reward_fn([prompts[i] for i in drawn.prompt_index], list(drawn.texts))]
+    if len(rewards) != len(drawn.texts):
+        raise ConfigError(
+            f"the reward function returned {len(rewards)} rewards for {len(drawn.texts)} completions"
+        )
+    return rewards
+
+
 def evaluate_pass_at_k(
     policy: LMPolicy,
     prompts: Sequence[Any],
@@ -96,11 +107,7 @@ def evaluate_pass_at_k(
             policy, batch, n=samples, max_new_tokens=max_new_tokens, temperature=temperature, top_p=top_p,
             stop=stop, seed=seed + start, chat_template=chat_template,
         )  # fmt: skip
-        rewards = list(reward_fn([batch[i] for i in drawn.prompt_index], list(drawn.texts)))
-        if len(rewards) != len(drawn.texts):
-            raise ConfigError(
-                f"the reward function returned {len(rewards)} rewards for {len(drawn.texts)} completions"
-            )
+        rewards = drawn_rewards(reward_fn, batch, drawn)
         for i in range(len(batch)):
             passes.append(sum(float(r) > 0 for r in rewards[i * samples : (i + 1) * samples]))
         tokens += int(drawn.completion_lengths.sum())
