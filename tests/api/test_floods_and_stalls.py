@@ -1,10 +1,12 @@
-"""On a real server (one start, two stories): a flood of bad keys from one address is refused from
-memory (429) while good keys from other addresses, and good keys already verified, keep working;
-connections that stall in their headers or body are answered 408 and closed."""
+"""On a real server (one start, three stories): a flood of bad keys from one address is refused from
+memory (429) while good keys from other addresses, and good keys already verified, keep working; a
+connection refused with 429 is not read again until its wait has passed; connections that stall in
+their headers or body are answered 408 and closed."""
 
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 
 import httpx
@@ -13,6 +15,7 @@ from resonance_os.api.db import Database
 from resonance_os.api.tenants import create_tenant
 
 ATTACKER = "127.0.0.2"  # the whole of 127.0.0.0/8 is loopback on Linux
+THROTTLE_S = 0.2
 
 
 def _tenant_key(db_url: str, name: str) -> str:
@@ -33,10 +36,12 @@ def test_one_client_can_neither_flood_logins_nor_stall_connections(live_server_f
             "RESONANCE_AUTH_CACHE_S": "600",  # "verified moments ago" below, however slow the machine
             "RESONANCE_HEADER_TIMEOUT_S": "0.5",
             "RESONANCE_BODY_TIMEOUT_S": "0.5",
+            "RESONANCE_THROTTLE_MAX_S": str(THROTTLE_S),
         },
     )
     good = _tenant_key(db_url, f"victim-{uuid.uuid4().hex[:8]}")
     _failed_logins_are_limited_per_address(server, good)
+    _a_refused_connection_is_not_read_until_its_wait_has_passed(server)
     _stalled_headers_and_bodies_are_answered_408_and_closed(server, good)
 
 
@@ -79,6 +84,29 @@ def _failed_logins_are_limited_per_address(server, good: str) -> None:
             ).status_code
             == 401
         )
+
+
+def _a_refused_connection_is_not_read_until_its_wait_has_passed(server) -> None:
+    """The address is blocked for about 100 s (rate 0.01/s), so each 429 holds its keep-alive connection
+    for the server's most, THROTTLE_S: the next request on it is answered no sooner (a refusal from
+    memory otherwise takes a millisecond or two), and then still refused."""
+    body = b'{"text": "x"}'
+    request = (
+        b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + f"Authorization: Bearer rsk_flood{0:040d}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    with socket.create_connection(
+        ("127.0.0.1", server.port), timeout=60, source_address=(ATTACKER, 0)
+    ) as sock:
+        sock.sendall(request)
+        assert _read_response(sock).startswith(b"HTTP/1.1 429")
+        for _ in range(2):
+            sent = time.monotonic()
+            sock.sendall(request)
+            answer = _read_response(sock)
+            assert time.monotonic() - sent >= 0.9 * THROTTLE_S
+            assert answer.startswith(b"HTTP/1.1 429") and b"TooManyFailedLogins" in answer
 
 
 def _read_all(sock: socket.socket) -> bytes:

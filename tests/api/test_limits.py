@@ -81,6 +81,30 @@ def test_rate_limit_is_429_with_retry_after_per_key(db_url):
         assert client.get("/v1/profiles", headers={"Authorization": f"Bearer {b}"}).status_code == 200
 
 
+def test_broken_json_takes_the_same_allowance_as_any_request(db_url):
+    """FastAPI parses the body before the key is checked; broken JSON must not bypass the limits: with
+    a good key it counts against the key's rate, without one it is a failed login (then 429)."""
+    app = create_app(
+        db_url, rate_limit_per_s=0.5, rate_limit_burst=3, failed_auth_per_s=0.01, failed_auth_burst=2
+    )
+    key = create_tenant(app.state.service.db, unique("broken-json"))
+    json_type = {"Content-Type": "application/json"}
+    with TestClient(app) as client:
+        keyed = [
+            client.post(
+                "/v1/analyze", content=b"{not json", headers={**json_type, "Authorization": f"Bearer {key}"}
+            )
+            for _ in range(4)
+        ]
+        assert [r.status_code for r in keyed] == [422, 422, 422, 429]
+        assert "not valid JSON" in keyed[0].json()["error"]["message"]
+        assert keyed[3].json()["error"]["type"] == "RateLimited"
+        anonymous = [
+            client.post("/v1/analyze", content=b"{not", headers=json_type).status_code for _ in range(3)
+        ]
+        assert anonymous == [401, 401, 429]
+
+
 HOSTILE_NAMES = [
     "x'; DROP TABLE api_tenants; --",
     "' OR '1'='1",

@@ -124,3 +124,19 @@ def test_a_tenants_usage_is_counted_from_what_it_stored_before_quotas_existed(db
             for i in range(4)
         ]
     assert codes == [201, 201, 507, 507]
+
+
+def test_a_text_that_cannot_fit_is_refused_before_it_is_measured(byte_app):
+    """Over the quota, a submitted text is refused with 507 before any work on it: a text the extractor
+    would reject ("no words") gets the quota's answer, not the extractor's, and a text that would
+    fit is still measured and named when it is wrong."""
+    db = byte_app.state.service.db
+    tenant = _tenant(db, "early")
+    wordless = {"kind": "rating", "item": {"text": "\u202e" * 10}, "rating": 4}
+    big = {"kind": "rating", "item": {"text": "\u202e" * 400}, "rating": 4}  # 1,200 bytes
+    with TestClient(byte_app) as client:
+        small = client.post("/v1/feedback", json=wordless, headers=tenant.headers)
+        assert small.status_code == 422 and "no words" in small.json()["error"]["message"]
+        refused = client.post("/v1/feedback", json=big, headers=tenant.headers)
+        assert refused.status_code == 507, refused.text
+        assert "RESONANCE_QUOTA_BYTES" in refused.json()["error"]["message"]

@@ -7,6 +7,7 @@ from fastapi import Request
 from resonance_os.api.auth_cache import AuthCache
 from resonance_os.api.auth_failures import FailedAuthLimiter
 from resonance_os.api.http_errors import ApiError
+from resonance_os.api.http_protocol import throttle_connection
 from resonance_os.api.ratelimit import RateLimiter
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext, authenticate
@@ -18,13 +19,19 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, "Unauthorized", message, {"WWW-Authenticate": "Bearer"})
 
 
+def _throttle(request: Request, wait_s: float) -> None:
+    """Hold the refused client's connection for its wait, at most the server's ``throttle_max_s``."""
+    throttle_connection(request.scope, min(wait_s, request.app.state.settings.throttle_max_s))
+
+
 async def service(request: Request) -> ResonanceService:
     return request.app.state.service
 
 
 async def tenant(request: Request) -> TenantContext:
     """The tenant behind the request's Bearer key; 401 if missing, malformed or revoked, 429 if over rate
-    or if the client address has failed authentication too often (checked first, from memory).
+    or if the client address has failed authentication too often (checked first, from memory). A 429
+    also holds the client's connection for its wait (``http_protocol.throttle_connection``).
 
     Runs on the event loop: a key verified in the last ``auth_cache_s`` seconds is taken from memory,
     others cost one indexed point query, cheaper than the hop to the thread pool that sync
@@ -37,6 +44,7 @@ async def tenant(request: Request) -> TenantContext:
     token = token.strip()
     blocked = failures.wait(address)
     if blocked > 0 and (not token or cache.cached(token) is None):
+        _throttle(request, blocked)
         raise ApiError(
             429,
             "TooManyFailedLogins",
@@ -57,6 +65,7 @@ async def tenant(request: Request) -> TenantContext:
     limiter: RateLimiter = request.app.state.rate_limiter
     wait = limiter.acquire(context.key_id)
     if wait > 0:
+        _throttle(request, wait)
         raise ApiError(
             429,
             "RateLimited",

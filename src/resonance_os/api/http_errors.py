@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
+from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -82,7 +83,22 @@ def describe_database_error(exc: SQLAlchemyError) -> str:
     return f"{type(exc).__name__} from {driver}" + (f" (SQLSTATE {sqlstate})" if sqlstate else "")
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(
+    app: FastAPI, authenticate: Callable[[Request], Awaitable[object]] | None = None
+) -> None:
+    """Answer every failure in the service's error shape. ``authenticate`` (the routes' tenant
+    dependency) also runs for a body too malformed to reach the route (FastAPI parses the body before
+    it checks the key): such a request takes its key's rate allowance, or counts as a failed login,
+    like any other request, so a flood of broken JSON is limited too."""
+
+    async def _refused_unread(request: Request, response: JSONResponse) -> JSONResponse:
+        if authenticate is not None:
+            try:
+                await authenticate(request)
+            except ApiError as exc:
+                return error_response(exc.status, exc.type, exc.message, exc.headers)
+        return response
+
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.type, exc.message, exc.headers)
@@ -96,13 +112,17 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(exc.http_status, exc.type_name, str(exc))
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(422, "RequestValidationError", describe_validation(exc))
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        response = error_response(422, "RequestValidationError", describe_validation(exc))
+        if any(err.get("type") == "json_invalid" for err in exc.errors()):
+            return await _refused_unread(request, response)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if exc.status_code == 400 and exc.detail == BODY_PARSE_ERROR:
-            return error_response(422, "RequestValidationError", describe_body_error(exc.__cause__))
+            response = error_response(422, "RequestValidationError", describe_body_error(exc.__cause__))
+            return await _refused_unread(request, response)
         return error_response(
             exc.status_code, "HTTPException", str(exc.detail), getattr(exc, "headers", None)
         )

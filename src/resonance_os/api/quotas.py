@@ -97,8 +97,20 @@ def charge(session: Session, tenant_id: int, quota: StorageQuota, rows: int, nby
         )
         .values(rows=Usage.rows + rows, bytes=Usage.bytes + nbytes)
     ).rowcount
-    if counted == 1:
-        return
+    if counted != 1:
+        _refuse_if_over(session, tenant_id, quota, rows, nbytes)
+
+
+def check_room(db: Database, tenant_id: int, quota: StorageQuota, rows: int, nbytes: int) -> None:
+    """Raise ``StorageQuotaError`` (507) now if ``rows`` more rows and ``nbytes`` more bytes cannot fit:
+    a read, taken before costly work (measuring a submitted text) whose result could not be stored.
+    It reserves nothing; :func:`charge` still decides when the write happens."""
+    with db.write() as session:
+        _ensure_usage_row(session, tenant_id)
+        _refuse_if_over(session, tenant_id, quota, rows, nbytes)
+
+
+def _refuse_if_over(session: Session, tenant_id: int, quota: StorageQuota, rows: int, nbytes: int) -> None:
     used_rows, used_bytes = session.execute(
         sa.select(Usage.rows, Usage.bytes).where(Usage.tenant_id == tenant_id)
     ).one()
@@ -108,11 +120,12 @@ def charge(session: Session, tenant_id: int, quota: StorageQuota, rows: int, nby
             "submitted texts, feedback, profile versions); delete profiles you no longer need, or ask the "
             "operator to raise RESONANCE_QUOTA_ROWS"
         )
-    raise StorageQuotaError(
-        f"storage quota reached: storing {nbytes:,} more bytes of text would take you to "
-        f"{used_bytes + nbytes:,} bytes, over your limit of {quota.bytes:,}; store shorter texts, delete "
-        "profiles you no longer need, or ask the operator to raise RESONANCE_QUOTA_BYTES"
-    )
+    if used_bytes + nbytes > quota.bytes:
+        raise StorageQuotaError(
+            f"storage quota reached: storing {nbytes:,} more bytes of text would take you to "
+            f"{used_bytes + nbytes:,} bytes, over your limit of {quota.bytes:,}; store shorter texts, delete "
+            "profiles you no longer need, or ask the operator to raise RESONANCE_QUOTA_BYTES"
+        )
 
 
 def release(db: Database, tenant_id: int, rows: int, nbytes: int) -> None:

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Item, Job
 from resonance_os.api.jobs import JobLimits
-from resonance_os.api.quotas import StorageQuota, charge, release, reserved, text_bytes
+from resonance_os.api.quotas import StorageQuota, charge, check_room, release, reserved, text_bytes
 from resonance_os.api.tenants import TenantContext
 from resonance_os.api.text_engine import as_dict
 from resonance_os.api.text_workers import TextWorkers
@@ -153,9 +153,10 @@ class ResonanceService:
 
     def measure_submitted(self, ctx: TenantContext, text: str, target_hrv: list[float] | None) -> Item:
         """A text the tenant wrote elsewhere, measured into an item that is not stored yet (store it
-        with the row that refers to it, in one transaction)."""
-        hrv = [float(v) for v in self.extractor.extract(text)]
-        resonance = None if target_hrv is None else self.similarity.calculate_similarity(hrv, target_hrv)
+        with the row that refers to it, in one transaction). Measured in the tenant's turn at the text
+        workers, and only if an item holding it still fits the tenant's quota (else 507 at once)."""
+        check_room(self.db, ctx.tenant_id, self.quota, 1, text_bytes(text))
+        hrv, resonance = self.workers.run(ctx.tenant_id, "measure", text, target_hrv, counted=False)
         return Item(
             tenant_id=ctx.tenant_id,
             source="submitted",

@@ -96,6 +96,8 @@ class Settings:
     Failed authentication (see :mod:`resonance_os.api.auth_failures`): each client address may fail
     ``failed_auth_per_s`` times a second (``RESONANCE_FAILED_AUTH_RATE``) after a burst of
     ``failed_auth_burst`` (``RESONANCE_FAILED_AUTH_BURST``); then 429 before any key is hashed or looked up.
+    A connection answered 429 by either limit is not read again for the wait it was given, at most
+    ``throttle_max_s`` seconds (``RESONANCE_THROTTLE_MAX_S``; 0: not held), see :mod:`resonance_os.api.http_protocol`.
     Stalled connections: a request body must arrive within ``body_timeout_s`` (``RESONANCE_BODY_TIMEOUT_S``;
     then 408); request headers within ``$RESONANCE_HEADER_TIMEOUT_S`` (:mod:`resonance_os.api.http_protocol`).
     ``GET /metrics`` shows training jobs only to ``Authorization: Bearer <metrics_token>``
@@ -124,6 +126,7 @@ class Settings:
     text_workers: int = 2
     failed_auth_per_s: float = 1.0
     failed_auth_burst: float = 20.0
+    throttle_max_s: float = 1.0
     body_timeout_s: float = 30.0
     metrics_token: str | None = None
 
@@ -142,6 +145,7 @@ class Settings:
             "text_workers": _env_int("RESONANCE_TEXT_WORKERS", cls.text_workers, minimum=0),
             "failed_auth_per_s": _env_float("RESONANCE_FAILED_AUTH_RATE", cls.failed_auth_per_s),
             "failed_auth_burst": _env_float("RESONANCE_FAILED_AUTH_BURST", cls.failed_auth_burst),
+            "throttle_max_s": _env_float("RESONANCE_THROTTLE_MAX_S", cls.throttle_max_s, allow_zero=True),
             "body_timeout_s": _env_float("RESONANCE_BODY_TIMEOUT_S", cls.body_timeout_s),
             "metrics_token": os.environ.get("RESONANCE_METRICS_TOKEN") or None,
             **{name: _env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
