@@ -20,6 +20,7 @@ skipped with the reason):
                   prompt that took 160 s of CPU before the fix (now refused with 422)
   nul-probes      NUL in every field and URL part that reaches the database
   login-flood     bad API keys from 127.0.0.2 as fast as four raw keep-alive connections go
+  connect-flood   the same from 127.0.0.3, but a new connection for every request (four at a time)
   fuzz            random hostile bodies (NUL, huge and deep JSON, wrong types, odd Unicode) on every route
                   (a training job it happens to start is cancelled at the end)
   train-flood     /v1/train as fast as it answers (jobs past the limits queue or get 429), all cancelled
@@ -57,6 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tenant_floods as floods  # noqa: E402  (the train and storage floods, one implementation)
 
 ATTACKER_ADDRESS = "127.0.0.2"  # all of 127.0.0.0/8 is loopback on Linux
+CONNECTOR_ADDRESS = "127.0.0.3"
 VICTIM_TEXT = (
     "The harbour was quiet at dawn. Boats rocked gently on the grey water while gulls argued over "
     "the scraps of last night's catch. An old fisherman mended his nets by the sea wall, humming a "
@@ -266,6 +268,30 @@ def login_flood(url: str, port: int, key: str, until: float) -> Counter:
     def flood(i: int) -> Counter:
         requests = [raw_request("POST", "/v1/analyze", f"rsk_guess{i}{n:040d}", body) for n in range(64)]
         return raw_loop(port, requests, until, source=ATTACKER_ADDRESS)
+
+    return in_threads(4, flood)
+
+
+@attack("connect-flood", needs=(("POST", "/v1/analyze"),))
+def connect_flood(url: str, port: int, key: str, until: float) -> Counter:
+    body = json.dumps({"text": "x"}).encode()
+
+    def flood(i: int) -> Counter:
+        statuses: Counter = Counter()
+        n = 0
+        while time.monotonic() < until:
+            request = raw_request("POST", "/v1/analyze", f"rsk_door{i}{n:040d}", body)
+            n += 1
+            try:
+                with socket.create_connection(
+                    ("127.0.0.1", port), timeout=60, source_address=(CONNECTOR_ADDRESS, 0)
+                ) as sock:
+                    sock.sendall(request)
+                    head = sock.recv(65536)
+                statuses[int(head.split(b" ", 2)[1]) if head else "closed"] += 1
+            except OSError as error:
+                statuses[type(error).__name__] += 1
+        return statuses
 
     return in_threads(4, flood)
 

@@ -1,7 +1,8 @@
-"""On a real server (one start, three stories): a flood of bad keys from one address is refused from
+"""On a real server (one start, four stories): a flood of bad keys from one address is refused from
 memory (429) while good keys from other addresses, and good keys already verified, keep working; a
-connection refused with 429 is not read again until its wait has passed; connections that stall in
-their headers or body are answered 408 and closed."""
+connection refused with 429 is not read again until its wait has passed; an address opening
+connection after connection is refused at the door (429, closed); connections that stall in their
+headers or body are answered 408 and closed."""
 
 from __future__ import annotations
 
@@ -12,10 +13,13 @@ import uuid
 import httpx
 
 from resonance_os.api.db import Database
+from resonance_os.api.http_protocol import REFUSED_HOLD_S
 from resonance_os.api.tenants import create_tenant
 
 ATTACKER = "127.0.0.2"  # the whole of 127.0.0.0/8 is loopback on Linux
 THROTTLE_S = 0.2
+CONNECTOR = "127.0.0.3"
+CONNECTION_BURST = 20
 
 
 def _tenant_key(db_url: str, name: str) -> str:
@@ -37,11 +41,14 @@ def test_one_client_can_neither_flood_logins_nor_stall_connections(live_server_f
             "RESONANCE_HEADER_TIMEOUT_S": "0.5",
             "RESONANCE_BODY_TIMEOUT_S": "0.5",
             "RESONANCE_THROTTLE_MAX_S": str(THROTTLE_S),
+            "RESONANCE_NEW_CONNECTIONS_PER_S": "0.01",
+            "RESONANCE_NEW_CONNECTIONS_BURST": str(CONNECTION_BURST),
         },
     )
     good = _tenant_key(db_url, f"victim-{uuid.uuid4().hex[:8]}")
     _failed_logins_are_limited_per_address(server, good)
-    _a_refused_connection_is_not_read_until_its_wait_has_passed(server)
+    _a_refused_request_is_answered_only_after_its_wait(server)
+    _an_address_opening_connection_after_connection_is_refused_at_the_door(server, good)
     _stalled_headers_and_bodies_are_answered_408_and_closed(server, good)
 
 
@@ -86,10 +93,10 @@ def _failed_logins_are_limited_per_address(server, good: str) -> None:
         )
 
 
-def _a_refused_connection_is_not_read_until_its_wait_has_passed(server) -> None:
-    """The address is blocked for about 100 s (rate 0.01/s), so each 429 holds its keep-alive connection
-    for the server's most, THROTTLE_S: the next request on it is answered no sooner (a refusal from
-    memory otherwise takes a millisecond or two), and then still refused."""
+def _a_refused_request_is_answered_only_after_its_wait(server) -> None:
+    """The address is blocked for about 100 s (rate 0.01/s), so each 429 waits the server's most,
+    THROTTLE_S, before it is answered (a refusal from memory otherwise takes a millisecond or two),
+    on a kept-alive connection as on a new one."""
     body = b'{"text": "x"}'
     request = (
         b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
@@ -99,14 +106,40 @@ def _a_refused_connection_is_not_read_until_its_wait_has_passed(server) -> None:
     with socket.create_connection(
         ("127.0.0.1", server.port), timeout=60, source_address=(ATTACKER, 0)
     ) as sock:
-        sock.sendall(request)
-        assert _read_response(sock).startswith(b"HTTP/1.1 429")
-        for _ in range(2):
+        for _ in range(3):
             sent = time.monotonic()
             sock.sendall(request)
             answer = _read_response(sock)
             assert time.monotonic() - sent >= 0.9 * THROTTLE_S
             assert answer.startswith(b"HTTP/1.1 429") and b"TooManyFailedLogins" in answer
+
+
+def _an_address_opening_connection_after_connection_is_refused_at_the_door(server, good: str) -> None:
+    """A connection per request from one address: the first CONNECTION_BURST are served, the next are
+    refused unread: answered 429 TooManyConnections only after REFUSED_HOLD_S, and closed (the close
+    can reset a connection whose request had already arrived, so a reset counts as refused too, never
+    a served request); another address is still served."""
+    request = b"GET /v1/profiles HTTP/1.1\r\nHost: x\r\n" + f"Authorization: Bearer {good}\r\n\r\n".encode()
+    answers, seconds = [], []
+    for _ in range(CONNECTION_BURST + 3):
+        with socket.create_connection(
+            ("127.0.0.1", server.port), timeout=60, source_address=(CONNECTOR, 0)
+        ) as sock:
+            start = time.monotonic()
+            try:
+                sock.sendall(request)
+                answers.append(_read_response(sock))
+            except ConnectionResetError:
+                answers.append(b"reset")
+            seconds.append(time.monotonic() - start)
+    assert min(seconds[CONNECTION_BURST:]) >= 0.9 * REFUSED_HOLD_S
+    assert all(a.startswith(b"HTTP/1.1 200") for a in answers[:CONNECTION_BURST])
+    refused = answers[CONNECTION_BURST:]
+    assert all(
+        a == b"reset" or (a.startswith(b"HTTP/1.1 429") and b"TooManyConnections" in a) for a in refused
+    )
+    ok = httpx.get(f"{server.url}/v1/profiles", headers={"Authorization": f"Bearer {good}"})
+    assert ok.status_code == 200
 
 
 def _read_all(sock: socket.socket) -> bytes:

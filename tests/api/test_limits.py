@@ -66,7 +66,8 @@ def test_malformed_json_is_422_never_500(client, make_tenant, raw):
 
 
 def test_rate_limit_is_429_with_retry_after_per_key(db_url):
-    app = create_app(db_url, rate_limit_per_s=0.5, rate_limit_burst=3)
+    # throttle_max_s 0: refusals answered at once, so the bucket cannot refill between these requests
+    app = create_app(db_url, rate_limit_per_s=0.5, rate_limit_burst=3, throttle_max_s=0.0)
     a = create_tenant(app.state.service.db, unique("rate-a"))
     b = create_tenant(app.state.service.db, unique("rate-b"))
     with TestClient(app) as client:

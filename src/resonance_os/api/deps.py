@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from fastapi import Request
 
+from resonance_os.api.address_limits import AddressLimiter
 from resonance_os.api.auth_cache import AuthCache
-from resonance_os.api.auth_failures import FailedAuthLimiter
 from resonance_os.api.http_errors import ApiError
-from resonance_os.api.http_protocol import throttle_connection
 from resonance_os.api.ratelimit import RateLimiter
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext, authenticate
@@ -19,9 +20,11 @@ def _unauthorized(message: str) -> ApiError:
     return ApiError(401, "Unauthorized", message, {"WWW-Authenticate": "Bearer"})
 
 
-def _throttle(request: Request, wait_s: float) -> None:
-    """Hold the refused client's connection for its wait, at most the server's ``throttle_max_s``."""
-    throttle_connection(request.scope, min(wait_s, request.app.state.settings.throttle_max_s))
+async def _hold(request: Request, wait_s: float) -> None:
+    """Answer a refused client only after its wait (at most the server's ``throttle_max_s``): a client
+    that sends again at once is slowed to one request per wait on each connection, and refusing it
+    stops costing the event loop, and every other tenant, a request as fast as it can send."""
+    await asyncio.sleep(min(wait_s, request.app.state.settings.throttle_max_s))
 
 
 async def service(request: Request) -> ResonanceService:
@@ -31,12 +34,12 @@ async def service(request: Request) -> ResonanceService:
 async def tenant(request: Request) -> TenantContext:
     """The tenant behind the request's Bearer key; 401 if missing, malformed or revoked, 429 if over rate
     or if the client address has failed authentication too often (checked first, from memory). A 429
-    also holds the client's connection for its wait (``http_protocol.throttle_connection``).
+    is answered only after the wait it names, at most ``throttle_max_s`` (:func:`_hold`).
 
     Runs on the event loop: a key verified in the last ``auth_cache_s`` seconds is taken from memory,
     others cost one indexed point query, cheaper than the hop to the thread pool that sync
     dependencies take."""
-    failures: FailedAuthLimiter = request.app.state.auth_failures
+    failures: AddressLimiter = request.app.state.auth_failures
     cache: AuthCache = request.app.state.auth_cache
     address = request.client.host if request.client else "unknown"
     header = request.headers.get("authorization")
@@ -44,7 +47,7 @@ async def tenant(request: Request) -> TenantContext:
     token = token.strip()
     blocked = failures.wait(address)
     if blocked > 0 and (not token or cache.cached(token) is None):
-        _throttle(request, blocked)
+        await _hold(request, blocked)
         raise ApiError(
             429,
             "TooManyFailedLogins",
@@ -52,20 +55,20 @@ async def tenant(request: Request) -> TenantContext:
             {"Retry-After": RateLimiter.retry_after_header(blocked)},
         )
     if header is None:
-        failures.failed(address)
+        failures.take(address)
         raise _unauthorized(f"missing Authorization header; {_BEARER_HINT}")
     if scheme.lower() != "bearer" or not token or " " in token:
-        failures.failed(address)
+        failures.take(address)
         raise _unauthorized(f"malformed Authorization header; {_BEARER_HINT}")
     db = request.app.state.service.db
     context = cache.lookup(token, lambda key: authenticate(db, key))
     if context is None:
-        failures.failed(address)
+        failures.take(address)
         raise _unauthorized("invalid or revoked API key")
     limiter: RateLimiter = request.app.state.rate_limiter
     wait = limiter.acquire(context.key_id)
     if wait > 0:
-        _throttle(request, wait)
+        await _hold(request, wait)
         raise ApiError(
             429,
             "RateLimited",

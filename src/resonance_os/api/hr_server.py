@@ -20,8 +20,8 @@ from fastapi import FastAPI
 
 from resonance_os import __version__
 from resonance_os.api import jobs
+from resonance_os.api.address_limits import AddressLimiter
 from resonance_os.api.auth_cache import AuthCache
-from resonance_os.api.auth_failures import FailedAuthLimiter
 from resonance_os.api.db import Database
 from resonance_os.api.deps import tenant
 from resonance_os.api.http_errors import install_error_handlers
@@ -116,7 +116,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     else:
         app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.state.auth_cache = AuthCache(settings.auth_cache_s)
-    app.state.auth_failures = FailedAuthLimiter(settings.failed_auth_per_s, settings.failed_auth_burst)
+    app.state.auth_failures = AddressLimiter(settings.failed_auth_per_s, settings.failed_auth_burst)
     install_error_handlers(app, authenticate=tenant)
     for router in (
         health.router,

@@ -7,11 +7,12 @@ uvicorn closes idle keep-alive connections but waits forever for a request whose
 connection, until its headers are complete; then it answers 408 and closes. Slow bodies are the job of
 :class:`~resonance_os.api.middleware.BodyLimitMiddleware`'s body timeout.
 
-It also holds a client to the ``Retry-After`` it was given: a request refused with 429 by a rate limit
-records how long to wait in its scope (:func:`throttle_connection`), and the connection is not read
-again until that time has passed (at most the server's ``throttle_max_s``). A client that floods on
-kept-alive connections is slowed to one request per wait on each of them, instead of costing the
-event loop (and every other tenant) a refusal per request as fast as it can send.
+A client address may open ``$RESONANCE_NEW_CONNECTIONS_PER_S`` new connections a second (default
+:data:`NEW_CONNECTIONS_PER_S`) after a burst of ``$RESONANCE_NEW_CONNECTIONS_BURST``
+(:data:`NEW_CONNECTIONS_BURST`); past that, a new connection is not read at all, and is answered 429
+and closed after :data:`REFUSED_HOLD_S` (:class:`~resonance_os.api.address_limits.AddressLimiter`),
+so a client that opens a connection per request is slowed like one refused on a kept-alive
+connection (``deps.tenant`` answers a 429 only after its wait).
 """
 
 from __future__ import annotations
@@ -19,51 +20,104 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
-from collections.abc import MutableMapping
-from typing import Any
+from collections import Counter
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-HEADER_TIMEOUT_S = 10.0
-THROTTLE_SCOPE_KEY = "resonance.throttle_s"
-"""Scope entry: seconds the connection that carried this request waits before it is read again."""
+from resonance_os.api.address_limits import AddressLimiter
+from resonance_os.api.settings import env_float
 
-_TIMEOUT_BODY = json.dumps(
-    {
-        "error": {
-            "type": "RequestTimeout",
-            "message": "request headers were not received in time; send them at once",
-        }
-    }
-).encode()
-_TIMEOUT_RESPONSE = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
-    + f"content-length: {len(_TIMEOUT_BODY)}\r\n\r\n".encode()
-    + _TIMEOUT_BODY
+HEADER_TIMEOUT_S = 10.0
+NEW_CONNECTIONS_PER_S = 200.0
+NEW_CONNECTIONS_BURST = 400.0
+REFUSED_HOLD_S = 1.0
+"""A connection refused at the door is answered only after this long, so a client that reconnects as
+soon as it is refused waits too (a tarpit); at most MAX_HELD_PER_ADDRESS are held at once per address."""
+MAX_HELD_PER_ADDRESS = 64
+_held: Counter[str] = Counter()
+"""Refused connections held now, per client address (event loop only)."""
+
+
+def _closing_response(status: str, type_: str, message: str, extra_headers: bytes = b"") -> bytes:
+    """A whole HTTP/1.1 response in the service's error shape that closes the connection."""
+    body = json.dumps({"error": {"type": type_, "message": message}}).encode()
+    return (
+        f"HTTP/1.1 {status}\r\ncontent-type: application/json\r\nconnection: close\r\n".encode()
+        + extra_headers
+        + f"content-length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+
+
+_TIMEOUT_RESPONSE = _closing_response(
+    "408 Request Timeout", "RequestTimeout", "request headers were not received in time; send them at once"
 )
+_TOO_MANY_RESPONSE = _closing_response(
+    "429 Too Many Requests",
+    "TooManyConnections",
+    "too many new connections from this address; keep connections alive and reuse them",
+    b"retry-after: 1\r\n",
+)
+
+
+@functools.cache
+def new_connections() -> AddressLimiter:
+    """This process's buckets of new connections per client address (from the environment, once)."""
+    return AddressLimiter(
+        env_float("RESONANCE_NEW_CONNECTIONS_PER_S", NEW_CONNECTIONS_PER_S),
+        env_float("RESONANCE_NEW_CONNECTIONS_BURST", NEW_CONNECTIONS_BURST),
+    )
 
 
 def header_timeout_s() -> float:
     """The header deadline from ``$RESONANCE_HEADER_TIMEOUT_S`` (seconds), else the default."""
-    raw = os.environ.get("RESONANCE_HEADER_TIMEOUT_S")
-    return float(raw) if raw else HEADER_TIMEOUT_S
-
-
-def throttle_connection(scope: MutableMapping[str, Any], seconds: float) -> None:
-    """Do not read the connection of the request with ``scope`` for ``seconds`` after its response."""
-    scope[THROTTLE_SCOPE_KEY] = seconds
+    return env_float("RESONANCE_HEADER_TIMEOUT_S", HEADER_TIMEOUT_S)
 
 
 class HeaderTimeoutProtocol(HttpToolsProtocol):
-    """``HttpToolsProtocol`` plus the header deadline and the throttle described in the module docstring."""
+    """``HttpToolsProtocol`` plus the header deadline and the door limit described in the module docstring."""
 
     _header_timer: asyncio.TimerHandle | None = None
     _throttle_timer: asyncio.TimerHandle | None = None
+    _held_address: str | None = None
+    _refused = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and peer:
+            limiter, address = new_connections(), str(peer[0])
+            if limiter.wait(address) > 0:
+                self._refuse_at_the_door(address)
+                return
+            limiter.take(address)
         self._arm_header_timer()
+
+    def _refuse_at_the_door(self, address: str) -> None:
+        """Read nothing; answer 429 and close after REFUSED_HOLD_S (at once past MAX_HELD_PER_ADDRESS)."""
+        self._refused = True
+        # uvloop starts reading after connection_made returns, so pause once it has
+        self.loop.call_soon(self._pause_refused)
+        if _held[address] >= MAX_HELD_PER_ADDRESS:
+            self._answer_refused()
+            return
+        _held[address] += 1
+        self._held_address = address
+        self._throttle_timer = self.loop.call_later(REFUSED_HOLD_S, self._answer_refused)
+
+    def _pause_refused(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if not self._refused:
+            super().data_received(data)
+
+    def _answer_refused(self) -> None:
+        self._throttle_timer = None
+        if not self.transport.is_closing():
+            self.transport.write(_TOO_MANY_RESPONSE)
+            self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -72,30 +126,18 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         self._cancel_header_timer()
         super().on_headers_complete()
-        cycle = self.cycle
-        if cycle is not None and cycle.on_response == self.on_response_complete:
-            cycle.on_response = functools.partial(self._response_sent, cycle.scope)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
         if self._throttle_timer is not None:
             self._throttle_timer.cancel()
             self._throttle_timer = None
+        if self._held_address is not None:
+            _held[self._held_address] -= 1
+            if not _held[self._held_address]:
+                del _held[self._held_address]
+            self._held_address = None
         super().connection_lost(exc)
-
-    def _response_sent(self, scope: dict[str, Any]) -> None:
-        pause = scope.get(THROTTLE_SCOPE_KEY, 0.0)
-        if pause <= 0.0 or self.transport.is_closing():
-            self.on_response_complete()
-            return
-        self.transport.pause_reading()
-        self._throttle_timer = self.loop.call_later(pause, self._throttle_over)
-
-    def _throttle_over(self) -> None:
-        self._throttle_timer = None
-        if not self.transport.is_closing():
-            self.transport.resume_reading()
-            self.on_response_complete()
 
     def _arm_header_timer(self) -> None:
         if self._header_timer is None:

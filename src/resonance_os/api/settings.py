@@ -26,7 +26,9 @@ DEFAULT_TRAINERS = {"ppo": "resonance_os.api.training:train_profile_policy"}
 """Job kind -> ``module:function`` run by the worker process; chosen by the server, never by a client."""
 
 
-def _env_float(name: str, default: float, *, allow_zero: bool = False) -> float:
+def env_float(name: str, default: float, *, allow_zero: bool = False) -> float:
+    """``$name`` as a positive number (or zero with ``allow_zero``), ``default`` when unset;
+    ``ValidationError`` naming the variable otherwise."""
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -93,11 +95,11 @@ class Settings:
     ``generate_total`` (``RESONANCE_GENERATE_TOTAL``; more: 503). Writing, refining, scoring and
     measuring long texts run in ``text_workers`` worker processes (``RESONANCE_TEXT_WORKERS``; 0: in
     the server process), see :mod:`resonance_os.api.text_workers`.
-    Failed authentication (see :mod:`resonance_os.api.auth_failures`): each client address may fail
+    Failed authentication (see :mod:`resonance_os.api.address_limits`): each client address may fail
     ``failed_auth_per_s`` times a second (``RESONANCE_FAILED_AUTH_RATE``) after a burst of
     ``failed_auth_burst`` (``RESONANCE_FAILED_AUTH_BURST``); then 429 before any key is hashed or looked up.
-    A connection answered 429 by either limit is not read again for the wait it was given, at most
-    ``throttle_max_s`` seconds (``RESONANCE_THROTTLE_MAX_S``; 0: not held), see :mod:`resonance_os.api.http_protocol`.
+    A 429 of either limit is answered only after the wait it names, at most ``throttle_max_s`` seconds
+    (``RESONANCE_THROTTLE_MAX_S``; 0: at once), see :mod:`resonance_os.api.deps`.
     Stalled connections: a request body must arrive within ``body_timeout_s`` (``RESONANCE_BODY_TIMEOUT_S``;
     then 408); request headers within ``$RESONANCE_HEADER_TIMEOUT_S`` (:mod:`resonance_os.api.http_protocol`).
     ``GET /metrics`` shows training jobs only to ``Authorization: Bearer <metrics_token>``
@@ -134,19 +136,19 @@ class Settings:
     def from_env(cls, **overrides) -> Settings:
         values = {
             "db_url": os.environ.get("RESONANCE_DB") or None,
-            "rate_limit_per_s": _env_float("RESONANCE_RATE_LIMIT", cls.rate_limit_per_s),
-            "rate_limit_burst": _env_float("RESONANCE_RATE_BURST", cls.rate_limit_burst),
-            "auth_cache_s": _env_float("RESONANCE_AUTH_CACHE_S", cls.auth_cache_s, allow_zero=True),
+            "rate_limit_per_s": env_float("RESONANCE_RATE_LIMIT", cls.rate_limit_per_s),
+            "rate_limit_burst": env_float("RESONANCE_RATE_BURST", cls.rate_limit_burst),
+            "auth_cache_s": env_float("RESONANCE_AUTH_CACHE_S", cls.auth_cache_s, allow_zero=True),
             "rate_limit_file": os.environ.get("RESONANCE_RATE_LIMIT_FILE") or None,
             "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
-            "generate_budget_s": _env_float("RESONANCE_GENERATE_BUDGET_S", cls.generate_budget_s),
+            "generate_budget_s": env_float("RESONANCE_GENERATE_BUDGET_S", cls.generate_budget_s),
             "generate_per_tenant": _env_int("RESONANCE_GENERATE_PER_TENANT", cls.generate_per_tenant),
             "generate_total": _env_int("RESONANCE_GENERATE_TOTAL", cls.generate_total),
             "text_workers": _env_int("RESONANCE_TEXT_WORKERS", cls.text_workers, minimum=0),
-            "failed_auth_per_s": _env_float("RESONANCE_FAILED_AUTH_RATE", cls.failed_auth_per_s),
-            "failed_auth_burst": _env_float("RESONANCE_FAILED_AUTH_BURST", cls.failed_auth_burst),
-            "throttle_max_s": _env_float("RESONANCE_THROTTLE_MAX_S", cls.throttle_max_s, allow_zero=True),
-            "body_timeout_s": _env_float("RESONANCE_BODY_TIMEOUT_S", cls.body_timeout_s),
+            "failed_auth_per_s": env_float("RESONANCE_FAILED_AUTH_RATE", cls.failed_auth_per_s),
+            "failed_auth_burst": env_float("RESONANCE_FAILED_AUTH_BURST", cls.failed_auth_burst),
+            "throttle_max_s": env_float("RESONANCE_THROTTLE_MAX_S", cls.throttle_max_s, allow_zero=True),
+            "body_timeout_s": env_float("RESONANCE_BODY_TIMEOUT_S", cls.body_timeout_s),
             "metrics_token": os.environ.get("RESONANCE_METRICS_TOKEN") or None,
             **{name: _env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
         }
