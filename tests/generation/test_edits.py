@@ -121,6 +121,11 @@ def measure(text: str, dimension: str) -> float:
             "An important step comes first.",
             "A vital step comes first.",
         ),
+        (  # "hard" as an adjective still swaps (as an adverb it does not: test_declines_where_unsafe)
+            lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True),
+            "The first winter was hard for everyone.",
+            "The first winter was difficult for everyone.",
+        ),
     ],
 )
 def test_exact_outputs_on_real_sentences(edit, sentence, expected):
@@ -192,6 +197,7 @@ def test_merge_joins_two_statements_with_a_semicolon():
         (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, False), "A mother's love for her children was real."),
         (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True), "It concerns the whole team today."),
         (lambda s: E.swap_word(s, E.VALENCE_SWAPS, True), "This is the most difficult part of the job."),
+        (lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True), "She has been working hard for years."),  # adverb
         (
             lambda s: E.swap_word(s, E.INTENSITY_SWAPS, True),
             "This is very important for the test.",

@@ -639,6 +639,12 @@ _BEFORE_VERB = (
     | frozenset("to really truly also always still all who people".split())
 )
 _BEFORE_NOUN_VERB = frozenset(SUBJECT_PRONOUNS) | frozenset("that which who".split())
+ADJECTIVE_SWAPS = frozenset(("hard",))
+"""Swap words taken only as adjectives after a linking verb, an article or a degree word: "working
+hard" and "a hard floor" have no "difficult"."""
+_BEFORE_SWAPPED_ADJECTIVE = (
+    _BEFORE_ADJECTIVE | frozenset(INTENSIFIERS) | frozenset("so too how quite".split())
+)
 _GRADED = frozenset("more most less least".split())
 """'most difficult' has no 'most hard': a swap after these is declined."""
 
@@ -650,13 +656,15 @@ def _swap_fits(old: str, new: str, previous: str) -> bool:
         return False
     if old in VERB_SWAPS:
         return previous in _BEFORE_VERB
+    if old in ADJECTIVE_SWAPS:
+        return previous in _BEFORE_SWAPPED_ADJECTIVE
     return not (old in NOUN_SWAPS and previous in _BEFORE_NOUN_VERB)
 
 
 def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) -> str | None:
     """Replace the first whole-word match of a pair's left word by its right (``forward``) or back,
     with an article just before it made to agree ("a vital part" -> "an important part"); a match in
-    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``), after "more"/"most", or after "very" where
+    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``, ``ADJECTIVE_SWAPS``), after "more"/"most", or after "very" where
     the new word takes no degree is skipped."""
     if _UNSAFE.search(sentence):
         return None
