@@ -1,4 +1,4 @@
-"""uvicorn's HTTP protocol with a deadline for request headers, so stalled connections are dropped.
+"""uvicorn's HTTP protocol with a deadline for request headers and a limit on new connections per address.
 
 uvicorn closes idle keep-alive connections but waits forever for a request whose headers trickle in
 (or never come after the connection opens): a few hundred such connections hold sockets and memory.
@@ -78,7 +78,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
     """``HttpToolsProtocol`` plus the header deadline and the door limit described in the module docstring."""
 
     _header_timer: asyncio.TimerHandle | None = None
-    _throttle_timer: asyncio.TimerHandle | None = None
+    _refusal_timer: asyncio.TimerHandle | None = None
     _held_address: str | None = None
     _refused = False
 
@@ -103,7 +103,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             return
         _held[address] += 1
         self._held_address = address
-        self._throttle_timer = self.loop.call_later(REFUSED_HOLD_S, self._answer_refused)
+        self._refusal_timer = self.loop.call_later(REFUSED_HOLD_S, self._answer_refused)
 
     def _pause_refused(self) -> None:
         if not self.transport.is_closing():
@@ -114,7 +114,7 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
             super().data_received(data)
 
     def _answer_refused(self) -> None:
-        self._throttle_timer = None
+        self._refusal_timer = None
         if not self.transport.is_closing():
             self.transport.write(_TOO_MANY_RESPONSE)
             self.transport.close()
@@ -129,9 +129,9 @@ class HeaderTimeoutProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
-        if self._throttle_timer is not None:
-            self._throttle_timer.cancel()
-            self._throttle_timer = None
+        if self._refusal_timer is not None:
+            self._refusal_timer.cancel()
+            self._refusal_timer = None
         if self._held_address is not None:
             _held[self._held_address] -= 1
             if not _held[self._held_address]:
