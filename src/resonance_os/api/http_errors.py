@@ -43,6 +43,10 @@ def error_response(
     return JSONResponse({"error": {"type": type_, "message": message}}, status_code=status, headers=headers)
 
 
+def api_error_response(exc: ApiError) -> JSONResponse:
+    return error_response(exc.status, exc.type, exc.message, exc.headers)
+
+
 def _field(loc: tuple | list) -> str:
     parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
     return ".".join(parts) or "body"
@@ -96,12 +100,12 @@ def install_error_handlers(
             try:
                 await authenticate(request)
             except ApiError as exc:
-                return error_response(exc.status, exc.type, exc.message, exc.headers)
+                return api_error_response(exc)
         return response
 
     @app.exception_handler(ApiError)
     async def _api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.type, exc.message, exc.headers)
+        return api_error_response(exc)
 
     @app.exception_handler(ResonanceError)
     async def _resonance_error(_request: Request, exc: ResonanceError) -> JSONResponse:

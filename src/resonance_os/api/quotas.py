@@ -103,8 +103,9 @@ def charge(session: Session, tenant_id: int, quota: StorageQuota, rows: int, nby
 
 def check_room(db: Database, tenant_id: int, quota: StorageQuota, rows: int, nbytes: int) -> None:
     """Raise ``StorageQuotaError`` (507) now if ``rows`` more rows and ``nbytes`` more bytes cannot fit:
-    a read, taken before costly work (measuring a submitted text) whose result could not be stored.
-    It reserves nothing; :func:`charge` still decides when the write happens."""
+    a check (it may create the tenant's usage row) before costly work, such as measuring a submitted
+    text, whose result could not be stored. It reserves nothing; :func:`charge` still decides when the
+    write happens."""
     with db.write() as session:
         _ensure_usage_row(session, tenant_id)
         _refuse_if_over(session, tenant_id, quota, rows, nbytes)

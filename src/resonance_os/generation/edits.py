@@ -664,8 +664,8 @@ def _swap_fits(old: str, new: str, previous: str) -> bool:
 def swap_word(sentence: str, pairs: Iterable[tuple[str, str]], forward: bool) -> str | None:
     """Replace the first whole-word match of a pair's left word by its right (``forward``) or back,
     with an article just before it made to agree ("a vital part" -> "an important part"); a match in
-    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``, ``ADJECTIVE_SWAPS``), after "more"/"most", or after "very" where
-    the new word takes no degree is skipped."""
+    the wrong word class (``VERB_SWAPS``, ``NOUN_SWAPS``, ``ADJECTIVE_SWAPS``), after "more"/"most",
+    or after "very" where the new word takes no degree is skipped."""
     if _UNSAFE.search(sentence):
         return None
     present = set(_WORD_RUN.findall(sentence))  # the pairs are single words: whole-word runs
