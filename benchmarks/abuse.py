@@ -1,12 +1,12 @@
 """Replay attacks on a real server and measure what they do to another tenant (issue 14 §3).
 
-    .venv/bin/python benchmarks/abuse.py [--duration 8] [--db URL] [--attacks redos-prompt,login-flood]
+    .venv/bin/python benchmarks/abuse.py [--duration 20] [--db URL] [--attacks redos-prompt,login-flood]
 
 Starts ``python -m resonance_os.api.hr_server`` on 127.0.0.1 (a fresh SQLite file, or ``--db``, e.g.
 the PostgreSQL URL that ``scripts/with_postgres.sh`` exports as ``$RESONANCE_TEST_DB_URL``) with the
 default settings except a small storage quota (``RESONANCE_QUOTA_BYTES``, so the storage flood reaches
 it). A victim tenant sends ``POST /v1/analyze`` (a 60-word text, 20 a second, under the per-key rate
-limit) and ``POST /v1/generate`` (one paragraph, one a second) from 127.0.0.1. For each attack the
+limit) and ``POST /v1/generate`` (one paragraph, four a second) from 127.0.0.1. For each attack the
 victim's latencies are measured for ``--duration`` seconds without it, then for ``--duration``
 seconds while attacker processes (separate processes, so the client's own GIL does not slow the
 victim) replay it, from their own tenant and, for the login flood, from 127.0.0.2. Printed per
@@ -65,7 +65,7 @@ VICTIM_TEXT = (
     "tune nobody else remembered, and the smell of tar and salt hung in the cold air."
 )
 VICTIM_ANALYZE_PER_S = 20.0
-VICTIM_GENERATE_PER_S = 1.0
+VICTIM_GENERATE_PER_S = 4.0
 QUOTA_BYTES = 20_000_000
 HRV = [0.5] * 8
 
@@ -446,7 +446,10 @@ def p99(latencies: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--duration", type=float, default=8.0, help="seconds per phase (without, with the attack)"
+        "--duration",
+        type=float,
+        default=20.0,
+        help="seconds per phase (without, with the attack); 20 s gives 80 generate latencies for a p99",
     )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     parser.add_argument(

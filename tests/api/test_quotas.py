@@ -4,6 +4,8 @@ what is stored."""
 
 from __future__ import annotations
 
+import sqlite3
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -14,7 +16,7 @@ from fastapi.testclient import TestClient
 
 from resonance_os.api.db import Database, Feedback, Item, Usage
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.quotas import stored
+from resonance_os.api.quotas import StorageQuota, StorageQuotaError, check_room, stored
 from resonance_os.api.tenants import create_tenant
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
@@ -140,3 +142,36 @@ def test_a_text_that_cannot_fit_is_refused_before_it_is_measured(byte_app):
         refused = client.post("/v1/feedback", json=big, headers=tenant.headers)
         assert refused.status_code == 507, refused.text
         assert "RESONANCE_QUOTA_BYTES" in refused.json()["error"]["message"]
+
+
+def test_a_refusal_of_a_text_that_cannot_fit_waits_for_no_writer(tmp_path):
+    """A tenant refused again and again (a storage flood) takes no write lock: the refusal comes while
+    another writer holds SQLite's lock, which every tenant's writes wait for."""
+    db = Database(f"sqlite:///{tmp_path / 'q.db'}")
+    db.migrate()
+    tenant = _tenant(db, "refused")
+    tenant_id = _tenant_id(db, tenant)
+    quota = StorageQuota(rows=10, bytes=1_000)
+    check_room(db, tenant_id, quota, 1, 10)  # fits; creates the usage row
+    writer = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # another request's write in progress
+    outcome: list[BaseException | None] = []
+
+    def refuse() -> None:
+        try:
+            check_room(db, tenant_id, quota, 1, 5_000)
+            outcome.append(None)
+        except BaseException as error:  # noqa: BLE001 (recorded for the assertion below)
+            outcome.append(error)
+
+    checker = threading.Thread(target=refuse, daemon=True)
+    try:
+        checker.start()
+        checker.join(timeout=10)  # waiting on the lock would take the 30 s busy timeout
+        assert not checker.is_alive(), "the refusal waited for another tenant's write lock"
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+        checker.join()
+        db.dispose()
+    assert isinstance(outcome[0], StorageQuotaError), outcome

@@ -24,6 +24,7 @@ from resonance_os.api.address_limits import AddressLimiter
 from resonance_os.api.auth_cache import AuthCache
 from resonance_os.api.db import Database
 from resonance_os.api.deps import tenant
+from resonance_os.api.heap import settle_heap
 from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.http_protocol import HeaderTimeoutProtocol
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
@@ -136,6 +137,14 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     return app
 
 
+def create_served_app() -> FastAPI:
+    """:func:`create_app` from the environment, for the process that serves it: its loaded models are
+    then kept out of the garbage collector's full passes (:func:`~resonance_os.api.heap.settle_heap`)."""
+    app = create_app()
+    settle_heap()
+    return app
+
+
 def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, workers: int = 1) -> None:
     """Migrate once, then run the app under uvicorn with ``workers`` processes."""
     import tempfile
@@ -152,7 +161,7 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, 
         shared = tempfile.mkdtemp(prefix="resonance-ratelimit-")
         os.environ["RESONANCE_RATE_LIMIT_FILE"] = os.path.join(shared, "buckets")
     uvicorn.run(
-        "resonance_os.api.hr_server:create_app",
+        "resonance_os.api.hr_server:create_served_app",
         factory=True,
         host=host,
         port=port,

@@ -73,8 +73,12 @@ def stored(session: Session, tenant_id: int) -> tuple[int, int]:
     return rows, nbytes
 
 
+def _has_usage_row(session: Session, tenant_id: int) -> bool:
+    return session.execute(sa.select(Usage.tenant_id).where(Usage.tenant_id == tenant_id)).first() is not None
+
+
 def _ensure_usage_row(session: Session, tenant_id: int) -> None:
-    if session.execute(sa.select(Usage.tenant_id).where(Usage.tenant_id == tenant_id)).first() is not None:
+    if _has_usage_row(session, tenant_id):
         return
     rows, nbytes = stored(session, tenant_id)
     try:
@@ -103,9 +107,14 @@ def charge(session: Session, tenant_id: int, quota: StorageQuota, rows: int, nby
 
 def check_room(db: Database, tenant_id: int, quota: StorageQuota, rows: int, nbytes: int) -> None:
     """Raise ``StorageQuotaError`` (507) now if ``rows`` more rows and ``nbytes`` more bytes cannot fit:
-    a check (it may create the tenant's usage row) before costly work, such as measuring a submitted
-    text, whose result could not be stored. It reserves nothing; :func:`charge` still decides when the
-    write happens."""
+    a check before costly work, such as measuring a submitted text, whose result could not be stored.
+    A read once the tenant has a usage row (a tenant refused again and again takes no write lock, which
+    every other tenant's writes on SQLite wait for); it creates the row first otherwise. It reserves
+    nothing; :func:`charge` still decides when the write happens."""
+    with db.read() as session:
+        if _has_usage_row(session, tenant_id):
+            _refuse_if_over(session, tenant_id, quota, rows, nbytes)
+            return
     with db.write() as session:
         _ensure_usage_row(session, tenant_id)
         _refuse_if_over(session, tenant_id, quota, rows, nbytes)

@@ -6,8 +6,8 @@ p99 2-3x its quiet value while one tenant wrote 12-paragraph articles or stored 
 texts). :class:`TextWorkers` with ``processes=N`` runs those calls in N worker processes instead:
 
 - the workers (``multiprocessing`` spawn) start on first use, all at once; each builds its
-  :class:`~resonance_os.api.text_engine.TextEngine` before it takes work and serves each call on its
-  own Unix-socket connection (``<tmp>/resonance-text-workers-*/``, an authentication key per server)
+  :class:`~resonance_os.api.text_engine.TextEngine` (then :func:`~resonance_os.api.heap.settle_heap`)
+  before it takes work and serves each call on its own Unix-socket connection (``<tmp>/resonance-text-workers-*/``, an authentication key per server)
   in a thread;
 - each worker has its own :class:`~resonance_os.api.turns.WriterTurns`: one call runs there at a time,
   and a writing call passes the turn to a waiting tenant between paragraphs, round-robin, as the
@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
+from resonance_os.api.heap import settle_heap
 from resonance_os.api.text_engine import TextEngine
 from resonance_os.api.turns import WriterTurns
 from resonance_os.core.errors import BusyError, ResonanceError
@@ -62,6 +63,7 @@ def _serve(address: str, authkey: bytes, ready) -> None:
     """A worker process: build the engine, then serve every connection in its own thread."""
     engine = TextEngine()
     engine.warm()
+    settle_heap()
     with Listener(address, family="AF_UNIX", authkey=authkey) as listener:
         ready.set()
         while True:
