@@ -7,8 +7,8 @@ texts). :class:`TextWorkers` with ``processes=N`` runs those calls in N worker p
 
 - the workers (``multiprocessing`` spawn) start on first use, all at once; each builds its
   :class:`~resonance_os.api.text_engine.TextEngine` (then :func:`~resonance_os.api.heap.settle_heap`)
-  before it takes work and serves each call on its own Unix-socket connection (``<tmp>/resonance-text-workers-*/``, an authentication key per server)
-  in a thread;
+  before it takes work and serves each call on its own Unix-socket connection
+  (``<tmp>/resonance-text-workers-*/``, an authentication key per server) in a thread;
 - each worker has its own :class:`~resonance_os.api.turns.WriterTurns`: one call runs there at a time,
   and a writing call passes the turn to a waiting tenant between paragraphs, round-robin, as the
   single in-process writer did;
