@@ -2,11 +2,11 @@
 
 A server process holds about 250,000 Python objects once its extractor is loaded, a text worker about
 600,000 once its engine is warm (lexicons, language-model tables). Python's cyclic collector walks all
-of them in every full collection: 130 ms and 280 ms on this machine, during which the process answers
-nothing (``benchmarks/abuse.py`` saw another tenant's one-paragraph ``/v1/generate`` take 195-291 ms
-instead of 20 ms, with no attack running). :func:`settle_heap`, called once the loading is done, moves
-the objects alive then into the collector's permanent generation (``gc.freeze``): later collections
-walk only what was made after it.
+of them in every full collection: about 130 ms and 300 ms on this machine (``bench_gc_pause.py``),
+during which the process answers nothing (``benchmarks/abuse.py`` saw another tenant's one-paragraph
+``/v1/generate`` take 195-291 ms instead of 20 ms, with no attack running). :func:`settle_heap`, called
+once the loading is done, moves the objects alive then into the collector's permanent generation
+(``gc.freeze``): later collections walk only what was made after it.
 """
 
 from __future__ import annotations
