@@ -25,6 +25,7 @@ from resonance_os.distributed import LocalProcesses, RayCluster  # noqa: E402
 from resonance_os.llm.grpo import GRPOConfig  # noqa: E402
 from resonance_os.llm.pipeline import AsyncGRPO  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
+from resonance_os.rlvr import RLVRConfig, run_rlvr  # noqa: E402
 from resonance_os.verify import CodeReward, SandboxLimits, builtin_problems  # noqa: E402
 from resonance_os.verify.remote_pool import RemoteVerifierPool  # noqa: E402
 from resonance_os.verify.sandbox import processes_of  # noqa: E402
@@ -41,13 +42,17 @@ UIDS = range(62_200, 62_216)
 TIMING = ("time_", "tokens_per_second", "generator_busy_fraction")
 
 
+def tiny_policy() -> LMPolicy:
+    tokenizer = make_tokenizer()
+    return LMPolicy(
+        tokenizer, make_model(len(tokenizer), context=256), PolicyConfig(lora_rank=4, lora_alpha=8)
+    )
+
+
 def run_pipeline(placement) -> tuple[list[dict], list[str]]:
     """Three steps of AsyncGRPO (one batch in flight) with sandbox rewards, every worker an actor."""
     problems = builtin_problems()
-    tokenizer = make_tokenizer()
-    policy = LMPolicy(
-        tokenizer, make_model(len(tokenizer), context=256), PolicyConfig(lora_rank=4, lora_alpha=8)
-    )
+    policy = tiny_policy()
     config = GRPOConfig(
         group_size=2, prompts_per_step=2, max_new_tokens=16, learning_rate=1e-3, chat_template=False, seed=0
     )
@@ -79,6 +84,13 @@ def test_the_pipeline_runs_on_ray_actors_as_it_does_on_local_processes(tmp_path_
 
         assert ray.is_initialized() and cluster.description == "Ray actors (local)"
         on_ray, outcomes = run_pipeline(cluster)
+        rlvr = run_rlvr(
+            tiny_policy(),
+            GRPOConfig(group_size=2, prompts_per_step=2, max_new_tokens=16, chat_template=False, seed=0),
+            RLVRConfig(source="builtin", heldout=2, eval_samples=1, eval_ks=[1], workers=2),
+            steps=2,
+            placement=cluster,
+        )
     finally:
         cluster.close()
     assert not ray.is_initialized()
@@ -90,6 +102,8 @@ def test_the_pipeline_runs_on_ray_actors_as_it_does_on_local_processes(tmp_path_
         local.close()
 
     assert [row["policy_lag"] for row in on_ray] == [0.0, 1.0, 1.0]
+    assert rlvr.pipeline == "AsyncGRPO, max_policy_lag 1, on Ray actors (local)"
+    assert [row["policy_lag"] for row in rlvr.history] == [0.0, 1.0] and rlvr.after.samples == 1
     assert set(outcomes) <= {"wrong_answer", "runtime_error"}  # the tiny model's programs ran, and failed
     assert on_ray == on_local  # same seed, same run, wherever the workers ran
     assert processes_of(UIDS) == []

@@ -3,6 +3,7 @@ the one-line errors of a bad config."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -132,3 +133,24 @@ def test_the_example_config_reads_as_the_benchmark_uses_it():
     assert model_path == "smollm2" and policy.lora_rank == 16
     assert grpo.loss_type == "gspo_plus" and grpo.seed == 0 and grpo.overlong_filter
     assert rlvr.source == "humaneval" and rlvr.max_solution_lines == 1 and rlvr.heldout == 12
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox starts as root (it drops each run to its own uid)")
+def test_max_policy_lag_trains_with_the_asynchronous_pipeline_on_local_processes(tiny_folder, tmp_path):
+    out = tmp_path / "run"
+    result = train(write(tiny_folder, GOOD), out, "--steps", "2", "--max-policy-lag", "1")
+    assert result.exit_code == 0, result.output
+    assert "AsyncGRPO, max_policy_lag 1, on local processes" in " ".join(result.output.split())
+    report = json.loads((out / "report.json").read_text())
+    assert report["pipeline"] == "AsyncGRPO, max_policy_lag 1, on local processes"
+    assert [r["policy_lag"] for r in read_metrics(out)] == [0.0, 1.0]  # the second batch was in flight
+    assert report["after"]["samples"] == 2 and (out / "checkpoint" / "metadata.json").is_file()
+
+
+def test_ray_without_the_ray_extra_is_one_line_and_writes_nothing(tiny_folder, tmp_path):
+    if importlib.util.find_spec("ray") is not None:
+        pytest.skip("Ray is installed here; tests/distributed/test_ray.py runs the pipeline on it")
+    out = tmp_path / "run"
+    result = train(write(tiny_folder, GOOD), out, "--ray", "local")
+    assert result.exit_code == 2 and "pip install 'resonance-os[ray]'" in result.output
+    assert "Traceback" not in result.output and not out.exists()

@@ -21,7 +21,9 @@ The TOML has the [model] and [grpo] tables of ``resonance llm train`` and an opt
     eval_samples = 4
 
 Relative paths are read from the TOML's folder. Any mistake is one line naming the table and field,
-exit code 2.
+exit code 2. ``--ray ADDRESS`` (``auto``, ``host:port`` or ``local``) trains with ``AsyncGRPO``, its
+generation worker and the sandbox pool Ray actors on that cluster; ``--max-policy-lag K`` alone does
+the same on local processes; with neither, GRPO and the verifier pool run in this process.
 """
 
 from __future__ import annotations
@@ -74,8 +76,18 @@ def load_rlvr_spec(path: Path) -> tuple[str, str | None, Any, Any, Any]:
     return model_path, device, policy, grpo, rlvr
 
 
-def run_training(config: Path, out: Path, steps: int, seed: int | None, progress: bool) -> Any:
-    """Parse the config, build the policy, evaluate, train ``steps`` steps, evaluate; results in ``out``."""
+def run_training(
+    config: Path,
+    out: Path,
+    steps: int,
+    seed: int | None,
+    progress: bool,
+    ray: str | None = None,
+    max_policy_lag: int | None = None,
+) -> Any:
+    """Parse the config, build the policy, evaluate, train ``steps`` steps, evaluate; results in ``out``.
+    With ``ray`` or ``max_policy_lag``, the asynchronous pipeline on Ray actors or local processes."""
+    from resonance_os.distributed import placement_for
     from resonance_os.rlvr import RLVRTask, run_rlvr
 
     model_path, device, policy_config, grpo, rlvr = load_rlvr_spec(config)
@@ -86,10 +98,27 @@ def run_training(config: Path, out: Path, steps: int, seed: int | None, progress
             f"{config.name}: grpo.seed is missing; an RLVR run needs a seed (set it, or pass --seed)"
         )
     RLVRTask(rlvr)  # loads and splits the problems now: a bad problem file fails before the model loads
-    policy = build_policy(model_path, device, policy_config)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.toml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
-    return run_rlvr(policy, grpo, rlvr, steps, out=out, progress_bar=progress)
+    if ray is None and max_policy_lag is None:
+        placement = None
+    else:  # a missing Ray or an unreachable cluster fails here, before the model loads
+        placement = placement_for(ray)
+    try:
+        policy = build_policy(model_path, device, policy_config)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.toml").write_text(config.read_text(encoding="utf-8"), encoding="utf-8")
+        return run_rlvr(
+            policy,
+            grpo,
+            rlvr,
+            steps,
+            out=out,
+            progress_bar=progress,
+            placement=placement,
+            max_policy_lag=1 if max_policy_lag is None else max_policy_lag,
+        )
+    finally:
+        if placement is not None:
+            placement.close()
 
 
 def _report(result: Any, out: Path) -> None:
@@ -100,8 +129,8 @@ def _report(result: Any, out: Path) -> None:
         "held out",
         "before",
         "after",
-        title=f"{result.loss_type}, {result.steps} steps: {len(result.heldout_ids)} held-out problems, "
-        f"{result.after.samples} samples each",
+        title=f"{result.loss_type}, {result.steps} steps ({result.pipeline}): {len(result.heldout_ids)} "
+        f"held-out problems, {result.after.samples} samples each",
     )
     for k in sorted(result.after.pass_at):
         table.add_row(f"pass@{k}", fmt(result.before.pass_at.get(k)), fmt(result.after.pass_at[k]))
@@ -125,7 +154,22 @@ def train(
     steps: int = typer.Option(20, "--steps", min=1, help="GRPO steps to train for."),
     seed: int = typer.Option(None, "--seed", help="Overrides the grpo table's seed: same seed, same run."),
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
+    ray: str = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Train with AsyncGRPO, the generation worker and sandbox pool as Ray actors on this cluster "
+        "('auto', 'host:port', or 'local' to start one here; needs the ray extra).",
+    ),
+    max_policy_lag: int = typer.Option(
+        None,
+        "--max-policy-lag",
+        min=0,
+        help="Batches in flight for AsyncGRPO (default 1 with --ray); alone, runs it on local processes.",
+    ),
 ) -> None:
     """Train with GRPO on programming problems rewarded by the sandbox; print held-out pass@k before and after."""
-    result = run_reporting_user_errors(lambda: run_training(config, out, steps, seed, progress))
+    result = run_reporting_user_errors(
+        lambda: run_training(config, out, steps, seed, progress, ray, max_policy_lag)
+    )
     _report(result, out)

@@ -8,7 +8,9 @@ NousCoder's recipe at CPU scale (docs/verify.md, "An RLVR run"), read top to bot
                   from the completion (``verify.CodeReward``'s ``program_from``)
     3. before     pass@k of the policy on the held-out prompts (n samples each, ``llm.evaluate``)
     4. train      ``llm.GRPO`` on the train prompts, reward +1/-1 from the ``VerifierPool``
-                  (the GRPO config picks the loss: dapo, gspo, gspo_plus, ...)
+                  (the GRPO config picks the loss: dapo, gspo, gspo_plus, ...); with a
+                  ``placement`` (local processes or a Ray cluster), ``llm.AsyncGRPO`` with its
+                  generation worker and the sandbox pool (``RemoteVerifierPool``) there
     5. after      pass@k again, same samples, temperature and seed as before
 
 Usage::
@@ -34,8 +36,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from resonance_os.distributed import Placement
 from resonance_os.llm.evaluate import PassAtK, evaluate_pass_at_k
 from resonance_os.llm.grpo import GRPO, GRPOConfig
+from resonance_os.llm.pipeline import AsyncGRPO
 from resonance_os.llm.policy import LMPolicy
 from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.contract import Callback
@@ -51,6 +55,7 @@ from resonance_os.verify import (
     load_problems,
     split_problems,
 )
+from resonance_os.verify.remote_pool import RemoteVerifierPool
 from resonance_os.verify.reward import PROGRAM_FROM
 
 SOURCES = ("humaneval", "builtin")
@@ -216,11 +221,14 @@ class RLVRTask:
     """The problems of ``config`` split into train and held-out prompts, and the sandbox reward.
 
     A context manager: entering starts the sandbox and the verifier pool behind ``reward`` (a
-    ``verify.CodeReward``, the GRPO reward callable), leaving stops them.
+    ``verify.CodeReward``, the GRPO reward callable), leaving stops them. With ``placement``
+    (``distributed.LocalProcesses()`` or ``RayCluster(address)``; the caller closes it) the pool is a
+    ``RemoteVerifierPool`` actor there; otherwise a ``VerifierPool`` in this process.
     """
 
-    def __init__(self, config: RLVRConfig) -> None:
+    def __init__(self, config: RLVRConfig, placement: Placement | None = None) -> None:
         self.config = config
+        self.placement = placement
         problems = load_problem_set(config)
         self.train, self.heldout = split_problems(problems, config.heldout, config.split_seed)
         self.train_prompts = problem_prompts(self.train, config)
@@ -233,8 +241,21 @@ class RLVRTask:
         config = self.config
         limits = SandboxLimits(wall_seconds=float(config.timeout), memory_bytes=config.memory_mb * 1024**2)
         with ExitStack() as stack:
-            sandbox = stack.enter_context(Sandbox(limits, max_concurrency=config.workers))
-            pool = stack.enter_context(VerifierPool(sandbox, workers=config.workers, reward=config.reward))  # type: ignore[arg-type]
+            if self.placement is None:
+                sandbox = stack.enter_context(Sandbox(limits, max_concurrency=config.workers))
+                pool: VerifierPool | RemoteVerifierPool = VerifierPool(
+                    sandbox,
+                    workers=config.workers,
+                    reward=config.reward,  # type: ignore[arg-type]
+                )
+            else:
+                pool = RemoteVerifierPool(
+                    self.placement,
+                    workers=config.workers,
+                    limits=limits,
+                    reward=config.reward,  # type: ignore[arg-type]
+                )
+            stack.enter_context(pool)
             self._reward = CodeReward(
                 pool,
                 {**self.train_prompts, **self.heldout_prompts},
@@ -281,10 +302,12 @@ class RLVRResult:
     after: PassAtK
     history: list[dict[str, Any]]
     seconds: dict[str, float]
+    pipeline: str = "GRPO in this process"
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "loss_type": self.loss_type,
+            "pipeline": self.pipeline,
             "steps": self.steps,
             "train_ids": self.train_ids,
             "heldout_ids": self.heldout_ids,
@@ -305,12 +328,17 @@ def run_rlvr(
     evaluate_before: bool = True,
     callback: Callback | None = None,
     progress_bar: bool = False,
+    placement: Placement | None = None,
+    max_policy_lag: int = 1,
 ) -> RLVRResult:
     """Evaluate, train ``steps`` GRPO steps, evaluate again; with ``out``, write ``metrics.jsonl``,
     ``checkpoint/`` and ``report.json`` there.
 
     ``evaluate_before=False`` skips the first evaluation (runs that compare methods from one starting
-    point evaluate it once, with :meth:`RLVRTask.evaluate`).
+    point evaluate it once, with :meth:`RLVRTask.evaluate`). ``placement``
+    (``distributed.placement_for(address)``: local processes, or Ray actors on a cluster; the caller
+    closes it) trains with ``AsyncGRPO``, ``max_policy_lag`` batches in flight, its generation worker
+    and the sandbox pool there; without it, ``GRPO`` and the verifier pool run in this process.
     """
     if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
         raise ConfigError(f"steps={steps!r} must be an integer >= 1")
@@ -318,14 +346,34 @@ def run_rlvr(
         raise ConfigError("GRPOConfig.seed is None; an RLVR run needs a seed so before and after compare")
     seconds: dict[str, float] = {}
     before = None
-    with RLVRTask(config) as task:
+    if placement is None:
+        pipeline = "GRPO in this process"
+    else:
+        pipeline = f"AsyncGRPO, max_policy_lag {max_policy_lag}, on {placement.description}"
+    with RLVRTask(config, placement) as task:
         if evaluate_before:
             start = time.perf_counter()
             before = task.evaluate(policy, grpo_config)
             seconds["evaluate_before"] = time.perf_counter() - start
-        trainer = GRPO(policy, task.reward, list(task.train_prompts), grpo_config, log_dir=out)
+        prompts = list(task.train_prompts)
+        if placement is None:
+            trainer = GRPO(policy, task.reward, prompts, grpo_config, log_dir=out)
+        else:
+            trainer = AsyncGRPO(
+                policy,
+                task.reward,
+                prompts,
+                grpo_config,
+                log_dir=out,
+                placement=placement,
+                max_policy_lag=max_policy_lag,
+            )
         start = time.perf_counter()
-        trainer.learn(steps, callback=callback, progress_bar=progress_bar)
+        try:
+            trainer.learn(steps, callback=callback, progress_bar=progress_bar)
+        finally:
+            if isinstance(trainer, AsyncGRPO):
+                trainer.close()  # its generation worker; the placement is the caller's
         seconds["train"] = time.perf_counter() - start
         start = time.perf_counter()
         after = task.evaluate(policy, grpo_config)
@@ -339,6 +387,7 @@ def run_rlvr(
         after=after,
         history=list(trainer.history),
         seconds=seconds,
+        pipeline=pipeline,
     )
     if out is not None:
         trainer.save(Path(out) / "checkpoint")
