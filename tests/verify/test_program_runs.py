@@ -6,6 +6,7 @@ from __future__ import annotations
 from sandbox_checks import assert_clean
 
 from resonance_os.verify import Outcome
+from resonance_os.verify.sandbox import launcher_reports
 
 PROGRAM = """import sys
 print(__name__, __file__, sys.argv, sys.modules["__main__"].__dict__ is globals())
@@ -39,3 +40,8 @@ def test_a_syntax_error_names_its_line(sandbox):
 def test_sys_exit_sets_the_exit_code(sandbox):
     execution = sandbox.run("import sys\nprint('partial')\nsys.exit(3)\n")
     assert execution.exit_code == 3 and execution.stdout == "partial\n"
+
+
+def test_a_status_line_cut_short_is_not_read_as_a_report():
+    status = b"{'kind': 'isolation', 'namespaces': True}\n{'kind': 'exit', 'exit_co"
+    assert launcher_reports(status) == [{"kind": "isolation", "namespaces": True}]

@@ -81,8 +81,9 @@ STDERR_KEEP_BYTES = 16_384
 
 
 def launcher_reports(status: bytes) -> list[dict]:
-    """The launcher's status lines, each the ``repr`` of a dictionary of plain values (launcher.py)."""
-    return [ast.literal_eval(line.decode()) for line in status.splitlines() if line.strip()]
+    """The launcher's complete status lines, each the ``repr`` of a dictionary of plain values
+    (launcher.py); a line cut short (the launcher killed while writing it) is not one."""
+    return [ast.literal_eval(line.decode()) for line in status.split(b"\n")[:-1] if line.strip()]
 
 
 @dataclass(frozen=True)
