@@ -59,6 +59,8 @@ from resonance_os.verify.remote_pool import RemoteVerifierPool
 from resonance_os.verify.reward import PROGRAM_FROM
 
 SOURCES = ("humaneval", "builtin")
+IN_PROCESS = "GRPO in this process"
+"""``RLVRResult.pipeline`` of a run without a placement: the synchronous trainer and verifier pool here."""
 FUNCTION_TEMPLATE = "Complete this Python function.\n\n```python\n{prompt}```"
 STDIO_TEMPLATE = (
     "Write a Python 3 program that reads standard input and prints the answer. Reply with the program "
@@ -302,7 +304,7 @@ class RLVRResult:
     after: PassAtK
     history: list[dict[str, Any]]
     seconds: dict[str, float]
-    pipeline: str = "GRPO in this process"
+    pipeline: str = IN_PROCESS
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -346,10 +348,6 @@ def run_rlvr(
         raise ConfigError("GRPOConfig.seed is None; an RLVR run needs a seed so before and after compare")
     seconds: dict[str, float] = {}
     before = None
-    if placement is None:
-        pipeline = "GRPO in this process"
-    else:
-        pipeline = f"AsyncGRPO, max_policy_lag {max_policy_lag}, on {placement.description}"
     with RLVRTask(config, placement) as task:
         if evaluate_before:
             start = time.perf_counter()
@@ -357,8 +355,10 @@ def run_rlvr(
             seconds["evaluate_before"] = time.perf_counter() - start
         prompts = list(task.train_prompts)
         if placement is None:
+            pipeline = IN_PROCESS
             trainer = GRPO(policy, task.reward, prompts, grpo_config, log_dir=out)
         else:
+            pipeline = f"AsyncGRPO, max_policy_lag {max_policy_lag}, on {placement.description}"
             trainer = AsyncGRPO(
                 policy,
                 task.reward,

@@ -20,7 +20,7 @@ wrote it; it also hands over the runner's source) and there with ``ast.literal_e
    environment; then the runner runs the program in this same interpreter (no second interpreter
    start: half the cost of a run), so programs see the standard library only (``-S``: no
    site-packages).
-4. Reports one JSON line per stage on the status descriptor: the isolation obtained, then the
+4. Reports one status line per stage on the status descriptor: the isolation obtained, then the
    program's exit code or signal and its CPU time and peak memory.
 
 Where the kernel refuses namespaces, step 1 and 2 are skipped and the status says so; the program's
@@ -160,7 +160,7 @@ def send(status, report):
 
 
 def run_and_report(config, status, network):
-    """Fork the program, wait for it, write its exit status and resource use as one JSON line."""
+    """Fork the program, wait for it, send its exit status and resource use as one status line."""
     pid = os.fork()
     if pid == 0:
         status.close()
