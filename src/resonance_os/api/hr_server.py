@@ -27,12 +27,14 @@ from resonance_os.api.deps import tenant
 from resonance_os.api.heap import settle_heap
 from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.http_protocol import HeaderTimeoutProtocol
+from resonance_os.api.keys import resonance_home
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
 from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
 from resonance_os.api.routes import feedback, generate, health, profiles, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
+from resonance_os.api.serving_gate import ServingGate, ServingGateMiddleware
 from resonance_os.api.settings import Settings
 from resonance_os.api.studio import mount_studio
 from resonance_os.api.text_workers import TextWorkers
@@ -92,11 +94,21 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         outcome = jobs.recover(db)
         if outcome["queued"] or outcome["failed"]:
             log.warning("job recovery: %s", outcome)
-        runner = jobs.JobRunner(db, limits, settings.checkpoint_every) if settings.launch_workers else None
+        runner = gate = None
+        if settings.launch_workers:
+            if settings.training_yield_share > 0:
+                gate = ServingGate.create(resonance_home() / "serving", settings.training_yield_share)
+            app.state.serving_gate = gate
+            runner = jobs.JobRunner(
+                db, limits, settings.checkpoint_every, serving_gate=None if gate is None else gate.path
+            )
         app.state.job_runner = runner.start() if runner is not None else None
         yield
         if runner is not None:
             runner.stop()
+        if gate is not None:
+            gate.close()
+            app.state.serving_gate = None
         svc.close()
         db.dispose()
 
@@ -110,6 +122,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     app.state.service = svc
     app.state.job_limits = limits
     app.state.job_runner = None
+    app.state.serving_gate = None
     if settings.rate_limit_file:
         app.state.rate_limiter = SharedRateLimiter(
             settings.rate_limit_per_s, settings.rate_limit_burst, settings.rate_limit_file
@@ -129,6 +142,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     ):
         app.include_router(router)
     mount_studio(app)
+    app.add_middleware(ServingGateMiddleware, state=app.state)  # innermost: counts once the body is in
     app.add_middleware(
         BodyLimitMiddleware, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s
     )

@@ -16,6 +16,10 @@ whose worker is gone (pid dead on this host, or no heartbeat for ``STALE_AFTER_S
 ``queued`` and its next worker resumes from the job's last checkpoint; after ``MAX_ATTEMPTS`` workers it
 is marked ``failed`` with the reason. The runner also reaps finished worker processes (no zombies) and
 removes the work folders of jobs that ended. No job is silently lost.
+
+A running job yields to requests: the worker's training waits (bounded) while the server that launched
+it has requests in flight (``api.serving_gate``), so one tenant's training does not share the machine
+with another tenant's request.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from sqlalchemy.orm import Session
 
 from resonance_os.api.db import Database, Job, utcnow
 from resonance_os.api.keys import resonance_home
+from resonance_os.api.serving_gate import GATE_ENV
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ResonanceError
 
 log = logging.getLogger("resonance_os.api.jobs")
@@ -158,10 +163,10 @@ def admit(db: Database, limits: JobLimits) -> list[str]:
         return chosen
 
 
-def launch(db_url: str, job_id: str, checkpoint_every: int = 1) -> subprocess.Popen:
-    """Start a worker process for ``job_id``; its output goes to ``<RESONANCE_HOME>/jobs/<id>.log``."""
-    log_dir = resonance_home() / "jobs"
-    log_dir.mkdir(parents=True, exist_ok=True)
+def worker_environment(db_url: str, checkpoint_every: int = 1, serving_gate: Path | None = None) -> dict:
+    """The environment a job worker starts with: the database, the checkpoint interval, one thread
+    per numeric library and, with ``serving_gate``, the launching server's gate
+    (``api.serving_gate``: training waits while that server has requests in flight)."""
     env = {
         **os.environ,
         "RESONANCE_DB": db_url,
@@ -169,6 +174,19 @@ def launch(db_url: str, job_id: str, checkpoint_every: int = 1) -> subprocess.Po
         "OMP_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
     }
+    env.pop(GATE_ENV, None)
+    if serving_gate is not None:
+        env[GATE_ENV] = str(serving_gate)
+    return env
+
+
+def launch(
+    db_url: str, job_id: str, checkpoint_every: int = 1, serving_gate: Path | None = None
+) -> subprocess.Popen:
+    """Start a worker process for ``job_id``; its output goes to ``<RESONANCE_HOME>/jobs/<id>.log``."""
+    log_dir = resonance_home() / "jobs"
+    log_dir.mkdir(parents=True, exist_ok=True)
+    env = worker_environment(db_url, checkpoint_every, serving_gate)
     with open(log_dir / f"{job_id}.log", "ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "resonance_os.api.job_worker", job_id],
@@ -316,8 +334,11 @@ class JobRunner:
     """A server process's background thread: every ``TICK_S`` (or when woken) it reaps finished workers,
     recovers jobs whose worker is gone, removes ended jobs' work folders and launches admitted jobs."""
 
-    def __init__(self, db: Database, limits: JobLimits, checkpoint_every: int = 1) -> None:
+    def __init__(
+        self, db: Database, limits: JobLimits, checkpoint_every: int = 1, serving_gate: Path | None = None
+    ) -> None:
         self.db, self.limits, self.checkpoint_every = db, limits, checkpoint_every
+        self.serving_gate = serving_gate
         self.children: list[subprocess.Popen] = []
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -361,7 +382,7 @@ class JobRunner:
 
     def _launch(self, job_id: str) -> None:
         try:
-            process = launch(self.db.url, job_id, self.checkpoint_every)
+            process = launch(self.db.url, job_id, self.checkpoint_every, self.serving_gate)
         except OSError as exc:
             with self.db.write() as session:
                 session.execute(

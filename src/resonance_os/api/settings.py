@@ -10,6 +10,8 @@ from resonance_os.core.errors import ValidationError
 MAX_BODY_BYTES = 1_048_576
 MAX_TEXT_CHARS = 50_000
 MAX_PROMPT_CHARS = 4_000
+MAX_TRAINING_YIELD_SHARE = 0.95
+"""Training may wait for requests at most this share of its time: it is slowed, never stopped."""
 
 INT_SETTINGS = (
     "max_running_jobs",
@@ -102,6 +104,9 @@ class Settings:
     (``RESONANCE_THROTTLE_MAX_S``; 0: at once), see :mod:`resonance_os.api.deps`.
     Stalled connections: a request body must arrive within ``body_timeout_s`` (``RESONANCE_BODY_TIMEOUT_S``;
     then 408); request headers within ``$RESONANCE_HEADER_TIMEOUT_S`` (:mod:`resonance_os.api.http_protocol`).
+    Training yields to requests (see :mod:`resonance_os.api.serving_gate`): while the server has
+    requests in flight its jobs' training waits, at most ``training_yield_share`` of their wall time
+    (``RESONANCE_TRAINING_YIELD_SHARE``, from 0 to 0.95; 0: training never waits, nice 19 alone).
     ``GET /metrics`` shows training jobs only to ``Authorization: Bearer <metrics_token>``
     (``RESONANCE_METRICS_TOKEN``; unset: to nobody).
     """
@@ -131,6 +136,14 @@ class Settings:
     throttle_max_s: float = 1.0
     body_timeout_s: float = 30.0
     metrics_token: str | None = None
+    training_yield_share: float = 0.75
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.training_yield_share <= MAX_TRAINING_YIELD_SHARE:
+            raise ValidationError(
+                f"training_yield_share ($RESONANCE_TRAINING_YIELD_SHARE) must be from 0 (training never "
+                f"waits for requests) to {MAX_TRAINING_YIELD_SHARE}, got {self.training_yield_share!r}"
+            )
 
     @classmethod
     def from_env(cls, **overrides) -> Settings:
@@ -150,6 +163,9 @@ class Settings:
             "throttle_max_s": env_float("RESONANCE_THROTTLE_MAX_S", cls.throttle_max_s, allow_zero=True),
             "body_timeout_s": env_float("RESONANCE_BODY_TIMEOUT_S", cls.body_timeout_s),
             "metrics_token": os.environ.get("RESONANCE_METRICS_TOKEN") or None,
+            "training_yield_share": env_float(
+                "RESONANCE_TRAINING_YIELD_SHARE", cls.training_yield_share, allow_zero=True
+            ),
             **{name: _env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
         }
         if os.environ.get("RESONANCE_TRAINERS"):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from resonance_os.api import feedback, policies
 from resonance_os.api.job_worker import JobReport, TrainingResult
+from resonance_os.api.serving_gate import request_yield_from_env
 from resonance_os.core.errors import ResonanceError
 
 if TYPE_CHECKING:
@@ -86,22 +87,35 @@ def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
     return TrainingResult(metrics=final, artifact=policies.pack(run_dir))
 
 
-def learn_resumable(env: gym.Env, config: dict[str, Any], total: int, report: JobReport) -> PPO:
+def learn_resumable(
+    env: gym.Env,
+    config: dict[str, Any],
+    total: int,
+    report: JobReport,
+    pause: Callable[..., None] | None = None,
+) -> PPO:
     """PPO trained on ``env`` until ``total`` timesteps, surviving a killed worker.
 
     Starts from the checkpoint in ``report.work_dir/checkpoint`` when an earlier attempt left one
     (``report.resumed``), else from a new ``PPO("MlpPolicy", env, **config)``; saves the checkpoint
     (an atomic folder, ``PPO.save``) every ``report.checkpoint_every`` updates (``report.checkpointed``).
     Metrics go to ``report.work_dir/logs`` and become the job's progress and learning curve.
+    ``pause`` is called before every env step and every optimiser step (default: the launching
+    server's :class:`~resonance_os.api.serving_gate.RequestYield`, when it named one).
     """
     from resonance_os.rl.algorithms.ppo import PPO
 
+    pause = pause or request_yield_from_env()
+    if pause is not None:
+        env = _yielding(env, pause)
     checkpoint, log_dir = report.work_dir / "checkpoint", report.work_dir / "logs"
     if checkpoint.is_dir():
         model = PPO.load(checkpoint, env=env, log_dir=log_dir)
         report.resumed(model.num_timesteps)
     else:
         model = PPO("MlpPolicy", env, log_dir=log_dir, **config)
+    if pause is not None:
+        model.optimizer.register_step_pre_hook(pause)
     updates = 0
 
     def save_every_n(model: PPO, _metrics: dict) -> None:
@@ -132,6 +146,18 @@ def learn_resumable(env: gym.Env, config: dict[str, Any], total: int, report: Jo
 
 
 train_profile_policy.requires = (TRAINING_MODULE, POLICY_MODULE)
+
+
+def _yielding(env: gym.Env, pause: Callable[..., None]) -> gym.Env:
+    """``env`` whose every step first waits for the server's requests in flight (``serving_gate``)."""
+    import gymnasium
+
+    class YieldToRequests(gymnasium.Wrapper):
+        def step(self, action):
+            pause()
+            return self.env.step(action)
+
+    return YieldToRequests(env)
 
 
 def _metrics_rows(log_dir: Path) -> list[dict]:
