@@ -8,11 +8,16 @@ writing terms (resonance, fluency, coherence, topic, repetition, reward; empty =
 writer's cleaning emptied), the seconds per step split into generate / score / train, and two
 paragraphs before and after (the word-salad check: fluency and coherence must not fall), and a judge
 the policy never trained against: the untrained SmolLM2's mean log-likelihood per token of the same
-paragraphs (its fall measures drift from the base model, which the fast reward cannot see). Writes
-``benchmarks/results/hr_grpo.json``.
+paragraphs (its fall measures drift from the base model, which the fast reward cannot see). With
+``--reward lm`` the policy trains on the LM reward (``WritingReward(model="lm")``: SmolLM2's
+likelihood for fluency and sentence order) and the held-out paragraphs are scored by both rewards (the
+fast one is then the reward it never trained on); ``--score-lm`` adds the LM reward's reading to a
+fast run. On ``--device cuda`` the reference LM (quality terms and judge) runs there too.
+``--max-train-seconds`` ends training early (the header says how many steps ran).
+Writes ``benchmarks/results/hr_grpo.json``.
 
     .venv/bin/python benchmarks/bench_hr_grpo.py                          # CPU, 8 steps, builtin/creative
-    .venv/bin/python benchmarks/bench_hr_grpo.py --device cuda --steps 60 --eval-prompts 10 --samples 4
+    .venv/bin/python benchmarks/bench_hr_grpo.py --device cuda --steps 60 --eval-prompts 8 --samples 4 --reward lm
 """
 
 from __future__ import annotations
@@ -39,7 +44,9 @@ from resonance_os.evolution.hr_grpo import (  # noqa: E402
     smollm2_policy,
     train_hr_grpo,
 )
+from resonance_os.quality import reference_lm  # noqa: E402
 from resonance_os.quality.fluency import LMFluency  # noqa: E402
+from resonance_os.quality.reward import WritingReward  # noqa: E402
 
 TERMS = ("resonance", "fluency", "coherence", "topic", "repetition", "reward", "empty")
 
@@ -56,6 +63,15 @@ def main() -> None:
         "--beta", type=float, default=None, help="KL coefficient (default HR_GRPO_DEFAULTS: 0)"
     )
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument(
+        "--reward", default="fast", choices=("fast", "lm"), help="the WritingReward models trained on"
+    )
+    parser.add_argument(
+        "--max-train-seconds", type=float, default=None, help="stop training after this long (then evaluate)"
+    )
+    parser.add_argument(
+        "--score-lm", action="store_true", help="also score the held-out paragraphs with the LM reward"
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--style-power", type=float, default=1.0, help="k in resonance^k x quality (1 = the reward)"
@@ -75,6 +91,11 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
     t0 = time.perf_counter()
+    if args.device != "cpu":  # one reference LM per process: the quality terms and the judge score there
+        reference_lm.load_model(str(reference_lm.default_cache_dir()))[1].to(args.device)
+    rewards = {"fast": WritingReward()}
+    if args.reward == "lm" or args.score_lm:
+        rewards["lm"] = WritingReward(model="lm")
     policy = smollm2_policy(args.device)
     t_load = time.perf_counter() - t0
     topics = heldout_prompts()[: args.eval_prompts]
@@ -90,21 +111,34 @@ def main() -> None:
 
     target, _ = resolve_target(profile=args.profile)
     t0 = time.perf_counter()
-    before = evaluate_hr_grpo(policy, topics, target, samples=args.samples, seed=args.seed + 1)
+    before = evaluate_hr_grpo(
+        policy, topics, target, samples=args.samples, seed=args.seed + 1, reward=rewards[args.reward]
+    )
     t_eval = time.perf_counter() - t0
+    deadline = None if args.max_train_seconds is None else time.perf_counter() + args.max_train_seconds
+
+    def report(trainer, row) -> bool:
+        print(f"step {row['timesteps']:>3}  reward {row['episode_reward_mean']:.3f}  resonance "
+              f"{row['reward_resonance']:.3f}  fluency {row['reward_fluency']:.3f}  {row['time_step']:.1f} s",
+              flush=True)  # fmt: skip
+        return deadline is None or time.perf_counter() < deadline
 
     t0 = time.perf_counter()
     trainer = train_hr_grpo(
         profile=args.profile, steps=args.steps, policy=policy, config=config, seed=args.seed, progress_bar=False,
         style_power=args.style_power, early_stop_every=args.early_stop_every, max_drift=args.max_drift,
-        callback=lambda tr, row: print(
-            f"step {row['timesteps']:>3}  reward {row['episode_reward_mean']:.3f}  resonance "
-            f"{row['reward_resonance']:.3f}  fluency {row['reward_fluency']:.3f}  {row['time_step']:.1f} s",
-            flush=True,
-        ),
+        reward=rewards[args.reward], callback=report,
     )  # fmt: skip
     t_train = time.perf_counter() - t0
-    after = evaluate_hr_grpo(policy, topics, target, samples=args.samples, seed=args.seed + 1)
+    after = evaluate_hr_grpo(
+        policy, topics, target, samples=args.samples, seed=args.seed + 1, reward=rewards[args.reward]
+    )
+    for name, scorer in rewards.items():  # every held-out paragraph scored by each reward
+        for result in (before, after):
+            scores = [scorer.score(text, target, prompt=topic) for topic, text in result["samples"] if text]
+            result[f"{name}_terms"] = {
+                term: statistics.mean(getattr(sc, term) for sc in scores) for term in TERMS[:-1]
+            }
     # a held-out judge the policy never trained against: the untrained SmolLM2's mean log-likelihood
     # per token of the paragraphs (a drop = drift from the base model, the reward's blind spot)
     judge = LMFluency()
@@ -119,7 +153,8 @@ def main() -> None:
     }
     print(f"\nHR-GRPO, SmolLM2-135M-Instruct + LoRA r16, {args.device}, {args.threads} thread(s), profile "
           f"{args.profile}, {args.steps} steps x {trainer.config.prompts_per_step} prompts x G={trainer.config.group_size}, "
-          f"lr {trainer.config.learning_rate}, beta {trainer.config.beta}, seed {args.seed}, style power {args.style_power}")  # fmt: skip
+          f"lr {trainer.config.learning_rate}, beta {trainer.config.beta}, seed {args.seed}, style power {args.style_power}, "
+          f"{args.reward} reward; {len(hist)} steps run")  # fmt: skip
     print(f"held-out: {len(topics)} topics x {args.samples} samples; model load {t_load:.0f} s, one eval {t_eval:.0f} s, "
           f"training {t_train:.0f} s\n")  # fmt: skip
     print("| held-out mean | before (adapters off) | after | change |")
@@ -128,6 +163,11 @@ def main() -> None:
         print(f"| {term} | {before[term]:.3f} | {after[term]:.3f} | {after[term] - before[term]:+.3f} |")
     print(f"| untrained SmolLM2 log-lik per token (judge) | {before['reference_loglik']:.3f} | "
           f"{after['reference_loglik']:.3f} | {after['reference_loglik'] - before['reference_loglik']:+.3f} |")  # fmt: skip
+    if len(rewards) > 1:
+        for name in rewards:
+            for term in TERMS[:-1]:
+                b, a = before[f"{name}_terms"][term], after[f"{name}_terms"][term]
+                print(f"| {term}, {name} reward | {b:.3f} | {a:.3f} | {a - b:+.3f} |")
     print("\n| per step (s) | generate | score | train | total |")
     print("|---|---|---|---|---|")
     print(f"| mean of {len(hist)} | {split['time_generate']:.1f} | {split['time_score']:.2f} | "

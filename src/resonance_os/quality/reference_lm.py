@@ -100,10 +100,12 @@ def token_logprobs(model, sequences: Sequence[Sequence[int]], batch_size: int = 
     Returns one float64 array of ``m - 1`` natural-log probabilities per sequence, in input order
     (``t_1`` is context only, e.g. a start token). Sequences are sorted by length and right-padded per
     batch of ``batch_size`` with an attention mask, so padding and batching never change a value;
-    one forward pass per batch under ``torch.inference_mode()``.
+    one forward pass per batch under ``torch.inference_mode()``, on the model's device (the arrays come
+    back on the CPU).
     """
     import torch
 
+    device = next(model.parameters()).device
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
     out: list[np.ndarray] = [np.zeros(0)] * len(sequences)
     for start in range(0, len(order), batch_size):
@@ -114,9 +116,10 @@ def token_logprobs(model, sequences: Sequence[Sequence[int]], batch_size: int = 
         for row, i in enumerate(chunk):
             ids[row, : len(sequences[i])] = torch.tensor(sequences[i], dtype=torch.long)
             mask[row, : len(sequences[i])] = 1
+        ids, mask = ids.to(device), mask.to(device)
         with torch.inference_mode():
             logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-            logp = logits.gather(-1, ids[:, 1:, None])[..., 0] - logits.logsumexp(-1)
+            logp = (logits.gather(-1, ids[:, 1:, None])[..., 0] - logits.logsumexp(-1)).cpu()
         for row, i in enumerate(chunk):
             out[i] = logp[row, : len(sequences[i]) - 1].double().numpy()
     return out
