@@ -17,9 +17,9 @@ whose worker is gone (pid dead on this host, or no heartbeat for ``STALE_AFTER_S
 is marked ``failed`` with the reason. The runner also reaps finished worker processes (no zombies) and
 removes the work folders of jobs that ended. No job is silently lost.
 
-A running job yields to requests: the worker's training waits (bounded) while the server that launched
-it has requests in flight (``api.serving_gate``), so one tenant's training does not share the machine
-with another tenant's request.
+A running job yields to requests: the worker's training waits while the server that launched it has
+requests in flight (``api.serving_gate``; bounded, so a flood of requests slows training but never
+stops it), so one tenant's training steps aside while another tenant's request runs.
 """
 
 from __future__ import annotations

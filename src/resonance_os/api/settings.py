@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from resonance_os.api.serving_gate import MAX_SHARE
 from resonance_os.core.errors import ValidationError
 
 MAX_BODY_BYTES = 1_048_576
@@ -136,7 +137,7 @@ class Settings:
     throttle_max_s: float = 1.0
     body_timeout_s: float = 30.0
     metrics_token: str | None = None
-    training_yield_share: float = 0.75
+    training_yield_share: float = MAX_SHARE
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.training_yield_share <= MAX_TRAINING_YIELD_SHARE:
