@@ -1,6 +1,6 @@
 """Replay attacks on a real server and measure what they do to another tenant (issue 14 §3).
 
-    .venv/bin/python benchmarks/abuse.py [--duration 20] [--db URL] [--attacks redos-prompt,login-flood]
+    .venv/bin/python benchmarks/abuse.py [--duration 20] [--rounds 3] [--db URL] [--attacks redos-prompt,login-flood]
 
 Starts ``python -m resonance_os.api.hr_server`` on 127.0.0.1 (a fresh SQLite file, or ``--db``, e.g.
 the PostgreSQL URL that ``scripts/with_postgres.sh`` exports as ``$RESONANCE_TEST_DB_URL``) with the
@@ -9,9 +9,12 @@ it). A victim tenant sends ``POST /v1/analyze`` (a 60-word text, 20 a second, un
 limit) and ``POST /v1/generate`` (one paragraph, four a second) from 127.0.0.1. For each attack the
 victim's latencies are measured for ``--duration`` seconds without it, then for ``--duration``
 seconds while attacker processes (separate processes, so the client's own GIL does not slow the
-victim) replay it, from their own tenant and, for the login flood, from 127.0.0.2. Printed per
-attack: the victim's p99 without and with the attack and their ratio (goal: at most 2), what the
-attacker's requests got (status counts), and the 500s either side saw (goal: none).
+victim) replay it, from their own tenant and, for the login flood, from 127.0.0.2. With ``--rounds
+N`` each attack gets N such pairs, the attacks interleaved (every attack's round 1, then round 2,
+...), so that one slow sample or one busy minute of the machine weighs less. Printed per attack: the
+victim's p99 over all rounds' samples pooled, without and with the attack, and their ratio (goal: at
+most 2), each round's own ratio, what the attacker's requests got (status counts), and the 500s
+either side saw (goal: none).
 
 Attacks (``ATTACKS``; add one with ``@attack(name)``; one that needs a route the server lacks is
 skipped with the reason):
@@ -440,6 +443,43 @@ def p99(latencies: list[float]) -> float:
     return float(np.percentile(latencies, 99)) if latencies else float("nan")
 
 
+@dataclass
+class Round:
+    """One quiet phase and one attacked phase of the victim, and what the attacker's requests got."""
+
+    quiet: dict
+    attacked: dict
+    attacker: dict
+
+    def ratio(self, kind: str) -> float:
+        return p99(self.attacked[kind]) / p99(self.quiet[kind])
+
+
+def pooled_p99(rounds: list[Round], phase: str, kind: str) -> float:
+    """The p99 over every round's samples of one phase (``quiet`` or ``attacked``) and endpoint."""
+    return p99([ms for r in rounds for ms in getattr(r, phase)[kind]])
+
+
+def measure(server: Server, db_url: str, victim_key: str, name: str, tenant: str, seconds: float) -> Round:
+    """The victim without the attack, then with it (the attacker a fresh tenant in its own process)."""
+    database = Database(db_url)
+    attacker_key = create_tenant(database, tenant)
+    database.dispose()
+    quiet = victim(server.url, victim_key, seconds)
+    queue: mp.Queue = mp.get_context("spawn").Queue()
+    driver = mp.get_context("spawn").Process(
+        target=_drive, args=(name, server.url, server.port, attacker_key, seconds + 1.0, queue)
+    )
+    driver.start()
+    queue.get(timeout=900)  # the attacker process has started (seconds on a loaded machine)
+    time.sleep(1.0)  # let the attack get going
+    attacked = victim(server.url, victim_key, seconds)
+    attacker = queue.get(timeout=seconds + 900)
+    driver.join()
+    time.sleep(2.0)  # let cancelled work drain before the next baseline
+    return Round(quiet, attacked, attacker)
+
+
 # --- the run --------------------------------------------------------------------------------------
 
 
@@ -450,6 +490,13 @@ def main() -> None:
         type=float,
         default=20.0,
         help="seconds per phase (without, with the attack); 20 s gives 80 generate latencies for a p99",
+    )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="quiet/attacked pairs per attack, the attacks interleaved; the verdict reads the p99 of "
+        "all rounds' samples pooled (3 rounds of 20 s: 240 generate latencies a phase)",
     )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     parser.add_argument(
@@ -463,6 +510,8 @@ def main() -> None:
     unknown = [n for n in names if n not in ATTACKS]
     if unknown:
         parser.error(f"unknown attacks {unknown}; known: {list(ATTACKS)}")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
 
     home = tempfile.mkdtemp(prefix="resonance-abuse-")
     os.environ["RESONANCE_HOME"] = home
@@ -475,66 +524,66 @@ def main() -> None:
     server = Server(db_url, home, args.backend)
     routes = server.routes()
     print(
-        f"server {server.url} ({db_url.split(':', 1)[0]}, backend {args.backend}), {args.duration:g} s per phase"
+        f"server {server.url} ({db_url.split(':', 1)[0]}, backend {args.backend}), "
+        f"{args.duration:g} s per phase, {args.rounds} round(s)"
     )
     load_at_start = os.getloadavg()
     victim(server.url, victim_key, 2.0)  # warm-up: the writer and extractor load on first use
-    rows = []
+    skipped: dict[str, str] = {}
+    for name in names:
+        missing = [f"{m} {p}" for m, p in ATTACKS[name].needs if (m, p) not in routes]
+        if missing:
+            skipped[name] = f"skipped: the server has no {', '.join(missing)}"
+    rounds: dict[str, list[Round]] = {name: [] for name in names if name not in skipped}
     try:
-        for index, name in enumerate(names):
-            spec = ATTACKS[name]
-            missing = [f"{m} {p}" for m, p in spec.needs if (m, p) not in routes]
-            if missing:
-                rows.append((name, None, f"skipped: the server has no {', '.join(missing)}"))
-                continue
-            database = Database(db_url)
-            attacker_key = create_tenant(database, f"attacker-{index}-{suffix}")
-            database.dispose()
-            quiet = victim(server.url, victim_key, args.duration)
-            queue: mp.Queue = mp.get_context("spawn").Queue()
-            driver = mp.get_context("spawn").Process(
-                target=_drive,
-                args=(name, server.url, server.port, attacker_key, args.duration + 1.0, queue),
-            )
-            driver.start()
-            queue.get(timeout=900)  # the attacker process has started (seconds on a loaded machine)
-            time.sleep(1.0)  # let the attack get going
-            loud = victim(server.url, victim_key, args.duration)
-            attacker = queue.get(timeout=args.duration + 900)
-            driver.join()
-            rows.append((name, (quiet, loud), attacker))
-            time.sleep(2.0)  # let cancelled work drain before the next baseline
+        for round_index in range(args.rounds):
+            for index, name in enumerate(rounds):
+                tenant = f"attacker-{round_index}-{index}-{suffix}"
+                rounds[name].append(measure(server, db_url, victim_key, name, tenant, args.duration))
     finally:
         server.stop()
+    print_table(names, rounds, skipped)
+    loads = " -> ".join(", ".join(f"{x:.1f}" for x in load) for load in (load_at_start, os.getloadavg()))
+    print(f"machine load average (1, 5, 15 min) during the run: {loads} on {os.cpu_count()} CPUs")
 
+
+def print_table(names: list[str], rounds: dict[str, list[Round]], skipped: dict[str, str]) -> None:
+    """Per attack: pooled p99 quiet / attacked and their ratio, each round's ratio, 500s, attacker's statuses."""
     print()
-    header = f"{'attack':<14} {'analyze p99 ms: quiet / attacked (x)':>38} {'generate p99 ms: quiet / attacked (x)':>40} {'victim 500s':>11}  attacker got"
+    header = (
+        f"{'attack':<14} {'analyze p99 ms: quiet / attacked (x)':>38} "
+        f"{'generate p99 ms: quiet / attacked (x)':>40} {'victim 500s':>11}  attacker got"
+    )
     print(header)
     print("-" * len(header))
     worst = 0.0
     server_errors = 0
-    for name, phases, attacker in rows:
-        if phases is None:
-            print(f"{name:<14} {attacker}")
+    for name in names:
+        if name in skipped:
+            print(f"{name:<14} {skipped[name]}")
             continue
-        quiet, loud = phases
-        if not attacker:
+        measured = [r for r in rounds[name] if r.attacker]
+        if not measured:
             print(f"{name:<14} not measured: the attacker made no request")
             continue
         cells = []
         for kind in ("analyze", "generate"):
-            q, a = p99(quiet[kind]), p99(loud[kind])
+            q, a = pooled_p99(measured, "quiet", kind), pooled_p99(measured, "attacked", kind)
             worst = max(worst, a / q)
             cells.append(f"{q:8.1f} / {a:8.1f} ({a / q:4.2f}x)")
-        victim_500 = loud["statuses"].get(500, 0)  # 503 (busy) and 507 (quota) are answers, 500 a bug
-        attacker_500 = attacker.get(500, 0)
-        server_errors += victim_500 + attacker_500
+        # 503 (busy) and 507 (quota) are answers, a 500 is a bug
+        victim_500 = sum(r.attacked["statuses"].get(500, 0) for r in measured)
+        attacker = Counter()
+        for r in measured:
+            attacker.update(r.attacker)
+        server_errors += victim_500 + attacker.get(500, 0)
         got = ", ".join(f"{k}: {v}" for k, v in sorted(attacker.items(), key=lambda kv: str(kv[0])))
         print(f"{name:<14} {cells[0]:>38} {cells[1]:>40} {victim_500:>11}  {got}")
+        if len(measured) > 1:
+            per_round = "; ".join(f"{r.ratio('analyze'):.2f} / {r.ratio('generate'):.2f}" for r in measured)
+            print(f"{'':<14} each round, analyze / generate: {per_round}")
     print()
     print(f"worst victim p99 ratio {worst:.2f}x (goal <= 2x); 500 responses {server_errors} (goal 0)")
-    loads = " -> ".join(", ".join(f"{x:.1f}" for x in load) for load in (load_at_start, os.getloadavg()))
-    print(f"machine load average (1, 5, 15 min) during the run: {loads} on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
