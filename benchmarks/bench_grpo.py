@@ -16,7 +16,9 @@ Loss at step 1: the two samplers draw different completions (TRL calls ``model.g
 seeding), so the step-1 batches differ. The benchmark therefore captures TRL's first batch (prompt and
 completion ids, masks, advantages) and TRL's loss on it, and computes our ``token_logprobs`` +
 ``policy_loss`` on exactly that batch with the same initial weights: the two losses must agree (to
-float32 rounding). tests/llm/test_losses.py checks loss and gradient against TRL more thoroughly.
+float32 rounding). Both are also computed with seeded random advantages in place of the batch's, since
+a batch whose groups have equal rewards has zero advantages and a loss of 0 in any implementation.
+tests/llm/test_losses.py checks loss and gradient against TRL more thoroughly.
 
     .venv/bin/python benchmarks/bench_grpo.py                      # 2 interleaved repeats, 10 steps each
     .venv/bin/python benchmarks/bench_grpo.py --repeats 3 --steps 20 --max-new-tokens 32
@@ -181,6 +183,11 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
             if not captured:
                 captured.update({k: v.detach().clone() for k, v in inputs.items() if torch.is_tensor(v)})
                 captured["loss"] = float(loss.detach())
+                # A group of equal rewards has zero advantages and a loss of 0 in both libraries; seeded
+                # random advantages on the same batch and weights make the check say something always.
+                probe = dict(inputs, advantages=random_advantages(inputs["advantages"].shape))
+                with torch.no_grad():
+                    captured["loss_random_advantages"] = float(compute(model_, probe))
             return loss
 
         trainer._compute_loss = capture  # type: ignore[method-assign]
@@ -201,15 +208,23 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
     return {"steps": _split(steps), "loss1": captured.get("loss"), "batch": captured}
 
 
-def ours_loss_on(batch: dict[str, Any], model: str, max_new_tokens: int) -> float:
-    """Our loss on TRL's first batch with the same initial weights (LoRA B = 0: the base model)."""
+def random_advantages(shape: torch.Size) -> torch.Tensor:
+    return torch.randn(shape, generator=torch.Generator().manual_seed(0))
+
+
+def ours_loss_on(
+    batch: dict[str, Any], model: str, max_new_tokens: int, advantages: torch.Tensor | None = None
+) -> float:
+    """Our loss on TRL's first batch with the same initial weights (LoRA B = 0: the base model), with the
+    batch's advantages or the given ones."""
     policy = LMPolicy(*model_pair(model), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
     ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
     attn = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
     mask = batch["completion_mask"]
     policy.train()
     logp = policy.token_logprobs(ids, attn, mask, temperature=1.0)
-    loss, _ = policy_loss(logp, logp.detach(), batch["advantages"], mask, loss_type="dapo", epsilon=0.2,
+    adv = batch["advantages"] if advantages is None else advantages
+    loss, _ = policy_loss(logp, logp.detach(), adv, mask, loss_type="dapo", epsilon=0.2,
                           beta=0.0, max_completion_length=max_new_tokens)  # fmt: skip
     return float(loss.detach())
 
@@ -257,6 +272,13 @@ def main() -> None:
         theirs = runs["trl"][0]["loss1"]
         print(
             f"\nstep-1 loss on TRL's first batch: TRL {theirs:.8f}, ours {mine:.8f}, |diff| {abs(mine - theirs):.2e}"
+        )
+        mine = ours_loss_on(
+            batch, args.model, args.max_new_tokens, random_advantages(batch["advantages"].shape)
+        )
+        theirs = runs["trl"][0]["batch"]["loss_random_advantages"]
+        print(
+            f"the same with seeded random advantages: TRL {theirs:.8f}, ours {mine:.8f}, |diff| {abs(mine - theirs):.2e}"
         )
     print(f"step-1 loss on each library's own first batch (different samples): ours {runs['ours'][0]['loss1']:.6f}, "
           f"TRL {runs['trl'][0]['loss1']:.6f}")  # fmt: skip
