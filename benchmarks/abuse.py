@@ -534,20 +534,22 @@ def main() -> None:
         missing = [f"{m} {p}" for m, p in ATTACKS[name].needs if (m, p) not in routes]
         if missing:
             skipped[name] = f"skipped: the server has no {', '.join(missing)}"
-    rounds: dict[str, list[Round]] = {name: [] for name in names if name not in skipped}
+    # one entry per name given, so that a repeated attack ("train-flood,train-flood") is measured again
+    runs: list[tuple[str, list[Round]]] = [(name, []) for name in names]
     try:
         for round_index in range(args.rounds):
-            for index, name in enumerate(rounds):
-                tenant = f"attacker-{round_index}-{index}-{suffix}"
-                rounds[name].append(measure(server, db_url, victim_key, name, tenant, args.duration))
+            for index, (name, rounds) in enumerate(runs):
+                if name not in skipped:
+                    tenant = f"attacker-{round_index}-{index}-{suffix}"
+                    rounds.append(measure(server, db_url, victim_key, name, tenant, args.duration))
     finally:
         server.stop()
-    print_table(names, rounds, skipped)
+    print_table(runs, skipped)
     loads = " -> ".join(", ".join(f"{x:.1f}" for x in load) for load in (load_at_start, os.getloadavg()))
     print(f"machine load average (1, 5, 15 min) during the run: {loads} on {os.cpu_count()} CPUs")
 
 
-def print_table(names: list[str], rounds: dict[str, list[Round]], skipped: dict[str, str]) -> None:
+def print_table(runs: list[tuple[str, list[Round]]], skipped: dict[str, str]) -> None:
     """Per attack: pooled p99 quiet / attacked and their ratio, each round's ratio, 500s, attacker's statuses."""
     print()
     header = (
@@ -558,11 +560,11 @@ def print_table(names: list[str], rounds: dict[str, list[Round]], skipped: dict[
     print("-" * len(header))
     worst = 0.0
     server_errors = 0
-    for name in names:
+    for name, rounds in runs:
         if name in skipped:
             print(f"{name:<14} {skipped[name]}")
             continue
-        measured = [r for r in rounds[name] if r.attacker]
+        measured = [r for r in rounds if r.attacker]
         if not measured:
             print(f"{name:<14} not measured: the attacker made no request")
             continue
