@@ -41,6 +41,7 @@ from sqlalchemy.orm import Session
 
 from resonance_os.api.db import Database, Job, utcnow
 from resonance_os.api.keys import resonance_home
+from resonance_os.api.processes import pid_alive
 from resonance_os.api.serving_gate import GATE_ENV
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ResonanceError
 
@@ -249,25 +250,11 @@ def cancel(db: Database, tenant_id: int, job_id: str) -> Job:
     return job
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie (exited, not yet reaped) is dead for our purposes
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        return state != "Z"
-    except (OSError, IndexError):
-        return True
-
-
 def _worker_gone(job: Job) -> bool:
     beat = job.heartbeat_at or job.started_at
     if beat is not None and utcnow() - beat > timedelta(seconds=STALE_AFTER_S):
         return True
-    return job.host == socket.gethostname() and job.pid is not None and not _pid_alive(job.pid)
+    return job.host == socket.gethostname() and job.pid is not None and not pid_alive(job.pid)
 
 
 def release(db: Database, job_id: str, reason: str) -> str | None:

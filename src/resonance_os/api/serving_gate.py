@@ -31,6 +31,8 @@ import struct
 import time
 from pathlib import Path
 
+from resonance_os.api.processes import pid_alive
+
 GATE_ENV = "RESONANCE_SERVING_GATE"
 """Environment variable that names a job worker's gate file (set by ``jobs.launch``)."""
 _LAYOUT = struct.Struct("<qqd")
@@ -105,13 +107,7 @@ class ServingGate:
         return _LAYOUT.unpack_from(self._buffer)[2]
 
     def owner_alive(self) -> bool:
-        try:
-            os.kill(self.owner_pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return True
+        return pid_alive(self.owner_pid)
 
     def _add(self, delta: int) -> None:
         _COUNT.pack_into(self._buffer, 0, max(0, self.in_flight + delta))
