@@ -23,7 +23,11 @@ tests/llm/test_losses.py checks loss and gradient against TRL more thoroughly.
     .venv/bin/python benchmarks/bench_grpo.py                      # 2 interleaved repeats, 10 steps each
     .venv/bin/python benchmarks/bench_grpo.py --repeats 3 --steps 20 --max-new-tokens 32
     .venv/bin/python benchmarks/bench_grpo.py --model smollm2 --group-size 4 --prompts-per-step 2 \
-        --max-new-tokens 32 --steps 4 --repeats 2 --learning-rate 1e-4
+        --max-new-tokens 32 --steps 4 --repeats 2 --learning-rate 1e-4 [--rollout-dtype bfloat16]
+
+``--rollout-dtype bfloat16`` adds a third interleaved run of ours that samples from a bf16 copy of the
+policy (``GRPOConfig.rollout_dtype``, corrected by TRL's sequence-mask importance weights); TRL stays
+float32, the reference as users run it on a CPU, so that column is not the same-numerics comparison.
 """
 
 from __future__ import annotations
@@ -96,12 +100,12 @@ def _split(samples: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
-def run_ours(args: argparse.Namespace, seed: int) -> dict[str, Any]:
+def run_ours(args: argparse.Namespace, seed: int, rollout_dtype: str | None = None) -> dict[str, Any]:
     policy = LMPolicy(*model_pair(args.model), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
     cfg = GRPOConfig(
         group_size=args.group_size, prompts_per_step=args.prompts_per_step, max_new_tokens=args.max_new_tokens,
         chat_template=False, learning_rate=args.learning_rate, loss_type="dapo", beta=0.0, num_iterations=1,
-        max_grad_norm=1.0, seed=seed,
+        max_grad_norm=1.0, seed=seed, rollout_dtype=rollout_dtype,
     )  # fmt: skip
     trainer = GRPO(policy, REWARDS[args.model], PROMPTS[args.model], cfg)
     marks: list[tuple[float, float]] = [(time.perf_counter(), time.process_time())]
@@ -117,7 +121,7 @@ def run_ours(args: argparse.Namespace, seed: int) -> dict[str, Any]:
         cpu = marks[i + 1][1] - marks[i][1]
         steps.append(
             {"wall": wall, "cpu": cpu, "generate": row["time_generate"], "update": wall - row["time_generate"],
-             "length": row["completion_length"]}
+             "length": row["completion_length"], "rollout_kl": row.get("rollout_kl", 0.0)}
         )  # fmt: skip
     return {"steps": _split(steps), "loss1": trainer.history[0]["loss"]}
 
@@ -238,14 +242,22 @@ def main() -> None:
     parser.add_argument("--prompts-per-step", type=int, default=4)
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
+    parser.add_argument(
+        "--rollout-dtype", choices=("bfloat16",), default=None,
+        help="also run ours sampling from a bf16 copy of the policy (GRPOConfig.rollout_dtype), interleaved",
+    )  # fmt: skip
     args = parser.parse_args()
 
     runs: dict[str, list[dict[str, Any]]] = {"ours": [], "trl": []}
+    if args.rollout_dtype:
+        runs["ours_rollout"] = []
     for r in range(args.repeats):
         runs["ours"].append(run_ours(args, seed=r))
         runs["trl"].append(run_trl(args, seed=r, check_loss=r == 0))
-        print(f"repeat {r}: ours {runs['ours'][-1]['steps']['wall']:.4f} s/step, "
-              f"TRL {runs['trl'][-1]['steps']['wall']:.4f} s/step", flush=True)  # fmt: skip
+        if args.rollout_dtype:
+            runs["ours_rollout"].append(run_ours(args, seed=r, rollout_dtype=args.rollout_dtype))
+        print(f"repeat {r}: " + ", ".join(f"{name} {run[-1]['steps']['wall']:.4f} s/step" for name, run in runs.items()),
+              flush=True)  # fmt: skip
 
     def mean(name: str, key: str) -> float:
         return statistics.mean(run["steps"][key] for run in runs[name])
@@ -255,16 +267,27 @@ def main() -> None:
         f"dapo, LoRA r={LORA_RANK}, {args.steps} counted steps x {args.repeats} interleaved repeats, one thread; "
         "medians per run, mean over runs\n"
     )
-    print(f"{'':32}{'ours':>10}{'TRL 1.16':>10}{'TRL/ours':>10}")
+    rollout = f"ours {args.rollout_dtype} rollouts" if args.rollout_dtype else ""
+    header = f"{'':32}{'ours':>10}{'TRL 1.16':>10}{'TRL/ours':>10}"
+    print(header + (f"{rollout:>24}{'TRL/it':>8}" if rollout else ""))
     rows = [("wall s / step", "wall"), ("  generation (wall)", "generate"), ("  rest: score+update (wall)", "update"),
             ("CPU s / step", "cpu"), ("mean completion tokens", "length")]  # fmt: skip
     for label, key in rows:
         a, b = mean("ours", key), mean("trl", key)
-        print(f"{label:32}{a:>10.4f}{b:>10.4f}{b / a:>10.2f}")
+        line = f"{label:32}{a:>10.4f}{b:>10.4f}{b / a:>10.2f}"
+        if rollout:
+            c = mean("ours_rollout", key)
+            line += f"{c:>24.4f}{b / c:>8.2f}"
+        print(line)
     ours_sps, trl_sps = 1 / mean("ours", "wall"), 1 / mean("trl", "wall")
     ours_cpu, trl_cpu = 1 / mean("ours", "cpu"), 1 / mean("trl", "cpu")
     print(f"{'steps / s (wall)':32}{ours_sps:>10.2f}{trl_sps:>10.2f}   ours/TRL = {ours_sps / trl_sps:.2f}x")
     print(f"{'steps / CPU-s':32}{ours_cpu:>10.2f}{trl_cpu:>10.2f}   ours/TRL = {ours_cpu / trl_cpu:.2f}x")
+    if rollout:
+        fast_sps, fast_cpu = 1 / mean("ours_rollout", "wall"), 1 / mean("ours_rollout", "cpu")
+        print(f"{rollout}: {fast_sps:.2f} steps/s = {fast_sps / trl_sps:.2f}x TRL (wall), "
+              f"{fast_cpu / trl_cpu:.2f}x (CPU); KL(rollout copy || policy) per token "
+              f"{mean('ours_rollout', 'rollout_kl'):.2e}")  # fmt: skip
 
     batch = runs["trl"][0]["batch"]
     if batch:

@@ -83,6 +83,10 @@ def main() -> None:
     parser.add_argument(
         "--max-drift", type=float, default=HR_MAX_DRIFT, help="nats per token (early stopping)"
     )
+    parser.add_argument(
+        "--rollout-dtype", default=None, choices=("bfloat16",),
+        help="sample the training completions from a bf16 copy of the policy (GRPOConfig.rollout_dtype)",
+    )  # fmt: skip
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "hr_grpo.json"))
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -103,7 +107,13 @@ def main() -> None:
         parser.error(f"--eval-prompts {args.eval_prompts} reaches the early stopping's topics; use at most "
                      f"{len(heldout_prompts()) - CHECK_TOPICS}")  # fmt: skip
     config = {
-        name: value for name, value in (("learning_rate", args.lr), ("beta", args.beta)) if value is not None
+        name: value
+        for name, value in (
+            ("learning_rate", args.lr),
+            ("beta", args.beta),
+            ("rollout_dtype", args.rollout_dtype),
+        )
+        if value is not None
     }
 
     # the target is resolved the same way train_hr_grpo does; evaluate before training (B = 0: the base model)
@@ -154,7 +164,7 @@ def main() -> None:
     print(f"\nHR-GRPO, SmolLM2-135M-Instruct + LoRA r16, {args.device}, {args.threads} thread(s), profile "
           f"{args.profile}, {args.steps} steps x {trainer.config.prompts_per_step} prompts x G={trainer.config.group_size}, "
           f"lr {trainer.config.learning_rate}, beta {trainer.config.beta}, seed {args.seed}, style power {args.style_power}, "
-          f"{args.reward} reward; {len(hist)} steps run")  # fmt: skip
+          f"{args.reward} reward, rollouts {trainer.config.rollout_dtype or 'float32'}; {len(hist)} steps run")  # fmt: skip
     print(f"held-out: {len(topics)} topics x {args.samples} samples; model load {t_load:.0f} s, one eval {t_eval:.0f} s, "
           f"training {t_train:.0f} s\n")  # fmt: skip
     print("| held-out mean | before (adapters off) | after | change |")
@@ -172,6 +182,9 @@ def main() -> None:
     print("|---|---|---|---|---|")
     print(f"| mean of {len(hist)} | {split['time_generate']:.1f} | {split['time_score']:.2f} | "
           f"{split['time_train']:.1f} | {split['time_step']:.1f} |")  # fmt: skip
+    if "rollout_kl" in hist[0]:
+        print(f"bf16 rollouts: KL(copy || policy) per token {statistics.mean(r['rollout_kl'] for r in hist):.2e}, "
+              f"completions masked by the correction {statistics.mean(r['rollout_weight_zero'] for r in hist):.1%}")  # fmt: skip
     print("\ntraining reward by step:", " ".join(f"{r['episode_reward_mean']:.3f}" for r in hist))
     stop = trainer.hr_early_stopping
     if stop is not None:

@@ -152,3 +152,46 @@ def test_grpo_with_lora_dropout_trains_in_train_mode_and_matches_peft(no_fast_pa
         torch.testing.assert_close(
             fast_state[key], slow_state[key], atol=1e-5, rtol=0
         )  # Adam: ~lr on near-zero grads
+
+
+def _teacher_forced(policy: LMPolicy, samples) -> torch.Tensor:
+    return policy.token_logprobs(samples.input_ids, samples.attention_mask, samples.completion_mask).detach()
+
+
+@pytest.mark.parametrize("finetune", ["lora", "full"])
+def test_bf16_rollouts_sample_from_a_copy_that_follows_the_trained_weights(finetune):
+    """``dtype=torch.bfloat16`` samples from a bf16 copy of the policy: its log-probs are the policy's
+    up to bf16 rounding, the policy's own weights stay float32 and untouched, and a weight the
+    optimiser changes reaches the copy at the next call."""
+    config = PolicyConfig(lora_rank=4, lora_alpha=8) if finetune == "lora" else PolicyConfig(finetune="full")
+    policy = trained_policy(config)
+    before = {k: v.clone() for k, v in policy.model.state_dict().items()}
+    modules = [type(m) for m in policy.model.modules()]
+    drawn = sample(policy, PROMPTS, n=3, max_new_tokens=8, seed=4, dtype=torch.bfloat16)
+    exact = _teacher_forced(policy, drawn)
+    diff = (exact - drawn.logprobs)[drawn.completion_mask.bool()]
+    assert 0 < diff.abs().mean() < 0.05 and diff.abs().max() < 0.5  # bf16 rounding, not another model
+    assert all(
+        torch.equal(v, before[k]) and v.dtype == torch.float32 for k, v in policy.model.state_dict().items()
+    )
+    assert [type(m) for m in policy.model.modules()] == modules  # the module tree is restored
+    assert torch.equal(drawn.completion_ids, sample(policy, PROMPTS, n=3, max_new_tokens=8, seed=4,
+                                                     dtype=torch.bfloat16).completion_ids)  # fmt: skip
+
+    with torch.no_grad():  # an optimiser step on what this policy trains
+        for name, p in policy.model.named_parameters():
+            if p.requires_grad and ("lora_B" in name or finetune == "full"):
+                p.add_(torch.randn_like(p) * 0.3)
+    again = sample(policy, PROMPTS, n=3, max_new_tokens=8, seed=4, dtype=torch.bfloat16)
+    moved = _teacher_forced(policy, again)
+    tokens = again.completion_mask.bool()
+    change = (_teacher_forced(policy, drawn) - exact)[drawn.completion_mask.bool()].abs().mean()
+    assert (moved - again.logprobs)[tokens].abs().mean() < min(0.1, change / 3), change  # followed the change
+
+
+def test_rollouts_in_the_policys_own_dtype_are_the_policy():
+    policy = trained_policy()
+    own = sample(policy, PROMPTS, n=2, max_new_tokens=6, seed=2, dtype=torch.float32)
+    plain = sample(policy, PROMPTS, n=2, max_new_tokens=6, seed=2)
+    assert torch.equal(own.completion_ids, plain.completion_ids) and torch.equal(own.logprobs, plain.logprobs)
+    assert not policy._rollout_copies  # no copy was made

@@ -75,6 +75,33 @@ def test_one_step_runs_and_logs_every_metric(tmp_path):
     assert "episode_reward_mean" in drawn and "clip_fraction" in drawn and (tmp_path / "curves.png").is_file()
 
 
+@pytest.mark.parametrize("num_iterations", [1, 2])
+def test_bf16_rollouts_take_pi_old_from_the_policy_and_weigh_the_loss(tmp_path, num_iterations):
+    """Completions sampled by a bf16 copy: the step logs how far the copy is from the policy, and
+    the loss uses the policy's own log-probs as pi_old (the sampler's only in the correction)."""
+    minibatch = None if num_iterations == 1 else 4  # one update a batch, or four
+    cfg = small_config(rollout_dtype="bfloat16", num_iterations=num_iterations, minibatch_size=minibatch)
+    policy = make_policy()
+    before = {k: v.clone() for k, v in policy.model.state_dict().items()}
+    trainer = GRPO(policy, short, PROMPTS, cfg, log_dir=tmp_path)
+    assert trainer.rollout_dtype is torch.bfloat16
+    trainer.learn(2, progress_bar=False)
+    rows = read_metrics(tmp_path)
+    for row in rows:
+        assert 0 < row["rollout_kl"] < 0.05, row  # bf16 rounding: small, never zero
+        assert 0 < row["rollout_weight_mean"] <= 3.0 and 0 <= row["rollout_weight_zero"] <= 1
+        assert math.isfinite(row["loss"]) and math.isfinite(row["approx_kl"])
+        if num_iterations == 1:  # one update a batch: pi_old is the policy at that update, not the sampler
+            assert row["approx_kl"] == 0.0
+    assert all(v.dtype == torch.float32 for v in policy.model.state_dict().values())  # the policy stays fp32
+    changed = [k for k, v in policy.model.state_dict().items() if not torch.equal(v, before[k])]
+    assert changed and all("lora_" in k for k in changed)  # only the adapters trained
+    exact = GRPO(
+        make_policy(), short, PROMPTS, small_config(num_iterations=num_iterations, minibatch_size=minibatch)
+    )
+    assert exact.rollout_dtype is None and "rollout_kl" not in exact.learn(1, progress_bar=False).history[0]
+
+
 def test_same_seed_same_metrics():
     cfg = small_config(num_iterations=2, minibatch_size=4)
     runs = [
@@ -283,6 +310,10 @@ def test_config_json_round_trip_and_overrides():
         ("overlong_penalty", -1.0),
         ("retire_pass_rate", 0.0),
         ("retire_pass_rate", 1.5),
+        ("rollout_dtype", "int8"),
+        ("rollout_correction", "clip"),
+        ("rollout_correction_max", -1.0),
+        ("rollout_correction_min", 5.0),
     ],
 )
 def test_config_validation_names_field_and_fix(field, value):
@@ -308,8 +339,27 @@ def test_config_rejects_unknown_settings_and_bad_json():
         {"loss_type": "dapo", "epsilon_high": 0.28, "num_iterations": 2, "minibatch_size": 16, "beta": 0.01},
         {"loss_type": "gspo_plus"},
         {"loss_type": "dapo", "dynamic_sampling": True, "overlong_filter": True, "overlong_buffer": 4},
+        {"loss_type": "dapo", "rollout_dtype": "bfloat16"},
+        {
+            "loss_type": "grpo",
+            "rollout_dtype": "bfloat16",
+            "rollout_correction": "token_truncate",
+            "num_iterations": 2,
+            "minibatch_size": 16,
+        },
     ],
-    ids=["dapo", "grpo", "cispo", "gspo", "dr_grpo", "dapo-K2-minibatch-kl", "gspo_plus", "dapo-full"],
+    ids=[
+        "dapo",
+        "grpo",
+        "cispo",
+        "gspo",
+        "dr_grpo",
+        "dapo-K2-minibatch-kl",
+        "gspo_plus",
+        "dapo-full",
+        "dapo-bf16-rollouts",
+        "grpo-bf16-rollouts-K2",
+    ],
 )
 def test_learns_to_say_the_target_word(options):
     """Reward = share of "cat" in the completion; from the random init at temperature 1 it starts near 0."""

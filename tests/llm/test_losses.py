@@ -22,6 +22,7 @@ from resonance_os.llm.losses import (
     group_advantages,
     nonzero_variance_mask,
     policy_loss,
+    rollout_correction,
 )
 from resonance_os.rl.errors import ConfigError, RLError
 
@@ -63,7 +64,19 @@ def random_batch(seed: int, batch: int = 8, tokens: int = 7, dtype=torch.float64
 
 
 def trl_loss(
-    loss_type, logp, old_logp, adv, mask, ref_logp, *, epsilon, epsilon_high, beta, max_len, num_items
+    loss_type,
+    logp,
+    old_logp,
+    adv,
+    mask,
+    ref_logp,
+    *,
+    epsilon,
+    epsilon_high,
+    beta,
+    max_len,
+    num_items,
+    is_ratio=None,
 ):
     """TRL 1.16's loss (its ``_compute_loss``) and gradient w.r.t. logp, and the metrics it logged."""
     from trl import GRPOConfig
@@ -92,7 +105,7 @@ def trl_loss(
         max_completion_length=args.max_completion_length,
         top_entropy_quantile=args.top_entropy_quantile,
         off_policy_mask_threshold=args.off_policy_mask_threshold,
-        use_vllm=args.use_vllm,
+        use_vllm=is_ratio is not None,  # TRL corrects for its sampler only when vLLM samples
         vllm_importance_sampling_correction=args.vllm_importance_sampling_correction,
         _entropy_bonus_enabled=False,
         aux_loss_enabled=False,
@@ -119,6 +132,8 @@ def trl_loss(
     }
     if beta != 0:
         inputs["ref_per_token_logps"] = ref_logp
+    if is_ratio is not None:
+        inputs["importance_sampling_ratio"] = is_ratio
     loss = GRPOTrainer._compute_loss(stub, None, inputs)
     loss.backward()
     return loss.detach(), leaf.grad, stub._metrics["train"]
@@ -185,6 +200,56 @@ def test_loss_and_gradient_equal_trl(loss_type, case, dtype):
                 assert metrics[ours_key].item() == pytest.approx(their_metrics[trl_key][0], abs=1e-7)
         if beta:
             assert metrics["kl"].item() == pytest.approx(their_metrics["kl"][0], rel=1e-6)
+
+
+@pytest.mark.parametrize("loss_type", sorted(TRL_EQUIVALENT))
+@pytest.mark.parametrize("mode", ["token_truncate", "token_mask", "sequence_truncate", "sequence_mask"])
+def test_rollout_weighted_loss_equals_trl_vllm_importance_sampling_correction(loss_type, mode):
+    """Completions sampled by a rollout copy: our weights from ``rollout_correction`` in
+    ``policy_loss`` give TRL's loss and gradient with its ``vllm_importance_sampling_correction``."""
+    pytest.importorskip("trl", reason="trl (dev extra) not installed: the TRL comparison needs TRL 1.16")
+    epsilon_high = 5.0 if loss_type == "cispo" else 0.28
+    for seed in range(3):
+        logp, old_logp, adv, mask, ref_logp = random_batch(seed, spread=0.4)
+        rollout_logp = old_logp + 0.15 * torch.randn(old_logp.shape, generator=torch.Generator().manual_seed(seed),
+                                                     dtype=old_logp.dtype)  # fmt: skip
+        weights = rollout_correction(old_logp, rollout_logp, mask, mode, clip_min=0.5, clip_max=1.5)
+        leaf = logp.clone().requires_grad_(True)
+        ours, _ = policy_loss(leaf, old_logp, adv, mask, loss_type=loss_type, epsilon_high=epsilon_high,
+                              beta=0.04, ref_logp=ref_logp, max_completion_length=10, rollout_weights=weights)  # fmt: skip
+        ours.backward()
+        theirs, their_grad, _ = trl_loss(
+            loss_type, logp, old_logp, adv, mask, ref_logp, epsilon=0.2, epsilon_high=epsilon_high, beta=0.04,
+            max_len=10, num_items=mask.sum(), is_ratio=weights,
+        )  # fmt: skip
+        assert abs(ours.item() - theirs.item()) <= TOL
+        assert torch.allclose(leaf.grad, their_grad, rtol=0, atol=TOL)
+        unweighted, _ = policy_loss(logp, old_logp, adv, mask, loss_type=loss_type, epsilon_high=epsilon_high,
+                                    beta=0.04, ref_logp=ref_logp, max_completion_length=10)  # fmt: skip
+        assert abs(unweighted.item() - ours.item()) > 1e-4  # the weights did something
+
+
+def test_rollout_correction_is_trls_truncated_or_masked_ratio():
+    old = torch.tensor([[0.0, -1.0, -2.0], [-0.5, -0.5, 0.0]])
+    rollout = torch.tensor([[-1.0, -1.0, -1.0], [0.5, -0.5, 9.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])  # the last token is padding: counts as ratio 1
+    e = torch.exp(torch.tensor(1.0)).item()
+    token = rollout_correction(old, rollout, mask, "token_truncate", clip_min=None, clip_max=2.0)
+    assert torch.allclose(token, torch.tensor([[2.0, 1.0, 1 / e], [1 / e, 1.0, 1.0]]))
+    masked = rollout_correction(old, rollout, mask, "token_mask", clip_min=0.5, clip_max=2.0)
+    assert torch.allclose(masked, torch.tensor([[0.0, 1.0, 0.0], [0.0, 1.0, 1.0]]))
+    sequence = rollout_correction(old, rollout, mask, "sequence_truncate", clip_min=None, clip_max=3.0)
+    assert sequence.shape == (2, 1) and torch.allclose(sequence, torch.tensor([[1.0], [1 / e]]))
+    assert torch.equal(
+        rollout_correction(old, rollout, mask, "sequence_mask", clip_min=0.5), torch.tensor([[1.0], [0.0]])
+    )
+    assert rollout_correction(old, rollout, mask, "none") is None
+    with pytest.raises(ConfigError, match="not one of"):
+        rollout_correction(old, rollout, mask, "clip")
+    with pytest.raises(ConfigError, match="clip_min=2.0 is above clip_max=1.0"):
+        rollout_correction(old, rollout, mask, "token_mask", clip_min=2.0, clip_max=1.0)
+    with pytest.raises(BatchError, match="rollout_weights must be a tensor of shape"):
+        policy_loss(old, old, torch.ones(2), mask, rollout_weights=torch.ones(3))
 
 
 @pytest.mark.parametrize("loss_type", ["dapo", "cispo"])

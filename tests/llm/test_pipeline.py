@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("transformers", reason="the LM policy needs the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="the LM policy needs the local extra (transformers, peft)")
 
-from test_grpo import PROMPTS, cat_freq, make_policy, small_config, without_timing  # noqa: E402
+from test_grpo import PROMPTS, cat_freq, make_policy, short, small_config, without_timing  # noqa: E402
 
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
 from resonance_os.llm.pipeline import AsyncGRPO  # noqa: E402
@@ -94,3 +94,14 @@ def test_two_generation_workers_give_the_same_run_as_one():
         )
     assert runs[0] == runs[1]
     assert [row["policy_lag"] for row in runs[1]] == [0.0, 1.0, 2.0, 2.0]
+
+
+def test_bf16_rollouts_on_the_workers_correct_lag_and_precision_together():
+    """Workers sample from a bf16 copy; pi_old is the trained policy before the update, so the
+    correction's ratio carries both the lag and the rounding, and the step logs how far they are."""
+    with AsyncGRPO(make_policy(), short, PROMPTS, small_config(rollout_dtype="bfloat16")) as trainer:
+        trainer.learn(3)
+    rows = trainer.history
+    assert [row["policy_lag"] for row in rows] == [0.0, 1.0, 1.0]
+    assert all(0 < row["rollout_kl"] and 0 < row["rollout_weight_mean"] <= 3.0 for row in rows)
+    assert rows[0]["approx_kl"] == 0.0  # one update a batch: pi_old is the policy at that update

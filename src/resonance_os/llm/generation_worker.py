@@ -36,7 +36,8 @@ class GenerationWorker:
     Args:
         policy: a copy of the trained ``LMPolicy`` (pickled to the worker once).
         prompt_ids: the tokenized training prompts (requests name them by index).
-        sampling: ``sample_ids`` keywords: ``n``, ``max_new_tokens``, ``temperature``, ``top_p``, ``stop``.
+        sampling: ``sample_ids`` keywords: ``n``, ``max_new_tokens``, ``temperature``, ``top_p``, ``stop``,
+            ``dtype``.
     """
 
     def __init__(

@@ -48,10 +48,12 @@ from resonance_os.llm.errors import LLMError, PromptTooLongError
 from resonance_os.llm.losses import (
     AGGREGATIONS,
     LOSS_TYPES,
+    ROLLOUT_CORRECTIONS,
     SCALE_REWARDS,
     group_advantages,
     nonzero_variance_mask,
     policy_loss,
+    rollout_correction,
 )
 from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
 from resonance_os.llm.sampling import Samples, concat_samples, sample_ids
@@ -68,6 +70,8 @@ from resonance_os.rl.errors import CheckpointError, ConfigError
 
 RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
 TRAINER_KIND = "GRPO"
+ROLLOUT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+"""``GRPOConfig.rollout_dtype`` values and the dtypes they name."""
 
 
 class RewardError(LLMError, ValueError):
@@ -120,6 +124,15 @@ class GRPOConfig(JsonConfig):
             buffer it used (all of it at ``max_new_tokens``), added to its reward. 0 = off.
         overlong_penalty: the punishment at full length. 1.0.
         max_grad_norm: clip the global gradient norm; None = no clipping (the norm is still logged). 1.0.
+        rollout_dtype: sample from a copy of the policy in this dtype, ``"bfloat16"`` or ``"float16"``
+            (``LMPolicy.rollout_precision``: 1.7-1.9x faster sampling on SmolLM2 on a CPU with AMX), as
+            vLLM samples for verl and TRL; the trainer then computes pi_old with the policy itself and
+            weighs the loss by ``rollout_correction``. None = sample from the policy (exact). None.
+        rollout_correction: how the loss corrects for the rollout copy: ``"token_truncate"``,
+            ``"token_mask"``, ``"sequence_truncate"``, ``"sequence_mask"`` (TRL's
+            ``vllm_importance_sampling_mode`` and default) or ``"none"``. "sequence_mask".
+        rollout_correction_min, rollout_correction_max: the bounds of that correction (None = no
+            bound; TRL's ``vllm_importance_sampling_clip_min/max``). None, 3.0.
         seed: seeds prompt order, sampling, minibatch order and dropout, through local generators and
             a forked RNG (torch's global RNG is left as it was); None draws one (stored, so a
             checkpoint resumes with it). None.
@@ -152,6 +165,10 @@ class GRPOConfig(JsonConfig):
     overlong_buffer: int = 0
     overlong_penalty: float = 1.0
     max_grad_norm: float | None = 1.0
+    rollout_dtype: str | None = None
+    rollout_correction: str = "sequence_mask"
+    rollout_correction_min: float | None = None
+    rollout_correction_max: float | None = 3.0
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -226,8 +243,49 @@ class GRPOConfig(JsonConfig):
             raise fail("overlong_penalty", "must be a number >= 0 (the punishment at full length; 1.0)")
         if self.max_grad_norm is not None and (not is_num(self.max_grad_norm) or not self.max_grad_norm > 0):
             raise fail("max_grad_norm", "must be a number > 0, or None for no clipping")
+        if self.rollout_dtype is not None and self.rollout_dtype not in ROLLOUT_DTYPES:
+            raise fail(
+                "rollout_dtype",
+                f"must be one of {', '.join(ROLLOUT_DTYPES)} or None (sample from the policy)",
+            )
+        if self.rollout_correction not in ROLLOUT_CORRECTIONS:
+            raise fail("rollout_correction", f"must be one of {', '.join(ROLLOUT_CORRECTIONS)}")
+        for name in ("rollout_correction_min", "rollout_correction_max"):
+            if getattr(self, name) is not None and (
+                not is_num(getattr(self, name)) or getattr(self, name) < 0
+            ):
+                raise fail(name, "must be a number >= 0, or None for no bound")
+        if (
+            self.rollout_correction_min is not None
+            and self.rollout_correction_max is not None
+            and self.rollout_correction_min > self.rollout_correction_max
+        ):
+            raise fail(
+                "rollout_correction_min",
+                f"must be at most rollout_correction_max={self.rollout_correction_max}",
+            )
         if self.seed is not None and not is_int(self.seed):
             raise fail("seed", "must be an integer or None")
+
+
+# ---------------------------------------------------------------------------------------------- rollouts
+
+ROLLOUT_METRICS = ("rollout_kl", "rollout_weight_mean", "rollout_weight_zero")
+"""Metrics of a step whose completions came from a rollout copy (``GRPOConfig.rollout_dtype``)."""
+
+
+def _rollout_metrics(
+    old_logp: torch.Tensor, rollout_logp: torch.Tensor, tokens: torch.Tensor, weights: torch.Tensor | None
+) -> dict[str, torch.Tensor]:
+    """How far the sampler's distribution is from the policy's: k3 KL(pi_rollout || pi_old) per token,
+    and the mean and zero share of the correction's weights (per token, or per completion)."""
+    diff = (old_logp - rollout_logp)[tokens]
+    out = {"rollout_kl": (torch.exp(diff) - 1 - diff).mean()}
+    if weights is not None:
+        per = weights[tokens] if weights.shape == tokens.shape else weights.flatten()
+        out["rollout_weight_mean"] = per.mean()
+        out["rollout_weight_zero"] = (per == 0).float().mean()
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- rewards
@@ -376,6 +434,12 @@ class GRPO:
         self._schedule: list[int] = []  # prompt order, one seeded pass after another, built as needed
         self._passes = 0
 
+    @property
+    def rollout_dtype(self) -> torch.dtype | None:
+        """The dtype completions are sampled in when it is not the policy's own (``GRPOConfig.rollout_dtype``)."""
+        dtype = ROLLOUT_DTYPES.get(self.config.rollout_dtype) if self.config.rollout_dtype else None
+        return None if dtype == next(self.policy.base_model.parameters()).dtype else dtype
+
     # ------------------------------------------------------------------------------ seeded streams
     def _stream_seed(self, step: int, stream: int) -> int:
         """A seed for (step, purpose): sampling (0), minibatch order (1), dropout (2), prompt order (3),
@@ -412,7 +476,7 @@ class GRPO:
         return sample_ids(
             policy or self.policy, [self._prompt_ids[i] for i in indices], n=cfg.group_size,
             max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop,
-            seed=seed,
+            seed=seed, dtype=self.rollout_dtype,
         )  # fmt: skip
 
     def _score(self, indices: list[int], samples: Samples) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -526,6 +590,20 @@ class GRPO:
                 ref_logp[rows] = policy.token_logprobs(
                     input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
                 )
+        # -- completions from a rollout copy (bf16): pi_old is the policy's own, the sampler's log-probs
+        #    weigh the loss (rollout_correction); one update per batch reads pi_old off the update's
+        #    forward (logp.detach(), as TRL does on-policy), more need it before the first update
+        rollout_logp = old_logp
+        sampled_by_copy = self.rollout_dtype is not None
+        groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
+        single_update = cfg.num_iterations == 1 and groups_per_batch >= len(kept_groups)
+        if sampled_by_copy and not single_update and len(kept_groups):
+            old_logp = torch.zeros_like(rollout_logp)
+            rows = kept_groups.flatten().to(device)
+            with torch.no_grad():
+                old_logp[rows] = policy.token_logprobs(
+                    input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
+                )
         t_reference = time.perf_counter()
 
         # -- 4. train: K epochs over minibatches of whole groups
@@ -533,7 +611,6 @@ class GRPO:
         updates = 0
         # The optimiser's parameters are trainable_parameters(), without another walk over the model.
         params = [p for group in self.optimizer.param_groups for p in group["params"]]
-        groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
         order_gen = torch.Generator().manual_seed(self._stream_seed(step, 1))
         was_training = policy.set_mode(True)  # skipped when no dropout could change the forward
         with _seeded_rng(self._stream_seed(step, 2), device):
@@ -546,11 +623,19 @@ class GRPO:
                     logp = policy.token_logprobs(
                         input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
                     )
+                    old_rows = logp.detach() if sampled_by_copy and single_update else old_logp[rows]
+                    weights = None
+                    if sampled_by_copy:
+                        weights = rollout_correction(
+                            old_rows, rollout_logp[rows], mask[rows], cfg.rollout_correction,
+                            cfg.rollout_correction_min, cfg.rollout_correction_max,
+                        )  # fmt: skip
                     loss, m = policy_loss(
-                        logp, old_logp[rows], advantages[rows], mask[rows],
+                        logp, old_rows, advantages[rows], mask[rows],
                         loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high,
                         beta=cfg.beta, ref_logp=None if ref_logp is None else ref_logp[rows],
                         max_completion_length=cfg.max_new_tokens, aggregation=cfg.aggregation, group_size=G,
+                        rollout_weights=weights,
                     )  # fmt: skip
                     self.optimizer.zero_grad(set_to_none=True)
                     loss.backward()
@@ -558,12 +643,15 @@ class GRPO:
                     grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
                     self.optimizer.step()
                     with torch.no_grad():  # k3 estimate of KL(pi_old || pi_theta) before this update
-                        log_ratio = (logp - old_logp[rows])[mask[rows].bool()]
+                        tokens_of_rows = mask[rows].bool()
+                        log_ratio = (logp - old_rows)[tokens_of_rows]
                         approx_kl = (torch.exp(log_ratio) - 1 - log_ratio).mean()
                     values = {"loss": loss, "clip_fraction": m["clip_fraction"], "approx_kl": approx_kl}
                     values["grad_norm"] = grad_norm
                     if "kl" in m:
                         values["kl"] = m["kl"]
+                    if sampled_by_copy:
+                        values.update(_rollout_metrics(old_rows, rollout_logp[rows], tokens_of_rows, weights))
                     for key, value in values.items():
                         sums[key] = sums.get(key, 0.0) + float(value.detach())
                     updates += 1
@@ -589,6 +677,7 @@ class GRPO:
             if key == "kl" and cfg.beta == 0:
                 continue
             metrics[key] = sums[key] / updates if updates else float("nan")
+        metrics.update({key: sums[key] / updates for key in ROLLOUT_METRICS if key in sums})
         metrics.update(
             {
                 "entropy": (-(old_logp * mask).sum() / max(tokens, 1)).item(),

@@ -17,6 +17,12 @@ batch of B completions y_i (G per prompt, T padded tokens, mask m_{i,t}, |y_i| =
     k3 KL           D_{i,t} = π_ref/π_θ - log(π_ref/π_θ) - 1, times the ratio w when kl_ratio_correction
                     (DeepSeek-V3.2's unbiased estimator, TRL's default); ℓ_{i,t} += β D_{i,t}
 
+    rollout weight  ℓ_{i,t} ← c_{i,t} ℓ_{i,t} before the KL term, when the completions were sampled by a
+                    copy of the policy that is not π_θold itself (bf16 rollouts, vLLM): with
+                    ρ = π_θold / π_rollout per token (or their product over the sequence), c is ρ
+                    truncated to [c_min, c_max] or 0 outside it (TRL 1.16's
+                    ``vllm_importance_sampling_mode``; Yao et al. 2025, "truncated importance sampling")
+
 and the loss is the aggregation of ℓ over the unmasked tokens:
 
     "sequence"  mean_i (1/|y_i|) Σ_t ℓ_{i,t}                 grpo, gspo, gspo_token (the papers' 1/G Σ 1/|y| Σ)
@@ -60,6 +66,11 @@ SCALE_REWARDS = ("group", "batch", "none")
 
 CISPO_DEFAULT_EPSILON_MAX = 5.0
 """CISPO's cap on the importance weight when ``epsilon_high`` is not given (ScaleRL's value)."""
+
+
+ROLLOUT_CORRECTIONS = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask", "none")
+"""The supported ``mode`` values of :func:`rollout_correction` (TRL's ``vllm_importance_sampling_mode``,
+plus ``"none"``)."""
 
 
 class BatchError(RLError, ValueError):
@@ -145,6 +156,46 @@ def _as_reward_tensor(rewards: torch.Tensor | Sequence[float], group_size: int) 
 # ---------------------------------------------------------------------------------------------- the loss
 
 
+def rollout_correction(
+    old_logp: torch.Tensor,
+    rollout_logp: torch.Tensor,
+    mask: torch.Tensor,
+    mode: str = "sequence_mask",
+    clip_min: float | None = None,
+    clip_max: float | None = 3.0,
+) -> torch.Tensor | None:
+    """The weights ``c`` that correct a loss for completions sampled by a rollout copy of the policy.
+
+    ``old_logp``: ``(B, T)`` log π_θold of the tokens, computed by the trained model; ``rollout_logp``:
+    the sampler's log-probs of the same tokens; ``mask``: ``(B, T)``. ``mode``: ``"token_*"`` weighs
+    each token by ρ_t = exp(old_logp - rollout_logp), ``"sequence_*"`` each completion by the product
+    of its tokens' ρ; ``"*_truncate"`` clamps ρ to ``[clip_min, clip_max]``, ``"*_mask"`` sets the
+    weights outside that range to 0 (a bound of None is no bound); ``"none"`` returns None. TRL 1.16's
+    formulas (masked positions count as ρ = 1). Returns ``(B, T)`` for token modes, ``(B, 1)`` for
+    sequence modes; pass it to :func:`policy_loss` as ``rollout_weights``.
+    """
+    if mode not in ROLLOUT_CORRECTIONS:
+        raise ConfigError(f"rollout correction mode={mode!r} is not one of {', '.join(ROLLOUT_CORRECTIONS)}")
+    for name, bound in (("clip_min", clip_min), ("clip_max", clip_max)):
+        if bound is not None and (
+            isinstance(bound, bool) or not isinstance(bound, (int, float)) or not bound >= 0
+        ):
+            raise ConfigError(f"{name}={bound!r} must be a number >= 0 or None (no bound)")
+    if clip_min is not None and clip_max is not None and clip_min > clip_max:
+        raise ConfigError(f"clip_min={clip_min} is above clip_max={clip_max}")
+    if mode == "none":
+        return None
+    diff = torch.nan_to_num((old_logp.detach() - rollout_logp.detach()) * mask.to(old_logp.dtype), nan=0.0)
+    if mode.startswith("sequence"):
+        diff = diff.sum(-1, keepdim=True)
+    ratio = torch.exp(diff)
+    if mode.endswith("truncate"):
+        return torch.clamp(ratio, min=clip_min, max=clip_max)
+    low = -float("inf") if clip_min is None else clip_min
+    high = float("inf") if clip_max is None else clip_max
+    return ratio.masked_fill((ratio < low) | (ratio > high), 0.0)
+
+
 def policy_loss(
     logp: torch.Tensor,
     old_logp: torch.Tensor,
@@ -161,6 +212,7 @@ def policy_loss(
     group_size: int | None = None,
     num_tokens: float | torch.Tensor | None = None,
     kl_ratio_correction: bool = True,
+    rollout_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """One GRPO-family policy loss on a batch of completions (formulas in the module docstring).
 
@@ -187,6 +239,9 @@ def policy_loss(
             which is by definition normalised by its own batch.
         kl_ratio_correction: multiply the KL term by the importance ratio (TRL 1.16's default,
             ``use_bias_correction_kl``). True.
+        rollout_weights: ``(B, T)`` or ``(B, 1)`` weights from :func:`rollout_correction` when the
+            completions came from a rollout copy of the policy (bf16 sampling); they multiply each
+            token's policy term, not the KL term, as TRL's ``vllm_importance_sampling_correction``.
 
     Returns:
         ``(loss, metrics)``: the scalar loss to minimise, and detached 0-d tensors
@@ -223,6 +278,14 @@ def policy_loss(
         )
     _check_batch(logp, old_logp, adv, mask, ref_logp)
     batch, tokens = logp.shape
+    if rollout_weights is not None and (
+        not isinstance(rollout_weights, torch.Tensor)
+        or rollout_weights.shape not in ((batch, tokens), (batch, 1))
+    ):
+        raise BatchError(
+            f"rollout_weights must be a tensor of shape ({batch}, {tokens}) or ({batch}, 1) (from "
+            f"rollout_correction), got {getattr(rollout_weights, 'shape', type(rollout_weights).__name__)}"
+        )
     if aggregation == "prompt":
         if not isinstance(group_size, int) or group_size < 1 or batch % group_size:
             raise ConfigError(
@@ -260,6 +323,8 @@ def policy_loss(
     else:
         clipped_ratio = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high)
         per_token_loss = -torch.min(ratio * adv, clipped_ratio * adv)
+    if rollout_weights is not None:
+        per_token_loss = per_token_loss * rollout_weights.detach().to(logp.dtype)
     if ref_logp is not None:
         ref_logp = ref_logp.detach()
         kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1  # k3 estimator of KL(π_θ || π_ref)

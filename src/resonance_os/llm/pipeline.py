@@ -18,7 +18,9 @@ Where the workers run is a ``distributed`` placement: local processes (the defau
 Bounded staleness: at most ``max_policy_lag`` = k batches are in flight, so every batch trains the
 policy exactly k updates after the one that sampled it (``policy_lag``; the first steps, with less
 in flight, have smaller lags, the very first is on-policy). The loss uses the sampling log-probs as
-pi_old, so the lag is corrected as any off-policy PPO/GRPO update is, bounded by the clip.
+pi_old, so the lag is corrected as any off-policy PPO/GRPO update is, bounded by the clip. With
+``GRPOConfig.rollout_dtype`` the workers sample in that dtype, pi_old is the trained policy's before
+the update, and ``rollout_correction`` weighs both the lag and the precision away (decoupled PPO).
 ``max_policy_lag=0`` is the synchronous schedule on the same workers (generate, score, then train).
 Overlong filtering, DAPO's soft punishment and dynamic sampling come from ``GRPOConfig`` as in
 ``GRPO`` (dynamic sampling's extra rounds are generated on a worker with the current weights).
@@ -93,7 +95,7 @@ class AsyncGRPO(GRPO):
         cfg = self.config
         sampling = {
             "n": cfg.group_size, "max_new_tokens": cfg.max_new_tokens, "temperature": cfg.temperature,
-            "top_p": cfg.top_p, "stop": list(cfg.stop),
+            "top_p": cfg.top_p, "stop": list(cfg.stop), "dtype": self.rollout_dtype,
         }  # fmt: skip
         self._turn = itertools.count()
         self._scorer = ThreadPoolExecutor(max_workers=max(1, max_policy_lag), thread_name_prefix="scorer")

@@ -147,6 +147,8 @@ class LMPolicy:
         self._fast_active = False
         self._mode_sensitive: bool | None = None
         self._lean_cache: dict[tuple[int, bool], Any] = {}
+        self._rollout_copies: dict[torch.dtype, _RolloutCopy] = {}
+        self._rollout_active: torch.nn.Module | None = None
         # transformers renamed the forward's ``past_key_values`` to ``cache`` (5.x); use what it takes.
         forward_params = inspect.signature(self.base_model.forward).parameters
         self._cache_kw = "cache" if "cache" in forward_params else "past_key_values"
@@ -195,20 +197,9 @@ class LMPolicy:
         and reused while they point at the layer's current modules; merged weights are recomputed."""
         lean: list[torch.nn.Module] = []
         for index, (_, _, layer) in enumerate(self._lora_layers):
-            active = layer.active_adapters
-            if (
-                layer.disable_adapters
-                or layer.merged
-                or len(active) != 1
-                or active[0] not in layer.lora_A
-                or active[0] in layer.lora_variant
-                or getattr(layer, "fan_in_fan_out", False)
-                or type(layer.base_layer) is not torch.nn.Linear
-                or type(layer.lora_A[active[0]]) is not torch.nn.Linear
-                or type(layer.lora_B[active[0]]) is not torch.nn.Linear
-            ):
+            name = _vanilla_adapter(layer)
+            if name is None:
                 return None
-            name = active[0]
             parts = (layer.base_layer, layer.lora_A[name], layer.lora_B[name], layer.lora_dropout[name])
             scaling = layer.scaling[name]
             dtype = parts[0].weight.dtype
@@ -234,9 +225,13 @@ class LMPolicy:
         bf16/fp16 weight would round the update away, so those layers stay unmerged). The numbers
         then differ from the unmerged ones by float rounding only (~1e-7 relative). The model's own weights are
         never written, so nothing needs restoring but the module tree. A no-op without LoRA, inside
-        ``reference()``, or when a layer is in a state the lean modules do not cover.
+        ``reference()`` or ``rollout_precision()``, or when a layer is in a state the lean modules do
+        not cover.
         """
-        lean = None if self._fast_active or not self._lora_layers else self._lean_layers(merged)
+        if self._fast_active or self._rollout_active is not None or not self._lora_layers:
+            yield self
+            return
+        lean = self._lean_layers(merged)
         if lean is None:
             yield self
             return
@@ -249,6 +244,32 @@ class LMPolicy:
             self._fast_active = False
             for children, name, layer in self._lora_layers:
                 children[name] = layer
+
+    @contextmanager
+    def rollout_precision(self, dtype: torch.dtype | None) -> Iterator[LMPolicy]:
+        """Within this block forward passes run a copy of the policy in ``dtype`` (e.g. bf16
+        rollouts for a float32 policy, as vLLM serves an RL trainer's policy in bf16): inference
+        only, no gradients. The copy is made once and kept (memory: the model in ``dtype``); on
+        entry every weight the optimiser can change is copied into it again, LoRA merged
+        (``W + s B A``, then cast). Its log-probabilities differ from the policy's by the rounding
+        of ``dtype`` (bf16: about 3 significant digits), so a trainer that samples this way corrects
+        for the mismatch (``GRPOConfig.rollout_dtype``). A no-op for None or the model's own dtype.
+        """
+        own = next(self.base_model.parameters()).dtype
+        if dtype is None or dtype == own or self._rollout_active is not None:
+            yield self
+            return
+        if not dtype.is_floating_point:
+            raise ConfigError(f"rollout dtype {dtype} is not a floating-point type; use torch.bfloat16")
+        rollout = self._rollout_copies.get(dtype)
+        if rollout is None:
+            rollout = self._rollout_copies[dtype] = _RolloutCopy(self, dtype)
+        rollout.refresh([layer for _, _, layer in self._lora_layers])
+        self._rollout_active = rollout.model
+        try:
+            yield self
+        finally:
+            self._rollout_active = None
 
     def set_mode(self, training: bool) -> bool:
         """Put the model in training (dropout on) or eval mode; returns the previous mode.
@@ -336,8 +357,10 @@ class LMPolicy:
     @property
     def forward_model(self) -> torch.nn.Module:
         """The module a forward pass runs: the transformers model (LoRA layers injected, so the peft
-        wrapper's per-call overhead is skipped), or the frozen copy inside ``reference()`` for full
-        fine-tuning."""
+        wrapper's per-call overhead is skipped), the frozen copy inside ``reference()`` for full
+        fine-tuning, or the low-precision copy inside ``rollout_precision()``."""
+        if self._rollout_active is not None:
+            return self._rollout_active
         if self._use_reference and self._reference_model is not None:
             return self._reference_model
         return self.base_model
@@ -405,6 +428,8 @@ class LMPolicy:
         if past_key_values is not None:
             kwargs[self._cache_kw] = past_key_values
             kwargs["use_cache"] = True
+        if self._rollout_active is not None:
+            return self._rollout_active(**kwargs)  # its own dtype throughout, the head too
         if self._lora_layers and not self._fast_active and not self._use_reference:
             with self.fast_forward():
                 return self._run(kwargs, fp32_head)
@@ -717,6 +742,89 @@ class _MergedLinear(_LeanLoraLinear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.merged_weight, self.merged_bias)
+
+
+class _RolloutCopy:
+    """A copy of a policy's transformers model in another dtype, each LoRA layer a plain ``Linear``
+    that :meth:`refresh` fills with the merged weight; every trainable weight is copied again too."""
+
+    def __init__(self, policy: LMPolicy, dtype: torch.dtype) -> None:
+        base = policy.base_model
+        lora_paths = {id(layer): path for path, layer in base.named_modules()}
+        for children, name, layer in policy._lora_layers:  # deep-copy the base layers, not the adapters
+            children[name] = layer.base_layer
+        try:
+            self.model = copy.deepcopy(base).to(dtype).eval()
+        finally:
+            for children, name, layer in policy._lora_layers:
+                children[name] = layer
+        self.model.requires_grad_(False)
+        head = self.model.get_output_embeddings()
+        if head is not None:  # transformers hands the head a strided slice (logits_to_keep); in bf16
+            head.register_forward_pre_hook(_contiguous_input)  # torch then copies the head 8x for a bmm
+        self.lora_targets = [
+            self.model.get_submodule(lora_paths[id(layer)]) for _, _, layer in policy._lora_layers
+        ]
+        copies = dict(self.model.named_parameters(remove_duplicate=False))
+        self.trainable = [
+            (copies[name], param)
+            for name, param in base.named_parameters(remove_duplicate=False)
+            if param.requires_grad and name in copies
+        ]
+
+    @torch.no_grad()
+    def refresh(self, lora_layers: list[torch.nn.Module]) -> None:
+        """Copy the trainable weights, and each LoRA layer's ``W + s B A`` (merged in float32 in a
+        reused buffer, then cast), into the copy."""
+        for target, source in self.trainable:
+            target.copy_(source)
+        buffers: dict[tuple[torch.Size, torch.dtype], torch.Tensor] = {}
+        for target, layer in zip(self.lora_targets, lora_layers):
+            name = _vanilla_adapter(layer)
+            base = layer.base_layer
+            if name is None or layer.lora_A[name].weight.dtype != base.weight.dtype:
+                raise ConfigError(
+                    "rollouts in another dtype need plain LoRA adapters in the base weights' dtype, "
+                    "one active (not merged, not disabled, no DoRA); set rollout_dtype to None"
+                )
+            a, b, scaling = layer.lora_A[name], layer.lora_B[name], layer.scaling[name]
+            key = (base.weight.shape, base.weight.dtype)
+            buffer = buffers.get(key)
+            if buffer is None:
+                buffer = buffers[key] = torch.empty_like(base.weight)
+            torch.addmm(base.weight, b.weight, a.weight, alpha=scaling, out=buffer)
+            target.weight.copy_(buffer)
+            bias = base.bias
+            if b.bias is not None:  # peft's lora_bias: merged as bias + s * b_B
+                bias = b.bias * scaling if bias is None else bias + b.bias * scaling
+            if bias is not None and target.bias is None:
+                target.bias = torch.nn.Parameter(bias.to(target.weight.dtype), requires_grad=False)
+            elif bias is not None:
+                target.bias.copy_(bias)
+
+
+def _contiguous_input(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (args[0].contiguous(), *args[1:])
+
+
+def _vanilla_adapter(layer: torch.nn.Module) -> str | None:
+    """The name of a peft LoRA layer's one active plain adapter on a ``Linear``, or None when the
+    layer is in another state (adapters disabled or merged, several active, DoRA and other variants,
+    fan_in_fan_out, a non-Linear base or adapter)."""
+    active = layer.active_adapters
+    if (
+        layer.disable_adapters
+        or layer.merged
+        or len(active) != 1
+        or active[0] not in layer.lora_A
+        or active[0] in layer.lora_variant
+        or getattr(layer, "fan_in_fan_out", False)
+        or type(layer.base_layer) is not torch.nn.Linear
+        or type(layer.lora_A[active[0]]) is not torch.nn.Linear
+        or type(layer.lora_B[active[0]]) is not torch.nn.Linear
+    ):
+        return None
+    return active[0]
 
 
 @contextmanager
