@@ -23,11 +23,12 @@ tests/llm/test_losses.py checks loss and gradient against TRL more thoroughly.
     .venv/bin/python benchmarks/bench_grpo.py                      # 2 interleaved repeats, 10 steps each
     .venv/bin/python benchmarks/bench_grpo.py --repeats 3 --steps 20 --max-new-tokens 32
     .venv/bin/python benchmarks/bench_grpo.py --model smollm2 --group-size 4 --prompts-per-step 2 \
-        --max-new-tokens 32 --steps 4 --repeats 2 --learning-rate 1e-4 [--rollout-dtype bfloat16]
+        --max-new-tokens 32 --steps 4 --repeats 2 --learning-rate 1e-4 [--variants ...]
 
-``--rollout-dtype bfloat16`` adds a third interleaved run of ours that samples from a bf16 copy of the
-policy (``GRPOConfig.rollout_dtype``, corrected by TRL's sequence-mask importance weights); TRL stays
-float32, the reference as users run it on a CPU, so that column is not the same-numerics comparison.
+``--variants ours,trl,ours_bf16_rollouts,ours_bf16,trl_bf16`` adds interleaved runs of ours sampling
+from a bf16 copy of the policy (``GRPOConfig.rollout_dtype``, corrected by TRL's sequence-mask
+importance weights), of ours also updating in mixed precision (``mixed_precision="bfloat16"``), and of
+TRL with ``bf16=True`` (its mixed precision, accelerate's autocast); the loss check stays float32.
 """
 
 from __future__ import annotations
@@ -100,12 +101,14 @@ def _split(samples: list[dict[str, float]]) -> dict[str, float]:
     return {key: statistics.median(s[key] for s in samples) for key in samples[0]}
 
 
-def run_ours(args: argparse.Namespace, seed: int, rollout_dtype: str | None = None) -> dict[str, Any]:
+def run_ours(
+    args: argparse.Namespace, seed: int, rollout_dtype: str | None = None, mixed_precision: str | None = None
+) -> dict[str, Any]:
     policy = LMPolicy(*model_pair(args.model), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
     cfg = GRPOConfig(
         group_size=args.group_size, prompts_per_step=args.prompts_per_step, max_new_tokens=args.max_new_tokens,
         chat_template=False, learning_rate=args.learning_rate, loss_type="dapo", beta=0.0, num_iterations=1,
-        max_grad_norm=1.0, seed=seed, rollout_dtype=rollout_dtype,
+        max_grad_norm=1.0, seed=seed, rollout_dtype=rollout_dtype, mixed_precision=mixed_precision,
     )  # fmt: skip
     trainer = GRPO(policy, REWARDS[args.model], PROMPTS[args.model], cfg)
     marks: list[tuple[float, float]] = [(time.perf_counter(), time.process_time())]
@@ -126,7 +129,7 @@ def run_ours(args: argparse.Namespace, seed: int, rollout_dtype: str | None = No
     return {"steps": _split(steps), "loss1": trainer.history[0]["loss"]}
 
 
-def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, Any]:
+def run_trl(args: argparse.Namespace, seed: int, check_loss: bool, bf16: bool = False) -> dict[str, Any]:
     from datasets import Dataset
     from peft import LoraConfig
     from transformers import TrainerCallback
@@ -144,7 +147,7 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
         output_dir=out, per_device_train_batch_size=args.prompts_per_step * args.group_size,
         num_generations=args.group_size, max_completion_length=args.max_new_tokens, loss_type="dapo",
         beta=0.0, num_iterations=1, learning_rate=args.learning_rate, lr_scheduler_type="constant",
-        max_grad_norm=1.0, max_steps=args.steps + 1, temperature=1.0, top_p=1.0, use_cpu=True, bf16=False,
+        max_grad_norm=1.0, max_steps=args.steps + 1, temperature=1.0, top_p=1.0, use_cpu=True, bf16=bf16,
         fp16=False, report_to=[], logging_steps=1, save_strategy="no", disable_tqdm=True, seed=seed,
         gradient_checkpointing=False, dataloader_num_workers=0, use_vllm=False, log_completions=False,
     )  # fmt: skip
@@ -212,6 +215,19 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, 
     return {"steps": _split(steps), "loss1": captured.get("loss"), "batch": captured}
 
 
+VARIANTS = ("ours", "trl", "ours_bf16_rollouts", "ours_bf16", "trl_bf16")
+
+
+def run_variant(name: str, args: argparse.Namespace, seed: int, check_loss: bool) -> dict[str, Any]:
+    """One run of a ``--variants`` entry."""
+    if name == "trl":
+        return run_trl(args, seed, check_loss)
+    if name == "trl_bf16":
+        return run_trl(args, seed, check_loss=False, bf16=True)
+    low = "bfloat16" if name != "ours" else None
+    return run_ours(args, seed, rollout_dtype=low, mixed_precision=low if name == "ours_bf16" else None)
+
+
 def random_advantages(shape: torch.Size) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(0))
 
@@ -243,19 +259,20 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument(
-        "--rollout-dtype", choices=("bfloat16",), default=None,
-        help="also run ours sampling from a bf16 copy of the policy (GRPOConfig.rollout_dtype), interleaved",
+        "--variants", default="ours,trl",
+        help=f"runs per repeat, interleaved, from {','.join(VARIANTS)}: ours_bf16_rollouts samples from a bf16 copy "
+        "of the policy (GRPOConfig.rollout_dtype), ours_bf16 also updates in mixed precision (mixed_precision), "
+        "trl_bf16 is TRL with bf16=True",
     )  # fmt: skip
     args = parser.parse_args()
+    variants = args.variants.split(",")
+    if "ours" not in variants or "trl" not in variants or not set(variants) <= set(VARIANTS):
+        parser.error(f"--variants must include ours and trl, from {','.join(VARIANTS)}")
 
-    runs: dict[str, list[dict[str, Any]]] = {"ours": [], "trl": []}
-    if args.rollout_dtype:
-        runs["ours_rollout"] = []
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     for r in range(args.repeats):
-        runs["ours"].append(run_ours(args, seed=r))
-        runs["trl"].append(run_trl(args, seed=r, check_loss=r == 0))
-        if args.rollout_dtype:
-            runs["ours_rollout"].append(run_ours(args, seed=r, rollout_dtype=args.rollout_dtype))
+        for name in variants:
+            runs[name].append(run_variant(name, args, seed=r, check_loss=r == 0))
         print(f"repeat {r}: " + ", ".join(f"{name} {run[-1]['steps']['wall']:.4f} s/step" for name, run in runs.items()),
               flush=True)  # fmt: skip
 
@@ -265,29 +282,22 @@ def main() -> None:
     print(
         f"\n{args.model}: G={args.group_size}, {args.prompts_per_step} prompts/step, max_new_tokens={args.max_new_tokens}, "
         f"dapo, LoRA r={LORA_RANK}, {args.steps} counted steps x {args.repeats} interleaved repeats, one thread; "
-        "medians per run, mean over runs\n"
+        "medians per run, mean over runs; TRL/x = TRL (float32) time over x's\n"
     )
-    rollout = f"ours {args.rollout_dtype} rollouts" if args.rollout_dtype else ""
-    header = f"{'':32}{'ours':>10}{'TRL 1.16':>10}{'TRL/ours':>10}"
-    print(header + (f"{rollout:>24}{'TRL/it':>8}" if rollout else ""))
+    print(f"{'':30}" + "".join(f"{name:>20}{'TRL/x':>7}" for name in variants))
     rows = [("wall s / step", "wall"), ("  generation (wall)", "generate"), ("  rest: score+update (wall)", "update"),
             ("CPU s / step", "cpu"), ("mean completion tokens", "length")]  # fmt: skip
     for label, key in rows:
-        a, b = mean("ours", key), mean("trl", key)
-        line = f"{label:32}{a:>10.4f}{b:>10.4f}{b / a:>10.2f}"
-        if rollout:
-            c = mean("ours_rollout", key)
-            line += f"{c:>24.4f}{b / c:>8.2f}"
-        print(line)
-    ours_sps, trl_sps = 1 / mean("ours", "wall"), 1 / mean("trl", "wall")
-    ours_cpu, trl_cpu = 1 / mean("ours", "cpu"), 1 / mean("trl", "cpu")
-    print(f"{'steps / s (wall)':32}{ours_sps:>10.2f}{trl_sps:>10.2f}   ours/TRL = {ours_sps / trl_sps:.2f}x")
-    print(f"{'steps / CPU-s':32}{ours_cpu:>10.2f}{trl_cpu:>10.2f}   ours/TRL = {ours_cpu / trl_cpu:.2f}x")
-    if rollout:
-        fast_sps, fast_cpu = 1 / mean("ours_rollout", "wall"), 1 / mean("ours_rollout", "cpu")
-        print(f"{rollout}: {fast_sps:.2f} steps/s = {fast_sps / trl_sps:.2f}x TRL (wall), "
-              f"{fast_cpu / trl_cpu:.2f}x (CPU); KL(rollout copy || policy) per token "
-              f"{mean('ours_rollout', 'rollout_kl'):.2e}")  # fmt: skip
+        print(f"{label:30}" + "".join(f"{mean(name, key):>20.4f}{mean('trl', key) / mean(name, key):>7.2f}"
+                                      for name in variants))  # fmt: skip
+    trl_sps, trl_cpu = 1 / mean("trl", "wall"), 1 / mean("trl", "cpu")
+    for name in variants:
+        sps, cpu = 1 / mean(name, "wall"), 1 / mean(name, "cpu")
+        kl = mean(name, "rollout_kl") if name.startswith("ours") else 0.0
+        print(f"{name:20} {sps:6.3f} steps/s = {sps / trl_sps:.2f}x TRL (wall), {cpu / trl_cpu:.2f}x (CPU)"
+              + (f"; KL(rollout copy || policy) per token {kl:.2e}" if kl else ""))  # fmt: skip
+    if "trl_bf16" in variants and "ours_bf16" in variants:
+        print(f"ours_bf16 / trl_bf16: {mean('trl_bf16', 'wall') / mean('ours_bf16', 'wall'):.2f}x (wall)")
 
     batch = runs["trl"][0]["batch"]
     if batch:

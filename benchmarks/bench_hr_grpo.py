@@ -87,6 +87,10 @@ def main() -> None:
         "--rollout-dtype", default=None, choices=("bfloat16",),
         help="sample the training completions from a bf16 copy of the policy (GRPOConfig.rollout_dtype)",
     )  # fmt: skip
+    parser.add_argument(
+        "--mixed-precision", default=None, choices=("bfloat16",),
+        help="run the update's forward passes under bf16 autocast (GRPOConfig.mixed_precision)",
+    )  # fmt: skip
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "hr_grpo.json"))
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -112,6 +116,7 @@ def main() -> None:
             ("learning_rate", args.lr),
             ("beta", args.beta),
             ("rollout_dtype", args.rollout_dtype),
+            ("mixed_precision", args.mixed_precision),
         )
         if value is not None
     }
@@ -164,7 +169,8 @@ def main() -> None:
     print(f"\nHR-GRPO, SmolLM2-135M-Instruct + LoRA r16, {args.device}, {args.threads} thread(s), profile "
           f"{args.profile}, {args.steps} steps x {trainer.config.prompts_per_step} prompts x G={trainer.config.group_size}, "
           f"lr {trainer.config.learning_rate}, beta {trainer.config.beta}, seed {args.seed}, style power {args.style_power}, "
-          f"{args.reward} reward, rollouts {trainer.config.rollout_dtype or 'float32'}; {len(hist)} steps run")  # fmt: skip
+          f"{args.reward} reward, rollouts {trainer.config.rollout_dtype or 'float32'}, update {trainer.config.mixed_precision or 'float32'}; "
+          f"{len(hist)} steps run")  # fmt: skip
     print(f"held-out: {len(topics)} topics x {args.samples} samples; model load {t_load:.0f} s, one eval {t_eval:.0f} s, "
           f"training {t_train:.0f} s\n")  # fmt: skip
     print("| held-out mean | before (adapters off) | after | change |")

@@ -195,3 +195,30 @@ def test_rollouts_in_the_policys_own_dtype_are_the_policy():
     plain = sample(policy, PROMPTS, n=2, max_new_tokens=6, seed=2)
     assert torch.equal(own.completion_ids, plain.completion_ids) and torch.equal(own.logprobs, plain.logprobs)
     assert not policy._rollout_copies  # no copy was made
+
+
+def test_mixed_precision_forward_keeps_float32_weights_grads_and_head():
+    """``policy.autocast(torch.bfloat16)``: the products run in bf16 (log-probs within bf16 rounding of
+    float32), the gradients reach the float32 adapters, and the head's logits are float32 with
+    ``fp32_head`` (bf16 without it)."""
+    policy = trained_policy()
+    drawn = sample(policy, PROMPTS, n=2, max_new_tokens=6, seed=3)
+    args = (drawn.input_ids, drawn.attention_mask, drawn.completion_mask)
+    exact = policy.token_logprobs(*args)
+    with policy.autocast(torch.bfloat16):
+        mixed = policy.token_logprobs(*args)
+        logits = policy.forward_logits(drawn.input_ids, drawn.attention_mask).logits
+        plain_head = policy.forward_logits(drawn.input_ids, drawn.attention_mask, fp32_head=False).logits
+    assert logits.dtype == torch.float32 and plain_head.dtype == torch.bfloat16
+    tokens = drawn.completion_mask.bool()
+    gap = (mixed - exact)[tokens].abs()
+    assert 0 < gap.mean() < 0.05
+    mixed.sum().backward()
+    grads = [p.grad for p in policy.trainable_parameters()]
+    assert all(g is not None and g.dtype == torch.float32 for g in grads) and any(
+        g.abs().sum() > 0 for g in grads
+    )
+    assert all(p.dtype == torch.float32 for p in policy.model.parameters())
+    assert (
+        policy.forward_logits(drawn.input_ids, drawn.attention_mask).logits.dtype == torch.float32
+    )  # block left

@@ -100,6 +100,10 @@ def test_bf16_rollouts_take_pi_old_from_the_policy_and_weigh_the_loss(tmp_path, 
         make_policy(), short, PROMPTS, small_config(num_iterations=num_iterations, minibatch_size=minibatch)
     )
     assert exact.rollout_dtype is None and "rollout_kl" not in exact.learn(1, progress_bar=False).history[0]
+    mixed = GRPO(make_policy(), short, PROMPTS, small_config(mixed_precision="bfloat16", minibatch_size=minibatch,
+                                                             num_iterations=num_iterations))  # fmt: skip
+    row = mixed.learn(1, progress_bar=False).history[0]  # float32 samples, a bf16 update: corrected too
+    assert mixed.rollout_dtype is None and 0 < row["rollout_kl"] < 0.05
 
 
 def test_same_seed_same_metrics():
@@ -311,6 +315,7 @@ def test_config_json_round_trip_and_overrides():
         ("retire_pass_rate", 0.0),
         ("retire_pass_rate", 1.5),
         ("rollout_dtype", "int8"),
+        ("mixed_precision", "float16"),
         ("rollout_correction", "clip"),
         ("rollout_correction_max", -1.0),
         ("rollout_correction_min", 5.0),
@@ -339,7 +344,7 @@ def test_config_rejects_unknown_settings_and_bad_json():
         {"loss_type": "dapo", "epsilon_high": 0.28, "num_iterations": 2, "minibatch_size": 16, "beta": 0.01},
         {"loss_type": "gspo_plus"},
         {"loss_type": "dapo", "dynamic_sampling": True, "overlong_filter": True, "overlong_buffer": 4},
-        {"loss_type": "dapo", "rollout_dtype": "bfloat16"},
+        {"loss_type": "dapo", "rollout_dtype": "bfloat16", "mixed_precision": "bfloat16"},
         {
             "loss_type": "grpo",
             "rollout_dtype": "bfloat16",

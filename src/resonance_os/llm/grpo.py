@@ -70,8 +70,8 @@ from resonance_os.rl.errors import CheckpointError, ConfigError
 
 RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
 TRAINER_KIND = "GRPO"
-ROLLOUT_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
-"""``GRPOConfig.rollout_dtype`` values and the dtypes they name."""
+LOW_PRECISION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
+"""``GRPOConfig.rollout_dtype`` and ``mixed_precision`` values and the dtypes they name."""
 
 
 class RewardError(LLMError, ValueError):
@@ -128,7 +128,11 @@ class GRPOConfig(JsonConfig):
             (``LMPolicy.rollout_precision``: 1.7-1.9x faster sampling on SmolLM2 on a CPU with AMX), as
             vLLM samples for verl and TRL; the trainer then computes pi_old with the policy itself and
             weighs the loss by ``rollout_correction``. None = sample from the policy (exact). None.
-        rollout_correction: how the loss corrects for the rollout copy: ``"token_truncate"``,
+        mixed_precision: ``"bfloat16"`` runs the update's forward passes under ``torch.autocast`` in
+            bf16 (``LMPolicy.autocast``: float32 master weights, gradients and AdamW; the LM head in
+            float32 with ``PolicyConfig.fp32_head``), as TRL's ``bf16=True``; None = float32. None.
+        rollout_correction: how the loss corrects for a sampler whose log-probs are not the update's
+            (a rollout copy, or float32 sampling for a mixed-precision update): ``"token_truncate"``,
             ``"token_mask"``, ``"sequence_truncate"``, ``"sequence_mask"`` (TRL's
             ``vllm_importance_sampling_mode`` and default) or ``"none"``. "sequence_mask".
         rollout_correction_min, rollout_correction_max: the bounds of that correction (None = no
@@ -166,6 +170,7 @@ class GRPOConfig(JsonConfig):
     overlong_penalty: float = 1.0
     max_grad_norm: float | None = 1.0
     rollout_dtype: str | None = None
+    mixed_precision: str | None = None
     rollout_correction: str = "sequence_mask"
     rollout_correction_min: float | None = None
     rollout_correction_max: float | None = 3.0
@@ -243,11 +248,13 @@ class GRPOConfig(JsonConfig):
             raise fail("overlong_penalty", "must be a number >= 0 (the punishment at full length; 1.0)")
         if self.max_grad_norm is not None and (not is_num(self.max_grad_norm) or not self.max_grad_norm > 0):
             raise fail("max_grad_norm", "must be a number > 0, or None for no clipping")
-        if self.rollout_dtype is not None and self.rollout_dtype not in ROLLOUT_DTYPES:
+        if self.rollout_dtype is not None and self.rollout_dtype not in LOW_PRECISION_DTYPES:
             raise fail(
                 "rollout_dtype",
-                f"must be one of {', '.join(ROLLOUT_DTYPES)} or None (sample from the policy)",
+                f"must be one of {', '.join(LOW_PRECISION_DTYPES)} or None (sample from the policy)",
             )
+        if self.mixed_precision not in (None, "bfloat16"):
+            raise fail("mixed_precision", "must be 'bfloat16' or None (float32)")
         if self.rollout_correction not in ROLLOUT_CORRECTIONS:
             raise fail("rollout_correction", f"must be one of {', '.join(ROLLOUT_CORRECTIONS)}")
         for name in ("rollout_correction_min", "rollout_correction_max"):
@@ -271,7 +278,8 @@ class GRPOConfig(JsonConfig):
 # ---------------------------------------------------------------------------------------------- rollouts
 
 ROLLOUT_METRICS = ("rollout_kl", "rollout_weight_mean", "rollout_weight_zero")
-"""Metrics of a step whose completions came from a rollout copy (``GRPOConfig.rollout_dtype``)."""
+"""Metrics of a step whose sampler's log-probs are not the update's (``GRPOConfig.rollout_dtype`` or
+``mixed_precision``)."""
 
 
 def _rollout_metrics(
@@ -437,7 +445,7 @@ class GRPO:
     @property
     def rollout_dtype(self) -> torch.dtype | None:
         """The dtype completions are sampled in when it is not the policy's own (``GRPOConfig.rollout_dtype``)."""
-        dtype = ROLLOUT_DTYPES.get(self.config.rollout_dtype) if self.config.rollout_dtype else None
+        dtype = LOW_PRECISION_DTYPES.get(self.config.rollout_dtype) if self.config.rollout_dtype else None
         return None if dtype == next(self.policy.base_model.parameters()).dtype else dtype
 
     # ------------------------------------------------------------------------------ seeded streams
@@ -583,24 +591,26 @@ class GRPO:
             advantages = advantages.masked_fill(truncated, 0.0)
         advantages = advantages.to(device)
         ref_logp = None
+        autocast = LOW_PRECISION_DTYPES[cfg.mixed_precision] if cfg.mixed_precision else None
         if cfg.beta > 0 and len(kept_groups):
             ref_logp = torch.zeros_like(old_logp)
             rows = kept_groups.flatten().to(device)
-            with torch.no_grad(), policy.reference():
+            with torch.no_grad(), policy.reference(), policy.autocast(autocast):
                 ref_logp[rows] = policy.token_logprobs(
                     input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
                 )
-        # -- completions from a rollout copy (bf16): pi_old is the policy's own, the sampler's log-probs
-        #    weigh the loss (rollout_correction); one update per batch reads pi_old off the update's
-        #    forward (logp.detach(), as TRL does on-policy), more need it before the first update
+        # -- completions from a rollout copy (bf16), or an update in mixed precision: the sampler's
+        #    log-probs are not the update's, so pi_old is the update's own and the sampler's weigh the
+        #    loss (rollout_correction); one update per batch reads pi_old off the update's forward
+        #    (logp.detach(), as TRL does on-policy), more need it before the first update
         rollout_logp = old_logp
-        sampled_by_copy = self.rollout_dtype is not None
+        sampler_differs = self.rollout_dtype is not None or cfg.mixed_precision is not None
         groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
         single_update = cfg.num_iterations == 1 and groups_per_batch >= len(kept_groups)
-        if sampled_by_copy and not single_update and len(kept_groups):
+        if sampler_differs and not single_update and len(kept_groups):
             old_logp = torch.zeros_like(rollout_logp)
             rows = kept_groups.flatten().to(device)
-            with torch.no_grad():
+            with torch.no_grad(), policy.autocast(autocast):
                 old_logp[rows] = policy.token_logprobs(
                     input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
                 )
@@ -620,12 +630,13 @@ class GRPO:
                 order = torch.randperm(len(kept_groups), generator=order_gen)
                 for start in range(0, len(kept_groups), groups_per_batch):
                     rows = kept_groups[order[start : start + groups_per_batch]].flatten().to(device)
-                    logp = policy.token_logprobs(
-                        input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
-                    )
-                    old_rows = logp.detach() if sampled_by_copy and single_update else old_logp[rows]
+                    with policy.autocast(autocast):
+                        logp = policy.token_logprobs(
+                            input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
+                        )
+                    old_rows = logp.detach() if sampler_differs and single_update else old_logp[rows]
                     weights = None
-                    if sampled_by_copy:
+                    if sampler_differs:
                         weights = rollout_correction(
                             old_rows, rollout_logp[rows], mask[rows], cfg.rollout_correction,
                             cfg.rollout_correction_min, cfg.rollout_correction_max,
@@ -650,7 +661,7 @@ class GRPO:
                     values["grad_norm"] = grad_norm
                     if "kl" in m:
                         values["kl"] = m["kl"]
-                    if sampled_by_copy:
+                    if sampler_differs:
                         values.update(_rollout_metrics(old_rows, rollout_logp[rows], tokens_of_rows, weights))
                     for key, value in values.items():
                         sums[key] = sums.get(key, 0.0) + float(value.detach())

@@ -149,6 +149,7 @@ class LMPolicy:
         self._lean_cache: dict[tuple[int, bool], Any] = {}
         self._rollout_copies: dict[torch.dtype, _RolloutCopy] = {}
         self._rollout_active: torch.nn.Module | None = None
+        self._autocast_dtype: torch.dtype | None = None
         # transformers renamed the forward's ``past_key_values`` to ``cache`` (5.x); use what it takes.
         forward_params = inspect.signature(self.base_model.forward).parameters
         self._cache_kw = "cache" if "cache" in forward_params else "past_key_values"
@@ -270,6 +271,23 @@ class LMPolicy:
             yield self
         finally:
             self._rollout_active = None
+
+    @contextmanager
+    def autocast(self, dtype: torch.dtype | None) -> Iterator[LMPolicy]:
+        """Within this block forward passes run in mixed precision: ``torch.autocast`` in ``dtype``
+        (``torch.bfloat16``) does the matrix products, the weights, their gradients and the optimiser
+        stay in the model's dtype (float32 master weights), and the LM head runs in float32 when
+        ``PolicyConfig.fp32_head`` (ScaleRL). Call ``backward`` after the block, as torch advises. A
+        no-op for None.
+        """
+        if dtype is None:
+            yield self
+            return
+        previous, self._autocast_dtype = self._autocast_dtype, dtype
+        try:
+            yield self
+        finally:
+            self._autocast_dtype = previous
 
     def set_mode(self, training: bool) -> bool:
         """Put the model in training (dropout on) or eval mode; returns the previous mode.
@@ -423,8 +441,12 @@ class LMPolicy:
             "attention_mask": attention_mask,
             "position_ids": position_ids,
         }
-        if logits_to_keep:
-            kwargs["logits_to_keep"] = logits_to_keep
+        if logits_to_keep:  # as positions: transformers then hands the head a contiguous copy of the
+            # last rows, not a strided slice, which torch would multiply as a bmm over the head
+            # expanded to the batch (8 reads of the 49k x 576 head in float32, 8 copies in bf16)
+            kwargs["logits_to_keep"] = torch.arange(
+                input_ids.shape[1] - logits_to_keep, input_ids.shape[1], device=input_ids.device
+            )
         if past_key_values is not None:
             kwargs[self._cache_kw] = past_key_values
             kwargs["use_cache"] = True
@@ -439,6 +461,12 @@ class LMPolicy:
         model = self.forward_model
         use_fp32 = self.config.fp32_head if fp32_head is None else fp32_head
         head = model.get_output_embeddings() if use_fp32 else None
+        if self._autocast_dtype is not None:
+            with torch.autocast(self.device.type, dtype=self._autocast_dtype):
+                if not isinstance(head, torch.nn.Linear):
+                    return model(**kwargs)
+                with _fp32_head(head):
+                    return model(**kwargs)
         if not isinstance(head, torch.nn.Linear) or head.weight.dtype == torch.float32:
             return model(**kwargs)
         with _fp32_head(head):
@@ -759,9 +787,6 @@ class _RolloutCopy:
             for children, name, layer in policy._lora_layers:
                 children[name] = layer
         self.model.requires_grad_(False)
-        head = self.model.get_output_embeddings()
-        if head is not None:  # transformers hands the head a strided slice (logits_to_keep); in bf16
-            head.register_forward_pre_hook(_contiguous_input)  # torch then copies the head 8x for a bmm
         self.lora_targets = [
             self.model.get_submodule(lora_paths[id(layer)]) for _, _, layer in policy._lora_layers
         ]
@@ -803,10 +828,6 @@ class _RolloutCopy:
                 target.bias.copy_(bias)
 
 
-def _contiguous_input(module: torch.nn.Module, args: tuple[Any, ...]) -> tuple[Any, ...]:
-    return (args[0].contiguous(), *args[1:])
-
-
 def _vanilla_adapter(layer: torch.nn.Module) -> str | None:
     """The name of a peft LoRA layer's one active plain adapter on a ``Linear``, or None when the
     layer is in another state (adapters disabled or merged, several active, DoRA and other variants,
@@ -829,14 +850,16 @@ def _vanilla_adapter(layer: torch.nn.Module) -> str | None:
 
 @contextmanager
 def _fp32_head(head: torch.nn.Linear) -> Iterator[None]:
-    """Compute the output projection in float32 (weights upcast on the fly, gradients flow back)."""
+    """Compute the output projection in float32, also under autocast (weights upcast on the fly,
+    gradients flow back); the head's own forward is replaced meanwhile, so it does not run twice."""
 
-    def hook(module: torch.nn.Linear, inputs: tuple[torch.Tensor, ...], output: torch.Tensor) -> torch.Tensor:
-        bias = module.bias.float() if module.bias is not None else None
-        return F.linear(inputs[0].float(), module.weight.float(), bias)
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        bias = head.bias.float() if head.bias is not None else None
+        with torch.autocast(x.device.type, enabled=False):
+            return F.linear(x.float(), head.weight.float(), bias)
 
-    handle = head.register_forward_hook(hook)
+    head.forward = forward
     try:
         yield
     finally:
-        handle.remove()
+        del head.forward  # back to the class's forward
