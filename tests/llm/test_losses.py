@@ -64,20 +64,8 @@ def random_batch(seed: int, batch: int = 8, tokens: int = 7, dtype=torch.float64
 
 
 def trl_loss(
-    loss_type,
-    logp,
-    old_logp,
-    adv,
-    mask,
-    ref_logp,
-    *,
-    epsilon,
-    epsilon_high,
-    beta,
-    max_len,
-    num_items,
-    is_ratio=None,
-):
+    loss_type, logp, old_logp, adv, mask, ref_logp, *, epsilon, epsilon_high, beta, max_len, num_items, is_ratio=None
+):  # fmt: skip
     """TRL 1.16's loss (its ``_compute_loss``) and gradient w.r.t. logp, and the metrics it logged."""
     from trl import GRPOConfig
     from trl.trainer.grpo_trainer import GRPOTrainer
