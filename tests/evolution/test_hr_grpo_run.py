@@ -31,6 +31,7 @@ from resonance_os.evolution.hr_policy import write_with_policy  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.sft import SFT, SFTConfig  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
+from resonance_os.rl.logger import read_metrics  # noqa: E402
 
 TOPICS = ["making bread at home", "the history of the bicycle"]
 PARAGRAPH = "the big dog sat on the mat . then the red bird flew over the tree ."
@@ -128,6 +129,24 @@ def test_cli_train_method_grpo_then_generate_with_the_policy(tiny_folder, traine
     )
 
 
+def test_cli_train_method_grpo_bf16_samples_in_bf16_and_updates_in_mixed_precision(tiny_folder, tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(
+        app,
+        ["train", "--method", "grpo", "--model", str(tiny_folder), "--profile", "builtin/creative",
+         "--timesteps", "1", "--seed", "0", "--out", str(out), "--no-progress", "--bf16"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (row,) = read_metrics(out)
+    assert 0 < row["rollout_kl"] < 0.05  # the bf16 copy sampled; the correction weighed the loss
+    (metadata,) = [json.loads(path.read_text()) for path in out.rglob("metadata.json")]
+    assert (
+        metadata["grpo_config"]["rollout_dtype"] == metadata["grpo_config"]["mixed_precision"] == "bfloat16"
+    )
+    result = CliRunner().invoke(app, ["train", "--method", "ppo", "--bf16", "--out", str(tmp_path / "p")])
+    assert result.exit_code != 0 and "--bf16 are for --method grpo" in result.output
+
+
 def test_bad_runs_and_options_are_one_line_errors(trained_run, tmp_path):
     out, _ = trained_run
     runner = CliRunner()
@@ -143,7 +162,8 @@ def test_bad_runs_and_options_are_one_line_errors(trained_run, tmp_path):
     assert result.exit_code == 2 and "--model and --device are for --method grpo" in result.output
     result = runner.invoke(app, ["train", "--early-stop-every", "4"])
     assert (
-        result.exit_code == 2 and "--early-stop-every and --max-drift are for --method grpo" in result.output
+        result.exit_code == 2
+        and "--early-stop-every, --max-drift and --bf16 are for --method grpo" in result.output
     )
     result = runner.invoke(app, ["train", "--method", "grpo", "--max-drift", "0.3"])
     assert result.exit_code == 2 and "--max-drift needs --early-stop-every N" in result.output

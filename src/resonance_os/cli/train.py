@@ -154,6 +154,7 @@ def _train_grpo(
     progress: bool,
     early_stop_every: int | None,
     max_drift: float | None,
+    bf16: bool,
 ) -> Any:
     from resonance_os.evolution.hr_grpo import HR_MAX_DRIFT, train_hr_grpo
     from resonance_os.evolution.hr_grpo_run import save_hr_grpo_run
@@ -178,6 +179,7 @@ def _train_grpo(
         progress_bar=progress,
         early_stop_every=early_stop_every,
         max_drift=HR_MAX_DRIFT if max_drift is None else max_drift,
+        config={"rollout_dtype": "bfloat16", "mixed_precision": "bfloat16"} if bf16 else None,
     )
     save_hr_grpo_run(trainer, out, base=model)
     return trainer
@@ -252,6 +254,12 @@ def train(
         help="grpo: nats per token the base model's log-likelihood of the held-out paragraphs may fall "
         "(default 0.25; with --early-stop-every).",
     ),
+    bf16: bool = typer.Option(
+        False,
+        "--bf16",
+        help="grpo: sample from a bf16 copy of the model and update in mixed precision, with TRL's "
+        "importance correction (about 1.5x faster a step on a CPU with AMX or on a GPU; default float32).",
+    ),
     store: str = StoreOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
@@ -263,8 +271,8 @@ def train(
         raise fail("--max-episode-steps is for --method ppo (GRPO drafts whole paragraphs, no edit episodes)")
     if method == "ppo" and (model != SMOLLM2 or device is not None):
         raise fail("--model and --device are for --method grpo (PPO trains a small edit policy on the CPU)")
-    if method == "ppo" and (early_stop_every is not None or max_drift is not None):
-        raise fail("--early-stop-every and --max-drift are for --method grpo")
+    if method == "ppo" and (early_stop_every is not None or max_drift is not None or bf16):
+        raise fail("--early-stop-every, --max-drift and --bf16 are for --method grpo")
     if max_drift is not None and early_stop_every is None:
         raise fail("--max-drift needs --early-stop-every N (how often to check the held-out topics)")
     if max_drift is not None and not max_drift > 0:
@@ -274,7 +282,18 @@ def train(
         steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
         trainer = run_reporting_user_errors(
             lambda: _train_grpo(
-                profile, hrv, steps, out, seed, store, model, device, progress, early_stop_every, max_drift
+                profile,
+                hrv,
+                steps,
+                out,
+                seed,
+                store,
+                model,
+                device,
+                progress,
+                early_stop_every,
+                max_drift,
+                bf16,
             )
         )
         _report_grpo(trainer, out)
