@@ -16,6 +16,7 @@ from tiny_lm import make_model, make_tokenizer  # noqa: E402
 from resonance_os.llm.grpo import GRPO, GRPOConfig
 from resonance_os.llm.policy import LMPolicy, PolicyConfig
 from resonance_os.llm.sampling import sample
+from resonance_os.rl.errors import ConfigError
 
 PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine"]
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
@@ -195,6 +196,9 @@ def test_rollouts_in_the_policys_own_dtype_are_the_policy():
     plain = sample(policy, PROMPTS, n=2, max_new_tokens=6, seed=2)
     assert torch.equal(own.completion_ids, plain.completion_ids) and torch.equal(own.logprobs, plain.logprobs)
     assert not policy._rollout_copies  # no copy was made
+    for bad in ("bfloat16", torch.int8):
+        with pytest.raises(ConfigError, match="not a floating-point torch dtype; use torch.bfloat16"):
+            sample(policy, PROMPTS, n=1, max_new_tokens=2, dtype=bad)
 
 
 def test_mixed_precision_forward_keeps_float32_weights_grads_and_head():

@@ -256,12 +256,14 @@ class LMPolicy:
         of ``dtype`` (bf16: about 3 significant digits), so a trainer that samples this way corrects
         for the mismatch (``GRPOConfig.rollout_dtype``). A no-op for None or the model's own dtype.
         """
+        if dtype is not None and (not isinstance(dtype, torch.dtype) or not dtype.is_floating_point):
+            raise ConfigError(
+                f"rollout dtype {dtype!r} is not a floating-point torch dtype; use torch.bfloat16"
+            )
         own = next(self.base_model.parameters()).dtype
         if dtype is None or dtype == own or self._rollout_active is not None:
             yield self
             return
-        if not dtype.is_floating_point:
-            raise ConfigError(f"rollout dtype {dtype} is not a floating-point type; use torch.bfloat16")
         rollout = self._rollout_copies.get(dtype)
         if rollout is None:
             rollout = self._rollout_copies[dtype] = _RolloutCopy(self, dtype)
