@@ -37,7 +37,7 @@ import numbers
 import os
 import time
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar
@@ -590,15 +590,20 @@ class GRPO:
         if cfg.overlong_filter:
             advantages = advantages.masked_fill(truncated, 0.0)
         advantages = advantages.to(device)
-        ref_logp = None
         autocast = LOW_PRECISION_DTYPES[cfg.mixed_precision] if cfg.mixed_precision else None
-        if cfg.beta > 0 and len(kept_groups):
-            ref_logp = torch.zeros_like(old_logp)
+
+        def kept_logprobs(within: AbstractContextManager[Any]) -> torch.Tensor:
+            """Log-probs of the kept groups' tokens without gradients, computed ``within`` a context
+            (the reference policy, or the policy itself); 0 on the groups left out."""
+            out = torch.zeros_like(old_logp)
             rows = kept_groups.flatten().to(device)
-            with torch.no_grad(), policy.reference(), policy.autocast(autocast):
-                ref_logp[rows] = policy.token_logprobs(
+            with torch.no_grad(), within, policy.autocast(autocast):
+                out[rows] = policy.token_logprobs(
                     input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
                 )
+            return out
+
+        ref_logp = kept_logprobs(policy.reference()) if cfg.beta > 0 and len(kept_groups) else None
         # -- completions from a rollout copy (bf16), or an update in mixed precision: the sampler's
         #    log-probs are not the update's, so pi_old is the update's own and the sampler's weigh the
         #    loss (rollout_correction); one update per batch reads pi_old off the update's forward
@@ -608,12 +613,7 @@ class GRPO:
         groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
         single_update = cfg.num_iterations == 1 and groups_per_batch >= len(kept_groups)
         if sampler_differs and not single_update and len(kept_groups):
-            old_logp = torch.zeros_like(rollout_logp)
-            rows = kept_groups.flatten().to(device)
-            with torch.no_grad(), policy.autocast(autocast):
-                old_logp[rows] = policy.token_logprobs(
-                    input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
-                )
+            old_logp = kept_logprobs(nullcontext())
         t_reference = time.perf_counter()
 
         # -- 4. train: K epochs over minibatches of whole groups

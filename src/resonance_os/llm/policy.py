@@ -33,7 +33,7 @@ import inspect
 import json
 import os
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -463,15 +463,12 @@ class LMPolicy:
         model = self.forward_model
         use_fp32 = self.config.fp32_head if fp32_head is None else fp32_head
         head = model.get_output_embeddings() if use_fp32 else None
-        if self._autocast_dtype is not None:
-            with torch.autocast(self.device.type, dtype=self._autocast_dtype):
-                if not isinstance(head, torch.nn.Linear):
-                    return model(**kwargs)
-                with _fp32_head(head):
-                    return model(**kwargs)
-        if not isinstance(head, torch.nn.Linear) or head.weight.dtype == torch.float32:
-            return model(**kwargs)
-        with _fp32_head(head):
+        mixed = self._autocast_dtype is not None
+        upcast_head = isinstance(head, torch.nn.Linear) and (mixed or head.weight.dtype != torch.float32)
+        with (
+            torch.autocast(self.device.type, dtype=self._autocast_dtype) if mixed else nullcontext(),
+            _fp32_head(head) if upcast_head else nullcontext(),
+        ):
             return model(**kwargs)
 
     def token_logprobs(
@@ -765,10 +762,7 @@ class _MergedLinear(_LeanLoraLinear):
         with torch.no_grad():
             base, lora_a, lora_b = self.base, self.lora_a, self.lora_b
             self.merged_weight = base.weight + (lora_b.weight @ lora_a.weight) * self.scaling
-            bias = base.bias
-            if lora_b.bias is not None:  # peft's lora_bias: merged as bias + s * b_B
-                bias = lora_b.bias * self.scaling if bias is None else bias + lora_b.bias * self.scaling
-            self.merged_bias = bias
+            self.merged_bias = _merged_bias(base, lora_b, self.scaling)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.linear(x, self.merged_weight, self.merged_bias)
@@ -821,13 +815,19 @@ class _RolloutCopy:
                 buffer = buffers[key] = torch.empty_like(base.weight)
             torch.addmm(base.weight, b.weight, a.weight, alpha=scaling, out=buffer)
             target.weight.copy_(buffer)
-            bias = base.bias
-            if b.bias is not None:  # peft's lora_bias: merged as bias + s * b_B
-                bias = b.bias * scaling if bias is None else bias + b.bias * scaling
+            bias = _merged_bias(base, b, scaling)
             if bias is not None and target.bias is None:
                 target.bias = torch.nn.Parameter(bias.to(target.weight.dtype), requires_grad=False)
             elif bias is not None:
                 target.bias.copy_(bias)
+
+
+def _merged_bias(base: torch.nn.Linear, lora_b: torch.nn.Linear, scaling: float) -> torch.Tensor | None:
+    """The bias of a LoRA layer folded into one ``Linear``: the base's, plus ``s * b_B`` with peft's
+    ``lora_bias``."""
+    if lora_b.bias is None:
+        return base.bias
+    return lora_b.bias * scaling if base.bias is None else base.bias + lora_b.bias * scaling
 
 
 def _vanilla_adapter(layer: torch.nn.Module) -> str | None:
