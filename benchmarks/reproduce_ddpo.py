@@ -64,7 +64,7 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         reward=reward,
         seed=seed,
         samples_per_epoch=args.samples_per_epoch,
-        train_batch_size=args.samples_per_epoch // 2,
+        train_batch_size=args.train_batch_size or args.samples_per_epoch // 2,
         learning_rate=args.learning_rate,
         clip_range=args.clip_range,
         num_inner_epochs=args.inner_epochs if method == "is" else 1,
@@ -94,6 +94,8 @@ def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
         name += f"_std{args.min_policy_std:g}"
     if method == "is":  # only DDPO_IS reuses a batch
         name += f"_clip{args.clip_range:g}_inner{args.inner_epochs}"
+        if args.train_batch_size and args.train_batch_size != args.samples_per_epoch // 2:
+            name += f"_batch{args.train_batch_size}"
     path = RESULTS / "ddpo_runs" / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
@@ -199,6 +201,12 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--samples-per-epoch", type=int, default=64)
+    parser.add_argument(
+        "--train-batch-size",
+        type=int,
+        default=0,
+        help="chains per DDPO_IS gradient step (default: half an epoch's samples, two steps per inner epoch)",
+    )
     parser.add_argument("--learning-rate", type=float, default=DDPOConfig.learning_rate)
     parser.add_argument("--clip-range", type=float, default=DDPOConfig.clip_range)
     parser.add_argument("--inner-epochs", type=int, default=DDPOConfig.num_inner_epochs)
