@@ -56,6 +56,13 @@ def noise_floor(trainer: DDPO, reward_fn) -> float:
     return float(np.std([evaluate(trainer, reward_fn, seed) for seed in range(NOISE_FLOOR_SEEDS)]))
 
 
+def permuted(reward_fn, seed: int):
+    """The no-signal control: each batch's rewards shuffled among its samples, so the updates keep
+    their size and noise but not the reward's direction (the batch mean, the curve, is unchanged)."""
+    rng = np.random.default_rng(seed)
+    return lambda images, labels: rng.permutation(np.asarray(reward_fn(images, labels), dtype=np.float64))
+
+
 def run_one(models, reward: str, method: str, seed: int, args) -> dict:
     reward_fn = make_reward(reward, models.classifier)
     unet = copy.deepcopy(models.unet)
@@ -70,7 +77,7 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         num_inner_epochs=args.inner_epochs if method == "is" else 1,
         min_policy_std=args.min_policy_std,
     )
-    trainer = DDPO(unet, reward_fn, config)
+    trainer = DDPO(unet, permuted(reward_fn, seed) if args.permuted_rewards else reward_fn, config)
     start = time.perf_counter()
     trainer.learn(args.epochs)
     seconds = time.perf_counter() - start
@@ -96,6 +103,8 @@ def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
         name += f"_clip{args.clip_range:g}_inner{args.inner_epochs}"
         if args.train_batch_size and args.train_batch_size != args.samples_per_epoch // 2:
             name += f"_batch{args.train_batch_size}"
+    if args.permuted_rewards:
+        name += "_permuted"
     path = RESULTS / "ddpo_runs" / f"{name}.json"
     if path.is_file():
         return json.loads(path.read_text())
@@ -215,6 +224,12 @@ def main() -> None:
         type=float,
         default=DDPOConfig.min_policy_std,
         help="DDPO trains only the denoising steps with sigma_t at least this (0: all)",
+    )
+    parser.add_argument(
+        "--permuted-rewards",
+        action="store_true",
+        help="control: train on each batch's rewards shuffled among its samples (no signal); "
+        "the final reward is still the true one. Give it its own --tag",
     )
     parser.add_argument("--speed-repeats", type=int, default=2)
     parser.add_argument("--skip-speed", action="store_true")
