@@ -71,7 +71,8 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         reward=reward,
         seed=seed,
         samples_per_epoch=args.samples_per_epoch,
-        train_batch_size=args.train_batch_size or args.samples_per_epoch // 2,
+        # --train-batch-size is DDPO_IS's alone (the run name records it only there)
+        train_batch_size=(args.train_batch_size if method == "is" else 0) or args.samples_per_epoch // 2,
         learning_rate=args.learning_rate,
         clip_range=args.clip_range,
         num_inner_epochs=args.inner_epochs if method == "is" else 1,
