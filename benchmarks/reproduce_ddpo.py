@@ -63,6 +63,12 @@ def permuted(reward_fn, seed: int):
     return lambda images, labels: rng.permutation(np.asarray(reward_fn(images, labels), dtype=np.float64))
 
 
+def train_batch_size(method: str, args) -> int:
+    """Chains per gradient step: ``--train-batch-size`` for DDPO_IS (the one method whose run name
+    records it), half an epoch's samples otherwise and by default."""
+    return (args.train_batch_size if method == "is" else 0) or args.samples_per_epoch // 2
+
+
 def run_one(models, reward: str, method: str, seed: int, args) -> dict:
     reward_fn = make_reward(reward, models.classifier)
     unet = copy.deepcopy(models.unet)
@@ -71,8 +77,7 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
         reward=reward,
         seed=seed,
         samples_per_epoch=args.samples_per_epoch,
-        # --train-batch-size is DDPO_IS's alone (the run name records it only there)
-        train_batch_size=(args.train_batch_size if method == "is" else 0) or args.samples_per_epoch // 2,
+        train_batch_size=train_batch_size(method, args),
         learning_rate=args.learning_rate,
         clip_range=args.clip_range,
         num_inner_epochs=args.inner_epochs if method == "is" else 1,
@@ -102,8 +107,8 @@ def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
         name += f"_std{args.min_policy_std:g}"
     if method == "is":  # only DDPO_IS reuses a batch
         name += f"_clip{args.clip_range:g}_inner{args.inner_epochs}"
-        if args.train_batch_size and args.train_batch_size != args.samples_per_epoch // 2:
-            name += f"_batch{args.train_batch_size}"
+        if train_batch_size(method, args) != args.samples_per_epoch // 2:
+            name += f"_batch{train_batch_size(method, args)}"
     if args.permuted_rewards:
         name += "_permuted"
     path = RESULTS / "ddpo_runs" / f"{name}.json"
