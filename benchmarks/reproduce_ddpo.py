@@ -122,7 +122,7 @@ def run_or_load(models, reward: str, method: str, seed: int, args) -> dict:
     return result
 
 
-def plot_reward(reward: str, runs: dict, baseline: float, out: Path) -> None:
+def plot_reward(reward: str, runs: dict, baseline: float, out: Path, control: bool = False) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -138,7 +138,8 @@ def plot_reward(reward: str, runs: dict, baseline: float, out: Path) -> None:
     ax.axhline(baseline, color="grey", linestyle="--", linewidth=1, label="pretrained")
     ax.set_xlabel("samples seen")
     ax.set_ylabel(f"{reward} (batch mean)")
-    ax.set_title(f"{reward}: mean +- std over {len(next(iter(runs.values())))} seeds")
+    title = f"{reward}: mean +- std over {len(next(iter(runs.values())))} seeds"
+    ax.set_title(f"{title}\nno-signal control: each batch's rewards permuted" if control else title)
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -262,7 +263,7 @@ def main() -> None:
         for method in args.methods:
             runs[method] = [run_or_load(models, reward, method, seed, args) for seed in args.seeds]
         minutes = sum(r["seconds"] for seeds in runs.values() for r in seeds) / 60  # summed over runs
-        plot_reward(reward, runs, baseline, RESULTS / f"ddpo_{reward}{args.tag}.png")
+        plot_reward(reward, runs, baseline, RESULTS / f"ddpo_{reward}{args.tag}.png", args.permuted_rewards)
         finals = {m: np.array([r["final"] for r in seeds]) for m, seeds in runs.items()}
         print(
             f"\n{reward}: final reward on {EVAL_SAMPLES} fresh samples after {budget} samples "
