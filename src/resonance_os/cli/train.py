@@ -143,6 +143,7 @@ def _report(result: dict[str, Any], out: Path) -> None:
 
 
 def _train_grpo(
+    *,
     profile: str | None,
     hrv: str | None,
     steps: int,
@@ -282,18 +283,18 @@ def train(
         steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
         trainer = run_reporting_user_errors(
             lambda: _train_grpo(
-                profile,
-                hrv,
-                steps,
-                out,
-                seed,
-                store,
-                model,
-                device,
-                progress,
-                early_stop_every,
-                max_drift,
-                bf16,
+                profile=profile,
+                hrv=hrv,
+                steps=steps,
+                out=out,
+                seed=seed,
+                store=store,
+                model=model,
+                device=device,
+                progress=progress,
+                early_stop_every=early_stop_every,
+                max_drift=max_drift,
+                bf16=bf16,
             )
         )
         _report_grpo(trainer, out)
