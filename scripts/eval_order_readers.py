@@ -41,13 +41,13 @@ MAX_TOKENS = 384
 def paragraphs(split: corpus.Split, docstrings: int = 0) -> list[tuple[str, str]]:
     """(source, paragraph) with 3-8 sentences; docstring paragraphs (training only) appended."""
 
-    def keep(blocks: list[str]) -> list[str]:
-        return [p for p in corpus.document_paragraphs(blocks) if 3 <= len(damage.sentence_texts(p)) <= 8]
+    def keep(texts: list[str]) -> list[str]:
+        return [p for p in texts if 3 <= len(damage.sentence_texts(p)) <= 8]
 
-    items = [("pydoc", p) for p in keep(corpus.pydoc_paragraphs(split))]
-    items += [("fortunes", p) for p in keep(corpus.fortune_entries(split))]
+    items = [("pydoc", p) for p in keep(corpus.document_paragraphs(corpus.pydoc_paragraphs(split)))]
+    items += [("fortunes", p) for p in keep(corpus.document_paragraphs(corpus.fortune_entries(split)))]
     if docstrings:
-        docs = [p for p in corpus.docstring_paragraphs() if 3 <= len(damage.sentence_texts(p)) <= 8]
+        docs = keep(corpus.docstring_paragraphs())
         random.Random(0).shuffle(docs)
         items += [("docstrings", p) for p in docs[:docstrings]]
     return items
@@ -110,10 +110,10 @@ def accuracy(margins: list[float], sources: list[str]) -> str:
 def probe(reader: Reader, train: list, heldout: list) -> None:
     from sklearn.linear_model import LogisticRegression
 
-    def diffs(items: list, shuffles: int) -> tuple[np.ndarray, list[float], list[str]]:
+    def diffs(items: list) -> tuple[np.ndarray, list[float], list[str]]:
         rows, likelihood, sources = [], [], []
         for i, (source, paragraph) in enumerate(items):
-            found = orders(paragraph, i, shuffles)
+            found = orders(paragraph, i, 1)
             if len(found) < 2:
                 continue
             real, shuffled = reader.features(found[0]), reader.features(found[1])
@@ -122,8 +122,8 @@ def probe(reader: Reader, train: list, heldout: list) -> None:
             sources.append(source)
         return np.array(rows), likelihood, sources
 
-    x_train, _, _ = diffs(train, 1)
-    x_test, likelihood, sources = diffs(heldout, 1)
+    x_train, _, _ = diffs(train)
+    x_test, likelihood, sources = diffs(heldout)
     scale = np.abs(x_train).mean(0) + 1e-6
     x = np.concatenate([x_train, -x_train]) / scale
     y = np.concatenate([np.ones(len(x_train)), np.zeros(len(x_train))])
