@@ -168,6 +168,36 @@ def _read_response(sock: socket.socket) -> bytes:
     return head + b"\r\n\r\n" + body
 
 
+def _trickle_until_answered(sock: socket.socket) -> bytes:
+    """Send a byte of body every 50 ms until the server answers; the answer."""
+    sock.setblocking(False)
+    try:
+        while True:
+            sock.send(b"x")
+            time.sleep(0.05)
+            try:
+                first = sock.recv(65536)
+            except BlockingIOError:
+                continue
+            sock.setblocking(True)
+            sock.settimeout(60)
+            return first if b"\r\n\r\n" in first else first + _read_response(sock)
+    finally:
+        sock.setblocking(True)
+
+
+def _trickle_until_closed(sock: socket.socket) -> bool:
+    """Go on trickling body bytes; True once the server has closed the connection (EOF or reset),
+    an exception (a timeout) if it is still open after the socket's timeout."""
+    try:
+        while True:
+            sock.send(b"x")
+            if sock.recv(65536) == b"":
+                return True
+    except (BrokenPipeError, ConnectionResetError):
+        return True
+
+
 def _stalled_headers_and_bodies_are_answered_408_and_closed(server, key: str) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=60) as silent:
         assert _read_all(silent).startswith(b"HTTP/1.1 408")  # never sent a byte
@@ -178,11 +208,15 @@ def _stalled_headers_and_bodies_are_answered_408_and_closed(server, key: str) ->
     with socket.create_connection(("127.0.0.1", server.port), timeout=60) as slow_body:
         slow_body.sendall(
             b"POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            + f"Authorization: Bearer {key}\r\nContent-Length: 100\r\n\r\n".encode()
+            + f"Authorization: Bearer {key}\r\nContent-Length: 10000\r\n\r\n".encode()
             + b'{"text": "only part'
         )
-        answer = _read_response(slow_body)
-    assert answer.startswith(b"HTTP/1.1 408") and b"body did not arrive" in answer
+        answer = _trickle_until_answered(slow_body)
+        assert answer.startswith(b"HTTP/1.1 408") and b"body did not arrive" in answer
+        assert b"connection: close" in answer.lower()
+        # closed by the server, not kept alive while the client trickles on (KEEP_ALIVE_S is 75 s)
+        slow_body.settimeout(10)
+        assert _trickle_until_closed(slow_body)
     ok = httpx.post(
         f"{server.url}/v1/analyze", json={"text": "Still served."}, headers={"Authorization": f"Bearer {key}"}
     )
