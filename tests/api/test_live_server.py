@@ -1,5 +1,6 @@
-"""Against real uvicorn servers on 127.0.0.1: two workers writing at once lose nothing, and killing the
-server during a training job leaves the database consistent (the job finishes or is marked failed)."""
+"""Against real uvicorn servers on 127.0.0.1: two workers writing at once lose nothing, and ``kill -9``
+of the server during training jobs takes its text and job workers with it, leaves the database
+consistent and loses no job (the next server resumes them)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from conftest import unique
 
 from resonance_os.api.db import Database, Job
 from resonance_os.api.jobs import JOB_STATES
+from resonance_os.api.processes import pid_alive
 from resonance_os.api.tenants import create_tenant
 
 HERE = Path(__file__).parent
@@ -110,36 +112,76 @@ def _consistent(db_url: str) -> None:
     assert set(states) <= set(JOB_STATES)
 
 
-def test_killing_the_server_during_a_job_leaves_the_database_consistent(db_url, live_server_factory):
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (children, their children, ...), from /proc."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+def test_kill_9_of_the_server_takes_its_workers_with_it_and_loses_no_job(db_url, live_server_factory):
+    """``kill -9`` of the server process alone (not its group): its text worker and both job workers
+    exit within seconds (no orphan holding memory or training), each job is queued again by its
+    worker, and the next server runs them to the end."""
     headers = _tenant(db_url)
     env = {
         "RESONANCE_TRAINERS": "ppo=trainers:count",
         "PYTHONPATH": str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""),
         "TEST_TRAINER_DELAY": "0.05",
         "RESONANCE_MAX_RUNNING_JOBS_PER_TENANT": "2",
+        "RESONANCE_TEXT_WORKERS": "1",
     }
     server = live_server_factory(db_url, env=env)
-    with httpx.Client(base_url=server.url, headers=headers, timeout=60) as client:
-        survivor = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 3200}).json()["id"]
-        victim = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 64000}).json()["id"]
-    _wait_for(lambda: _job_state(db_url, survivor).progress > 0 and _job_state(db_url, victim).progress > 0)
+    with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
+        scored = client.post("/v1/score", json={"text": "A text for the text worker.", "target_hrv": HRV})
+        assert scored.status_code == 200  # the text worker has started
+        short = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 3200}).json()["id"]
+        long = client.post("/v1/train", json={"target_hrv": HRV, "timesteps": 64000}).json()["id"]
+    _wait_for(lambda: _job_state(db_url, short).progress > 0 and _job_state(db_url, long).progress > 0)
+    workers = _descendants(server.process.pid)
+    job_pids = {_job_state(db_url, short).pid, _job_state(db_url, long).pid}
+    assert job_pids <= set(workers) and len(workers) >= 3  # and the text worker
 
-    server.kill()  # the server dies mid-job; the workers run in their own sessions
-    os.kill(_job_state(db_url, victim).pid, signal.SIGKILL)  # and one worker dies with it (a crash)
-    _wait_for(lambda: _job_state(db_url, survivor).state == "succeeded")
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=30)
+    _wait_for(lambda: not [pid for pid in workers if pid_alive(pid)], timeout=15)
+    assert [_job_state(db_url, job).state for job in (short, long)] == ["queued", "queued"]
     _consistent(db_url)
 
     restarted = live_server_factory(db_url, env=env)
     with httpx.Client(base_url=restarted.url, headers=headers, timeout=60) as client:
-        finished = client.get(f"/v1/jobs/{survivor}").json()
-        assert finished["state"] == "succeeded" and finished["progress"] == 1.0
-        resumed = _wait_for(  # the lost job is queued again at start-up and a new worker takes it
+        finished = _wait_for(
+            lambda: (job := client.get(f"/v1/jobs/{short}").json())["state"] == "succeeded" and job
+        )
+        assert finished["progress"] == 1.0 and finished["attempts"] == 2
+        assert _wait_for(
             lambda: (
-                (job := client.get(f"/v1/jobs/{victim}").json())["state"] == "running"
-                and job["attempts"] == 2
+                (job := client.get(f"/v1/jobs/{long}").json())["state"] == "running" and job["attempts"] == 2
             )
         )
-        assert resumed
-        assert client.delete(f"/v1/jobs/{victim}").json()["state"] == "cancelled"
+        assert client.delete(f"/v1/jobs/{long}").json()["state"] == "cancelled"
         assert client.post("/v1/profiles", json={"name": "after", "hrv": HRV}).status_code == 201
     _consistent(db_url)
+
+
+def test_kill_9_of_the_supervisor_of_several_server_processes_leaves_none_behind(db_url, live_server_factory):
+    headers = _tenant(db_url)
+    server = live_server_factory(db_url, workers=2, env={"RESONANCE_TEXT_WORKERS": "1"})
+    with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
+        for _ in range(4):  # with luck both server processes start their text worker; one is enough
+            assert client.post("/v1/score", json={"text": "Some text.", "target_hrv": HRV}).status_code == 200
+    below = _descendants(server.process.pid)
+    assert len(below) >= 3  # two server processes and at least one text worker
+    os.kill(server.process.pid, signal.SIGKILL)
+    server.process.wait(timeout=30)
+    _wait_for(lambda: not [pid for pid in below if pid_alive(pid)], timeout=30)

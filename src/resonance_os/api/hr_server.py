@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import signal
 import sys
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,7 @@ from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.http_protocol import HeaderTimeoutProtocol
 from resonance_os.api.keys import resonance_home
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
+from resonance_os.api.processes import PARENT_PID_ENV, die_with_parent, parent_pid_from_env
 from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
 from resonance_os.api.routes import feedback, generate, health, profiles, text
@@ -153,7 +155,11 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
 
 def create_served_app() -> FastAPI:
     """:func:`create_app` from the environment, for the process that serves it: its loaded models are
-    then kept out of the garbage collector's full passes (:func:`~resonance_os.api.heap.settle_heap`)."""
+    then kept out of the garbage collector's full passes (:func:`~resonance_os.api.heap.settle_heap`).
+    A server process of ``--workers N`` stops when the supervisor that started it dies."""
+    supervisor = parent_pid_from_env()
+    if supervisor is not None and supervisor != os.getpid():
+        die_with_parent(supervisor, lambda: os.kill(os.getpid(), signal.SIGTERM))
     app = create_app()
     settle_heap()
     return app
@@ -169,6 +175,9 @@ def serve(host: str = "127.0.0.1", port: int = 8000, db_url: str | None = None, 
     db.migrate()
     db.dispose()
     os.environ["RESONANCE_DB"] = db.url
+    os.environ.pop(PARENT_PID_ENV, None)
+    if workers > 1:  # each server process stops with this supervisor, even after kill -9
+        os.environ[PARENT_PID_ENV] = str(os.getpid())
     if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="resonance-prometheus-")
     if workers > 1 and not os.environ.get("RESONANCE_RATE_LIMIT_FILE"):  # one rate per key, not per worker

@@ -9,7 +9,9 @@ every ``report.checkpoint_every`` updates, reported with ``report.checkpointed``
 one there, resumes from it (``report.resumed``). A heartbeat thread keeps ``heartbeat_at`` fresh so a
 server can tell a live worker from a dead one, and stops the worker when the job was cancelled. On
 SIGTERM the job is released (queued again to resume, see :func:`resonance_os.api.jobs.release`) unless
-it was cancelled. The work folder is removed when the job ends.
+it was cancelled. The work folder is removed when the job ends. When the server that launched the
+worker dies (``$RESONANCE_PARENT_PID``; ``kill -9`` included), the worker releases the job the same way
+and exits (:func:`~resonance_os.api.processes.die_with_parent`): no orphan keeps training.
 
 A worker runs at the lowest CPU priority (:func:`lower_priority`: nice 19), so training uses the CPU
 time that request handling leaves: on a machine with few cores a running job would otherwise take a
@@ -37,6 +39,7 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Job, utcnow
 from resonance_os.api.jobs import HEARTBEAT_S, release, work_dir
+from resonance_os.api.processes import die_with_parent, parent_pid_from_env
 from resonance_os.api.settings import Settings
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl.errors import RLError
@@ -188,6 +191,14 @@ def lower_priority() -> None:
         log.warning("cannot lower the worker's CPU priority: %s", exc)
 
 
+def _server_gone(db: Database, job_id: str) -> None:
+    """The launching server died: queue the job again (a no-op unless it is still active) and exit."""
+    try:
+        release(db, job_id, "the server that launched the worker stopped")
+    finally:
+        os._exit(1)
+
+
 def load_trainer(spec: str):
     module_name, _, function_name = spec.partition(":")
     return getattr(importlib.import_module(module_name), function_name)
@@ -236,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     lower_priority()
     db = Database(args.db)
+    server_pid = parent_pid_from_env()
+    if server_pid is not None:
+        die_with_parent(server_pid, lambda: _server_gone(db, args.job_id))
     try:
         state = run_job(db, args.job_id)
     finally:

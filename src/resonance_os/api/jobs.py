@@ -1,15 +1,18 @@
 """Training jobs: rows in ``api_jobs`` run by separate worker processes, never in a request handler.
 
 Life of a job: :func:`submit` inserts it as ``queued`` (or refuses with 429 when the tenant's or the
-server's queue is full). The :class:`JobRunner` thread of each server process admits queued jobs in
-order of submission while the limits allow (at most ``JobLimits.running`` jobs ``starting``/``running``
-in all, ``JobLimits.running_per_tenant`` of one tenant's), marks them ``starting`` and launches
-``python -m resonance_os.api.job_worker JOB_ID`` (database URL in ``$RESONANCE_DB``, never on a command
-line where ``ps`` shows passwords) in its own process session, so the job outlives a server that is
-stopped or killed. The worker claims the row (``starting`` -> ``running``, once, atomically), records its
-pid, host and a heartbeat, saves a checkpoint into its work folder (:func:`work_dir`) every few updates,
-and ends in ``succeeded`` (with the trained policy as an artifact) or ``failed`` (with the error). A
-tenant may :func:`cancel` its job at any point before it ends (``cancelled``; a worker is sent SIGTERM).
+server's queue is full). The :class:`JobRunner` thread of each server process admits queued jobs fairly
+between tenants (:func:`admit`: the tenant with the fewest running jobs first) while the limits allow
+(at most ``JobLimits.running`` jobs ``starting``/``running`` in all, ``JobLimits.running_per_tenant``
+of one tenant's), marks them ``starting`` and launches ``python -m resonance_os.api.job_worker JOB_ID``
+(database URL in ``$RESONANCE_DB``, never on a command line where ``ps`` shows passwords) in its own
+process session. A worker dies with the server that launched it (``$RESONANCE_PARENT_PID``,
+:func:`~resonance_os.api.processes.die_with_parent`), however the server ends, and queues its job again
+first; the next server resumes it. The worker claims the row (``starting`` -> ``running``, once,
+atomically), records its pid, host and a heartbeat, saves a checkpoint into its work folder
+(:func:`work_dir`) every few updates, and ends in ``succeeded`` (with the trained policy as an
+artifact) or ``failed`` (with the error). A tenant may :func:`cancel` its job at any point before it
+ends (``cancelled``; a worker is sent SIGTERM).
 
 Recovery (every runner tick, at server start, and whenever a job is read): a ``starting``/``running`` job
 whose worker is gone (pid dead on this host, or no heartbeat for ``STALE_AFTER_S``) goes back to
@@ -32,8 +35,9 @@ import socket
 import subprocess
 import sys
 import threading
+from collections import deque
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -41,7 +45,7 @@ from sqlalchemy.orm import Session
 
 from resonance_os.api.db import Database, Job, utcnow
 from resonance_os.api.keys import resonance_home
-from resonance_os.api.processes import pid_alive
+from resonance_os.api.processes import PARENT_PID_ENV, pid_alive
 from resonance_os.api.serving_gate import GATE_ENV
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ResonanceError
 
@@ -128,8 +132,12 @@ def submit(
 
 
 def admit(db: Database, limits: JobLimits) -> list[str]:
-    """Mark queued jobs ``starting`` in submission order while the limits allow; return their ids (the
-    caller launches a worker for each)."""
+    """Mark queued jobs ``starting`` while the limits allow and return their ids (the caller launches a
+    worker for each). Each free slot goes to the tenant with the fewest jobs starting or running, ties
+    to the tenant whose oldest waiting job is oldest; that tenant's oldest job takes it. So a tenant
+    with many jobs waiting cannot make a later tenant's first job wait more than one slot (first in,
+    first out did: five queued jobs ran before another tenant's one). Under the admission lock, so
+    server processes admitting at once never pass the limits or start a job twice."""
     with db.read() as session:  # the common case, nothing waiting, takes no write lock
         if session.scalar(sa.select(Job.id).where(Job.state == "queued").limit(1)) is None:
             return []
@@ -145,16 +153,21 @@ def admit(db: Database, limits: JobLimits) -> list[str]:
         free = limits.running - sum(active.values())
         if free <= 0:
             return []
-        queued = session.execute(
-            sa.select(Job.id, Job.tenant_id).where(Job.state == "queued").order_by(Job.created_at, Job.id)
-        ).all()
+        waiting: dict[int, deque[tuple[datetime, str]]] = {}
+        for job_id, tenant_id, created_at in session.execute(
+            sa.select(Job.id, Job.tenant_id, Job.created_at)
+            .where(Job.state == "queued")
+            .order_by(Job.created_at, Job.id)
+        ):
+            waiting.setdefault(tenant_id, deque()).append((created_at, job_id))
         chosen = []
-        for job_id, tenant_id in queued:
-            if len(chosen) == free:
+        while len(chosen) < free:
+            eligible = [t for t, q in waiting.items() if q and active.get(t, 0) < limits.running_per_tenant]
+            if not eligible:
                 break
-            if active.get(tenant_id, 0) < limits.running_per_tenant:
-                active[tenant_id] = active.get(tenant_id, 0) + 1
-                chosen.append(job_id)
+            tenant_id = min(eligible, key=lambda t: (active.get(t, 0), waiting[t][0]))
+            chosen.append(waiting[tenant_id].popleft()[1])
+            active[tenant_id] = active.get(tenant_id, 0) + 1
         if chosen:
             session.execute(
                 sa.update(Job)
@@ -165,11 +178,13 @@ def admit(db: Database, limits: JobLimits) -> list[str]:
 
 
 def worker_environment(db_url: str, checkpoint_every: int = 1, serving_gate: Path | None = None) -> dict:
-    """The environment a job worker starts with: the database, the checkpoint interval, one thread
-    per numeric library and, with ``serving_gate``, the launching server's gate
-    (``api.serving_gate``: training waits while that server has requests in flight)."""
+    """The environment a job worker starts with: the database, the checkpoint interval, the launching
+    process's pid (the worker dies with it), one thread per numeric library and, with
+    ``serving_gate``, the launching server's gate (``api.serving_gate``: training waits while that
+    server has requests in flight)."""
     env = {
         **os.environ,
+        PARENT_PID_ENV: str(os.getpid()),
         "RESONANCE_DB": db_url,
         "RESONANCE_CHECKPOINT_EVERY": str(checkpoint_every),
         "OMP_NUM_THREADS": "1",
@@ -338,7 +353,8 @@ class JobRunner:
         return self
 
     def stop(self) -> None:
-        """Stop the thread (workers keep running; the next server picks their jobs up)."""
+        """Stop the thread (running workers stop when this process ends, queueing their jobs again for
+        the next server)."""
         self._stop.set()
         self._wake.set()
         if self._thread is not None:

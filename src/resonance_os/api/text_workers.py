@@ -16,7 +16,9 @@ texts). :class:`TextWorkers` with ``processes=N`` runs those calls in N worker p
   else to the worker with the fewest tenants: with two workers, a tenant writing long articles or
   flooding feedback does not delay another tenant's call at all; with more busy tenants than
   workers, a call waits at most one paragraph (or one measurement) per tenant ahead of it;
-- a worker that dies is started again by the next call; the call it was running answers 503.
+- a worker that dies is started again by the next call; the call it was running answers 503;
+- a worker dies with its server (:func:`~resonance_os.api.processes.die_with_parent`), even one
+  killed with ``kill -9``: it never holds its memory (about 0.5 GB with the local writer) as an orphan.
 
 ``processes=0`` runs the calls in the calling thread under one ``WriterTurns`` (the library's default,
 and what most tests use).
@@ -38,6 +40,7 @@ from multiprocessing.connection import Client, Connection, Listener
 from typing import Any
 
 from resonance_os.api.heap import settle_heap
+from resonance_os.api.processes import die_with_parent
 from resonance_os.api.text_engine import TextEngine
 from resonance_os.api.turns import WriterTurns
 from resonance_os.core.errors import BusyError, ResonanceError
@@ -59,8 +62,10 @@ class _Stopped(Exception):
 # --- the worker process ---------------------------------------------------------------------------
 
 
-def _serve(address: str, authkey: bytes, ready) -> None:
-    """A worker process: build the engine, then serve every connection in its own thread."""
+def _serve(address: str, authkey: bytes, ready, server_pid: int) -> None:
+    """A worker process: exit with the server, build the engine, then serve every connection in its
+    own thread."""
+    die_with_parent(server_pid)
     engine = TextEngine()
     engine.warm()
     settle_heap()
@@ -115,7 +120,7 @@ class _Worker:
         self.ready = context.Event()
         self.process = context.Process(
             target=_serve,
-            args=(self.address, authkey, self.ready),
+            args=(self.address, authkey, self.ready, os.getpid()),
             name=f"resonance-text-worker-{index}",
             daemon=True,
         )
