@@ -76,7 +76,7 @@ def model_pair(name: str) -> tuple[Any, Any]:
     if name == "tiny":
         tok = make_tokenizer()
         return tok, make_model(len(tok), seed=0)
-    from resonance_os.evolution.hr_grpo_run import base_model
+    from resonance_os.evolution.base_models import base_model
 
     return base_model("smollm2")
 

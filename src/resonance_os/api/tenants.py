@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -10,10 +9,9 @@ import sqlalchemy as sa
 
 from resonance_os.api.db import ApiKey, Database
 from resonance_os.api.keys import display_prefix, hash_key, looks_like_key, new_key
-from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ValidationError
+from resonance_os.core.errors import AlreadyExistsError, NotFoundError
+from resonance_os.profiles.names import validate_name
 from resonance_os.profiles.schema import Tenant, utcnow
-
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 @dataclass(frozen=True)
@@ -34,17 +32,6 @@ class TenantInfo:
     revoked_keys: int
 
 
-def validate_name(name: str, *, what: str = "tenant name") -> str:
-    """Return ``name`` if it is 1-64 of letters, digits, ``-``, ``_``, ``.`` (not starting with a dot and
-    never ``..``); otherwise raise ``ValidationError`` naming the value."""
-    if not isinstance(name, str) or not NAME_RE.fullmatch(name) or ".." in name:
-        raise ValidationError(
-            f"{what} {name!r} is not allowed: use 1-64 letters, digits, '-', '_' or '.', "
-            "starting with a letter or digit (no '/', no '..')"
-        )
-    return name
-
-
 def _tenant(session, name: str) -> Tenant:
     tenant = session.scalar(sa.select(Tenant).where(Tenant.name == name))
     if tenant is None:
@@ -61,7 +48,7 @@ def _issue_key(session, tenant: Tenant) -> str:
 
 def create_tenant(db: Database, name: str) -> str:
     """Create tenant ``name`` and return its first API key (shown once; only its hash is stored)."""
-    validate_name(name)
+    validate_name(name, "tenant")
     with db.write() as session:
         if session.scalar(sa.select(Tenant.id).where(Tenant.name == name)) is not None:
             raise AlreadyExistsError(

@@ -13,7 +13,7 @@ from resonance_os.cli.errors import fail, run_reporting_user_errors
 from resonance_os.cli.generate import article_table, print_article
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.evolution.hr_grpo_run import SMOLLM2
+from resonance_os.evolution.base_models import SMOLLM2
 
 console = Console(highlight=False)
 
@@ -164,7 +164,7 @@ def _train_grpo(
         raise fail("give --profile or --hrv, not both")
     policy = None
     if model != SMOLLM2:
-        from resonance_os.evolution.hr_grpo_run import base_model
+        from resonance_os.evolution.base_models import base_model
         from resonance_os.llm.policy import LMPolicy, PolicyConfig
 
         policy = LMPolicy(*base_model(model, device), PolicyConfig(lora_rank=16, lora_alpha=32))

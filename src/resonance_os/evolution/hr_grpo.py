@@ -258,7 +258,7 @@ def _check_prompts(prompts: object, what: str) -> list[str]:
 
 def smollm2_policy(device: str | None) -> Any:
     """SmolLM2-135M-Instruct with LoRA (rank 16, alpha 32) on a private copy of the cached model."""
-    from resonance_os.evolution.hr_grpo_run import base_model
+    from resonance_os.evolution.base_models import base_model
     from resonance_os.llm.policy import LMPolicy, PolicyConfig
 
     # LoRA wraps the model in place: base_model gives a copy (the cached one serves the quality terms).

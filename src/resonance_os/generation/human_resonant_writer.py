@@ -31,9 +31,9 @@ from typing import Any, Protocol
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import DEFAULT_TARGET_KEY, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, mean_gap, validate_hrv
-from resonance_os.generation.backends.base import get_backend
 from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.backends.local import LocalBackend
+from resonance_os.generation.backends.lookup import get_backend
 from resonance_os.generation.edits import split_sentences
 from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer

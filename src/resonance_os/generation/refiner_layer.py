@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from functools import cache, lru_cache
 from importlib.resources import files
 
+import resonance_os.generation.edits as E
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import mean_gap, validate_hrv
-from resonance_os.generation import edits as E
 from resonance_os.quality.reward import WritingReward
 from resonance_os.quality.text_units import sentence_words, stem
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping
 
 from sqlalchemy import func, select
@@ -22,8 +21,9 @@ from sqlalchemy.orm import Session
 
 from resonance_os.core.errors import AlreadyExistsError, ProfileNotFoundError, ValidationError
 from resonance_os.core.hrv_types import HRVProfile, validate_hrv
+from resonance_os.profiles.names import validate_name
 from resonance_os.profiles.profile_folder import FolderImport, import_profile_folder, profile_files
-from resonance_os.profiles.schema import NAME_MAX_LENGTH, ProfileRow, ProfileVersionRow, Tenant, utcnow
+from resonance_os.profiles.schema import ProfileRow, ProfileVersionRow, Tenant, utcnow
 from resonance_os.profiles.storage import ProfileStore, store_folder
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE
 
@@ -31,25 +31,8 @@ __all__ = ["BUILTIN_TEMPLATES", "DEFAULT_PROFILE", "HRVProfileManager", "validat
 
 log = logging.getLogger(__name__)
 
-_NAME_RE = re.compile(r"[A-Za-z0-9._-]+")
 DESCRIPTION_MAX_LENGTH = 2000
 _LISTED_NAMES = 20
-
-
-def validate_name(value: object, kind: str = "profile") -> str:
-    """Return ``value`` if it is a valid tenant/profile name, else raise ``ValidationError``.
-
-    Valid: 1-64 characters, each a letter, digit, ``-``, ``_`` or ``.``; not containing ``..``.
-    """
-    rule = (
-        f"{kind} names are 1-{NAME_MAX_LENGTH} letters, digits, '-', '_' or '.', "
-        "with no path separators, spaces or '..'"
-    )
-    if not isinstance(value, str):
-        raise ValidationError(f"{kind} name must be a string, got {type(value).__name__}; {rule}")
-    if not value or len(value) > NAME_MAX_LENGTH or ".." in value or not _NAME_RE.fullmatch(value):
-        raise ValidationError(f"invalid {kind} name {value!r}: {rule}")
-    return value
 
 
 def _validate_description(description: object) -> str | None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from resonance_os.core.errors import AlreadyExistsError, ValidationError
 from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.profiles.names import validate_name
 
 if TYPE_CHECKING:
     from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
@@ -66,8 +67,6 @@ def profile_files(folder: Path) -> list[Path]:
 
 def read_profile_file(path: Path) -> FolderProfile:
     """Parse one profile file; ``ValidationError`` names what is wrong with it."""
-    from resonance_os.profiles.multi_tenant_hr_profiles import validate_name
-
     tenant = validate_name(path.parent.name, "tenant")
     name = validate_name(path.stem, "profile")
     if path.stat().st_size > MAX_FILE_BYTES:
