@@ -51,7 +51,6 @@ app = typer.Typer(
 )
 
 TABLES = ("model", "grpo", "data", "reward")
-MODEL_KEYS = ("path", "device")
 DATA_KEYS = ("prompts", "prompts_file", "answers")
 SUMMARY_ROWS = (
     "episode_reward_mean",

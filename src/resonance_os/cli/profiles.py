@@ -29,8 +29,6 @@ TenantArg = typer.Argument(..., help="Tenant name: letters, digits, '-', '_', '.
 NameArg = typer.Argument(..., help="Profile name: letters, digits, '-', '_', '.'.")
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of a table.")
 BAR_WIDTH = 20
-SHORT_NAMES = dict(zip(HRV_DIMENSIONS, ["var", "val", "int", "assert", "curio", "metaph", "story", "active"]))
-"""Column headers for tables that show every dimension side by side."""
 
 
 def _bar(value: float) -> str:

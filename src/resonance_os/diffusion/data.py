@@ -9,8 +9,6 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-DIGIT_CLASSES = 10
-
 
 def load_digit_images(image_size: int = 16) -> tuple[torch.Tensor, torch.Tensor]:
     """Return ``(images, labels)``: images (1797, 1, image_size, image_size) in [-1, 1], labels (1797,)."""

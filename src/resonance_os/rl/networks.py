@@ -1,11 +1,9 @@
-"""Network building blocks shared by the algorithms: MLPs with Stable-Baselines3-style init."""
+"""Network building blocks shared by the algorithms: MLPs from layer widths, activations by name."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-import torch
 from torch import nn
 
 ACTIVATIONS: dict[str, type[nn.Module]] = {
@@ -50,22 +48,6 @@ def build_mlp(
     return nn.Sequential(*layers)
 
 
-def orthogonal_init(module: nn.Module, gain: float = float(np.sqrt(2))) -> None:
-    """Orthogonal weights with ``gain`` and zero biases for every Linear layer in ``module`` (as SB3 does)."""
-    for layer in module.modules():
-        if isinstance(layer, nn.Linear):
-            nn.init.orthogonal_(layer.weight, gain=gain)
-            if layer.bias is not None:
-                nn.init.zeros_(layer.bias)
-
-
 def num_parameters(module: nn.Module) -> int:
     """Number of trainable parameters of ``module``."""
     return sum(p.numel() for p in module.parameters() if p.requires_grad)
-
-
-def polyak_update(source: nn.Module, target: nn.Module, tau: float) -> None:
-    """``target <- tau * source + (1 - tau) * target``, in place and without autograd."""
-    with torch.no_grad():
-        for src, dst in zip(source.parameters(), target.parameters()):
-            dst.mul_(1.0 - tau).add_(src, alpha=tau)

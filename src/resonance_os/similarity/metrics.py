@@ -355,10 +355,6 @@ class MultiMethodSimilarity:
             agreement=max(votes, n - votes) / n,
         )
 
-    def combined_similarity(self, v1: HRVLike, v2: HRVLike) -> float:
-        """Just the combined score of :meth:`compare`."""
-        return self.compare(v1, v2).combined
-
     # -- the original ResonanceOS's names (similarity systems guide) -----------------------------
 
     def calculate_combined_similarity(self, v1: HRVLike, v2: HRVLike) -> dict[str, object]:
