@@ -165,7 +165,7 @@ def test_a_rollout_cannot_read_another_rollouts_files(sandbox):
     assert results["victim"].outcome is None
     assert results["thief"].outcome is None
     assert "s3cret" not in results["thief"].stdout
-    assert "list refused PermissionError" in results["thief"].stdout
+    assert "list refused" in results["thief"].stdout  # not there at all in its private root
 
 
 def test_deep_recursion_through_c_overflowing_the_stack_is_a_runtime_error(sandbox):

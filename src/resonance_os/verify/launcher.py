@@ -1,30 +1,37 @@
-"""The root-side start of every sandboxed execution: isolate, drop privileges, exec the program.
+"""The root-side start of every sandboxed execution: isolate, drop privileges, run the program.
 
-``sandbox.py`` runs this file as ``python -I -S -B launcher.py CONFIG`` (standard library only, no
-package imports, so it starts in a few milliseconds). ``CONFIG`` is the ``repr`` of a dictionary of
-plain values, and each status line is one too: Python literals, read here with ``eval`` (the host
-wrote it; it also hands over the runner's source) and there with ``ast.literal_eval``, because
-``json``'s imports (``re``, ``enum``) and ``signal``'s (``enum``) cost 6 ms, a tenth of a run. As root it:
+``sandbox.py`` runs this file as ``python -I -S launcher.py CONFIG`` (standard library only: it
+imports its siblings ``runner``, ``calls``, ``plain_data`` and ``syscall_filter`` by path, their
+bytecode cached beside them, no package imports, so it starts in a few milliseconds; then it turns
+bytecode writing off for the program). ``CONFIG`` is the ``repr`` of a dictionary of plain
+values, and each status line is one too: Python literals, read here with ``eval`` (the host wrote
+it) and there with ``ast.literal_eval``, because ``json``'s imports (``re``, ``enum``) cost 6 ms, a
+tenth of a run. As root it:
 
-1. ``unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)`` and forks; the child is PID 1 of a new PID
-   namespace (dies with the launcher through ``PR_SET_PDEATHSIG``), so when it exits the kernel
-   kills every process the program left behind. The new network namespace has no interfaces up:
-   nothing can be reached, nothing listened on is visible outside.
-2. In the private mount namespace: a fresh ``/proc`` for the PID namespace; a read-only tmpfs over
-   any folder the unprivileged user cannot traverse (``/root`` here) with the interpreter's prefix
-   bound back inside it (the rest of that folder, secrets included, is hidden); every mount
-   recursively read-only and ``nosuid`` (``mount_setattr``), except a bind of the work directory.
-3. Forks the program: resource limits (address space, CPU, processes, open files, file size, no
-   core dumps), supplementary groups cleared, ``setgid``/``setuid`` to the rollout's own
-   unprivileged uid, ``chdir`` to the work directory, every other descriptor closed, a clean
-   environment; then the runner runs the program in this same interpreter (no second interpreter
-   start: half the cost of a run), so programs see the standard library only (``-S``: no
-   site-packages).
-4. Reports one status line per stage on the status descriptor: the isolation obtained, then the
-   program's exit code or signal and its CPU time and peak memory.
+1. ``unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS)`` and forks;
+   the child is PID 1 of a new PID namespace (dies with the launcher through ``PR_SET_PDEATHSIG``),
+   so when it exits the kernel kills every process the program left behind. The network namespace
+   has no interfaces up; the IPC namespace gives the run its own System V objects and POSIX message
+   queues, gone with it.
+2. Builds a private root (private_root.py lists what goes in) on a small tmpfs: the interpreter,
+   the standard library, the shared libraries they load, four devices, a fresh ``/proc`` mounted
+   with ``hidepid=2`` (a process sees only its own uid's processes) and the work folder
+   ``/sandbox``, a tmpfs of at most ``disk_bytes``; then ``pivot_root`` into it and detaches the
+   host's tree, and makes every mount read-only and ``nosuid`` except ``/sandbox``. Nothing of the
+   host's filesystem (its ``/tmp`` and Unix sockets, the tests, the package data) is left to see.
+3. Forks the program: resource limits, supplementary groups cleared, ``setgid``/``setuid`` to the
+   run's own unprivileged uid, every other descriptor closed, a clean environment,
+   ``no_new_privs`` and the seccomp filter (syscall_filter.py); then runner.py runs the program in
+   this same interpreter. For a function-call test it also forks the harness under a second uid
+   (same limits and filter), which alone reads the tests from their descriptor and judges the
+   program's answers over two pipes (calls.py); when the harness is done the program is killed.
+4. Reports one status line per stage on the status descriptor: the isolation obtained, the
+   harness's verdict (function-call tests), then the program's exit code or signal, CPU time and
+   peak memory.
 
-Where the kernel refuses namespaces, step 1 and 2 are skipped and the status says so; the program's
-runner then refuses sockets at the ``socket`` module instead (``network: "socket_blocked"``).
+Where the kernel refuses namespaces, steps 1 and 2 are skipped and the status says so; the program
+then runs in a host folder with sockets refused at the ``socket`` module (``network:
+"socket_blocked"``), still under its uid, limits and seccomp filter.
 """
 
 import _signal
@@ -33,23 +40,34 @@ import os
 import resource
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import calls  # noqa: E402  (siblings, by path: no package import)
+import runner  # noqa: E402
+import syscall_filter  # noqa: E402
+
+del sys.path[0]
+sys.dont_write_bytecode = True  # the launcher's own modules are cached; the program writes nothing
+
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-MS_RDONLY = 0x1
 MS_NOSUID = 0x2
 MS_NODEV = 0x4
 MS_NOEXEC = 0x8
 MS_BIND = 0x1000
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
+MNT_DETACH = 0x2
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (syscalls >= 424 are unified)
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 AT_FDCWD = -100
 AT_RECURSIVE = 0x8000
 MOUNT_ATTR_RDONLY = 0x1
 MOUNT_ATTR_NOSUID = 0x2
 PR_SET_PDEATHSIG = 1
-RUNNER_SOURCE = ""  # set from the config: the code that runs the program (sandbox.RUNNER)
+WORKDIR = "/sandbox"  # the run's work folder inside its private root
 
 libc = ctypes.CDLL(None, use_errno=True)
 
@@ -106,51 +124,104 @@ def hidden_ancestor(path):
     return None
 
 
-def build_filesystem(config):
-    """Runs in the new mount namespace: fresh /proc, interpreter reachable, all read-only but the work dir."""
+def build_root(config):
+    """Runs as PID 1 of the new namespaces: the private root (see the module docstring), entered."""
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    binds = []
-    for path in config["expose"]:
-        ancestor = hidden_ancestor(path)
-        if ancestor is not None:
-            binds.append((ancestor, path, os.open(path, os.O_PATH | os.O_DIRECTORY)))
-    for ancestor in sorted({ancestor for ancestor, _, _ in binds}):
-        mount("tmpfs", ancestor, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
-    for _, path, fd in binds:
-        os.makedirs(path, mode=0o755, exist_ok=True)
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        os.close(fd)
-    workdir = config["workdir"]
-    mount(workdir, workdir, None, MS_BIND)
+    root = config["workdir"]  # the host's folder for this run becomes the mount point of its root
+    with open(os.path.join(root, "main.py"), "rb") as source:
+        program = source.read()
+    mount("tmpfs", root, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=4096")
+    for step in config["root_plan"]:
+        kind, path = step[0], root + step[1]
+        if kind == "dir":
+            os.mkdir(path, 0o755)
+        elif kind == "symlink":
+            os.symlink(step[2], path)
+        elif kind == "bind":
+            if step[2]:
+                os.mkdir(path, 0o755)
+            else:
+                os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o644))
+            mount(step[1], path, None, MS_BIND | MS_REC)
+        elif kind == "mask":
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4k,nr_inodes=2")
+    os.mkdir(root + "/proc", 0o555)
+    mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    work = root + WORKDIR
+    os.mkdir(work, 0o700)
+    uid, gid, limits = config["uid"], config["gid"], config["limits"]
+    options = f"mode=0700,uid={uid},gid={gid},size={limits['disk_bytes']},nr_inodes={limits['disk_files']}"
+    mount("tmpfs", work, "tmpfs", MS_NOSUID | MS_NODEV, options)
+    descriptor = os.open(work + "/main.py", os.O_CREAT | os.O_WRONLY, 0o600)
+    os.write(descriptor, program)
+    os.fchown(descriptor, uid, gid)
+    os.close(descriptor)
+    os.chdir(root)
+    number = SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(f"no pivot_root number for architecture {os.uname().machine!r}")
+    checked(libc.syscall(ctypes.c_long(number), b".", b"."), "pivot_root")
+    checked(libc.umount2(b".", MNT_DETACH), "umount the host's root")
+    os.chdir("/")
     set_mount_attributes("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, recursive=True)
-    set_mount_attributes(workdir, 0, MOUNT_ATTR_RDONLY, recursive=False)
+    set_mount_attributes(WORKDIR, 0, MOUNT_ATTR_RDONLY, recursive=False)
 
 
-def start_program(config, network):
-    """Child side: limits, unprivileged identity, clean descriptors and environment, then the
-    runner (and through it the program) in this very interpreter. Returns when the program ends."""
+def close_all_but(keep):
+    start = 3
+    for fd in sorted(keep) + [65536]:
+        os.closerange(start, fd)
+        start = fd + 1
+
+
+def drop_privileges(config, uid, workdir, keep):
+    """Limits, ``uid``, ``workdir``, descriptors ``keep`` (and 0-2) only, a clean environment, the filter."""
     limits = config["limits"]
+    resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 1))
+    resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    os.setgroups([])
+    os.setgid(uid)
+    os.setuid(uid)
+    os.chdir(workdir)
+    os.umask(0o077)
+    close_all_but(keep)
+    os.environ.clear()
+    os.environ.update(config["env"], HOME=workdir, TMPDIR=workdir)
+    syscall_filter.install(libc)
+
+
+def start_program(config, workdir, block_sockets, serve_fds):
+    """Child side: unprivileged, then the runner (and through it the program) in this very
+    interpreter. Returns when the program (and, for a call test, its serving) ends."""
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"],) * 2)
-        resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 1))
-        resource.setrlimit(resource.RLIMIT_NPROC, (limits["processes"],) * 2)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"],) * 2)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"],) * 2)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        os.setgroups([])
-        os.setgid(config["gid"])
-        os.setuid(config["uid"])
-        os.chdir(config["workdir"])
-        os.umask(0o077)
-        os.closerange(3, 65536)
-        os.environ.clear()
-        os.environ.update(config["env"])
+        drop_privileges(config, config["uid"], workdir, serve_fds or ())
     except BaseException as exc:  # the program never started: tell the host why
         os.write(2, f"resonance-sandbox: cannot start the program: {exc}\n".encode())
-        os._exit(config["setup_failed_exit"])
-    sys.argv = [network, "main.py"]
-    exec(compile(RUNNER_SOURCE, "<sandbox runner>", "exec"), {"__name__": "__sandbox_runner__"})
+        os._exit(config["exit_codes"]["setup_failed"])
+    runner.run("main.py", block_sockets, config["exit_codes"], serve_fds)
+
+
+def run_harness(config, status, requests, replies):
+    """Harness child: read the tests (only this process ever holds them), drop to the harness uid,
+    judge the program's answers, report the verdict. Never returns."""
+    harness = config["harness"]
+    try:
+        with os.fdopen(harness["payload_fd"], "rb") as payload:
+            spec = eval(payload.read().decode(), {"__builtins__": {}})  # the host's repr of plain values
+        null = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        drop_privileges(config, harness["uid"], "/", (status.fileno(), requests, replies))
+        verdict = calls.judge(spec["prelude"], spec["code"], spec["names"],
+                              calls.Channel(requests, replies, harness["reply_limit"]))  # fmt: skip
+        send(status, {"kind": "harness", **verdict})
+    except BaseException as exc:
+        send(status, {"kind": "setup_failed", "reason": f"the test harness failed: {exc!r}"})
+    os._exit(0)
 
 
 def send(status, report):
@@ -159,13 +230,31 @@ def send(status, report):
     status.flush()
 
 
-def run_and_report(config, status, network):
-    """Fork the program, wait for it, send its exit status and resource use as one status line."""
+def run_and_report(config, status, workdir, block_sockets):
+    """Fork the program (and the harness), wait, send the program's exit status and resource use."""
+    serve_fds = harness_fds = None
+    if config["harness"] is not None:
+        requests_read, requests_write = os.pipe()
+        replies_read, replies_write = os.pipe()
+        serve_fds, harness_fds = (requests_read, replies_write), (requests_write, replies_read)
     pid = os.fork()
     if pid == 0:
         status.close()
-        start_program(config, network)
-        sys.exit(0)  # normal interpreter shutdown: atexit handlers run, stdout is flushed
+        start_program(config, workdir, block_sockets, serve_fds)
+        runner.finish()  # threads joined, atexit handlers run, output flushed; no module teardown
+    if harness_fds is not None:
+        for fd in serve_fds:
+            os.close(fd)
+        harness = os.fork()
+        if harness == 0:
+            run_harness(config, status, *harness_fds)
+        for fd in (*harness_fds, config["harness"]["payload_fd"]):
+            os.close(fd)
+        os.waitpid(harness, 0)
+        try:
+            os.kill(pid, _signal.SIGKILL)  # judged: whatever the program still does is moot
+        except ProcessLookupError:
+            pass
     _, wait_status, usage = os.wait4(pid, 0)
     report = {
         "kind": "exit",
@@ -178,36 +267,35 @@ def run_and_report(config, status, network):
 
 
 def main():
-    global RUNNER_SOURCE
     config = eval(sys.argv[1], {"__builtins__": {}})  # the host's repr of plain values
-    RUNNER_SOURCE = config.pop("runner")
     status = os.fdopen(config["status_fd"], "w")
     try:
         if not config["use_namespaces"]:
             raise OSError("namespaces turned off (Sandbox(use_namespaces=False))")
-        checked(libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID), "unshare")
+        flags = CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS
+        checked(libc.unshare(flags), "unshare")
     except OSError as exc:
         send(status, {"kind": "isolation", "namespaces": False, "reason": str(exc)})
-        closed = [hidden_ancestor(path) for path in config["expose"] if hidden_ancestor(path)]
+        closed = hidden_ancestor(sys.base_prefix)
         if closed:  # without a mount namespace the interpreter cannot be made reachable
             reason = (
-                f"no namespaces ({exc}) and the interpreter's folder is inside {closed[0]}, which the "
+                f"no namespaces ({exc}) and the interpreter's folder is inside {closed}, which the "
                 "unprivileged uid cannot enter; give Sandbox(python=...) an interpreter others can read"
             )
             send(status, {"kind": "setup_failed", "reason": reason})
             return
-        run_and_report(config, status, "block-sockets")
+        run_and_report(config, status, config["workdir"], block_sockets=True)
         return
     send(status, {"kind": "isolation", "namespaces": True})
     init = os.fork()
     if init == 0:  # PID 1 of the new namespace: everything below it dies when it exits
         checked(libc.prctl(PR_SET_PDEATHSIG, _signal.SIGKILL, 0, 0, 0), "prctl")
         try:
-            build_filesystem(config)
+            build_root(config)
         except OSError as exc:
             send(status, {"kind": "setup_failed", "reason": str(exc)})
             os._exit(1)
-        run_and_report(config, status, "net-namespace")
+        run_and_report(config, status, WORKDIR, block_sockets=False)
         os._exit(0)
     os.waitpid(init, 0)
 

@@ -1,18 +1,21 @@
 """Run untrusted Python in a separate, isolated, unprivileged process with hard limits.
 
 ``Sandbox.run(program, stdin)`` starts ``launcher.py`` as root in a new session; the launcher puts
-the program in new mount, network and PID namespaces (or says it could not), makes every mount
-read-only except a fresh work directory, and forks the program's process, which drops to a uid of
-its own (one per concurrent run, so ``RLIMIT_NPROC`` counts only that run and runs cannot read each
-other's files) and takes the limits. This side feeds stdin from a file, reads stdout, stderr and
+the program in new mount, network, PID, IPC and UTS namespaces (or says it could not), in a private
+root that holds only the interpreter, its standard library and the run's own size-capped work
+folder, and forks the program's process, which drops to a uid of its own (one per concurrent run,
+so ``RLIMIT_NPROC`` counts only that run and runs cannot read each other's files), takes the limits,
+``no_new_privs`` and a seccomp filter. This side feeds stdin from a file, reads stdout, stderr and
 the launcher's status while counting bytes, enforces the wall-clock limit, and when the run ends
-kills the process group, then every process left under the run's uid, and deletes the work directory.
+kills the process group, then every process left under the run's uids, and deletes the work folder.
 
-The launcher runs under the base interpreter (``python -I -S -B``: the standard library only, not
+``Sandbox.run(program, calls=CallTests(...))`` runs function-call tests: the launcher also starts a
+trusted harness under a second uid that calls the program's functions over pipes and judges the
+answers (calls.py); its verdict comes back as ``Execution.harness``.
+
+The launcher runs under the base interpreter (``python -I -S``: the standard library only, not
 this project's virtual environment); the program runs as ``main.py`` in the launcher's forked,
-unprivileged child through ``RUNNER``, which turns ``MemoryError`` and a write past the file-size
-limit into dedicated exit codes and, when namespaces were refused, replaces the ``socket`` module's
-constructors with a refusal.
+unprivileged child through runner.py.
 """
 
 from __future__ import annotations
@@ -40,42 +43,29 @@ from resonance_os.verify.outcomes import (
     Outcome,
     classify_exit,
 )
+from resonance_os.verify.private_root import root_plan
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
+EXIT_CODES = {
+    "memory": MEMORY_EXIT_CODE,
+    "file_limit": FILE_LIMIT_EXIT_CODE,
+    "setup_failed": SETUP_FAILED_EXIT_CODE,
+}
+"""Exit codes the runner and launcher use for MemoryError, a full disk or file, a failed start."""
+BYTES_PER_FILE = 4096
+"""The work folder allows one file (inode) per this many bytes of ``disk_bytes``."""
 
-RUNNER = f"""
-import builtins, sys
-mode, path = sys.argv[0], sys.argv[1]
-sys.argv = [path]
-builtins.exit = builtins.quit = sys.exit  # what site.py would add
-if mode == "block-sockets":
-    import socket, _socket
-    def _refuse(*args, **kwargs):
-        raise PermissionError("network access is disabled in this sandbox")
-    socket.socket = socket.create_connection = socket.socketpair = socket.fromfd = _refuse
-    _socket.socket = _socket.socketpair = _refuse
-del mode
-main = type(sys)("__main__")  # what `python main.py` runs it as, without runpy's imports (6 ms)
-main.__file__ = path
-main.__builtins__ = builtins
-sys.modules["__main__"] = main
-try:
-    with open(path, "rb") as source:
-        code = compile(source.read(), path, "exec")
-    exec(code, main.__dict__)
-except MemoryError:
-    import os
-    os.write(2, b"MemoryError\\n")
-    os._exit({MEMORY_EXIT_CODE})
-except OSError as exc:
-    if exc.errno != 27:  # EFBIG: Python ignores SIGXFSZ, so RLIMIT_FSIZE surfaces here
-        raise
-    import os
-    os.write(2, b"File too large\\n")
-    os._exit({FILE_LIMIT_EXIT_CODE})
-"""
-"""Run by the launcher's child once it is unprivileged: argv is ``[mode, program path]``, mode
-``net-namespace`` or ``block-sockets`` (when the kernel refused namespaces)."""
+
+@dataclass(frozen=True)
+class CallTests:
+    """Function-call tests for the trusted harness: ``code`` (asserts, or a HumanEval ``check`` and
+    its call) runs after the trusted ``prelude`` (HumanEval's prompt: helpers the check uses), with
+    each of ``names`` a proxy that calls the program's function of that name."""
+
+    code: str
+    names: tuple[str, ...]
+    prelude: str = ""
+
 
 STDERR_KEEP_BYTES = 16_384
 
@@ -90,8 +80,10 @@ def launcher_reports(status: bytes) -> list[dict]:
 class SandboxLimits:
     """Hard limits of one execution (defaults: NousCoder's 15 s and 4 GB).
 
-    ``cpu_seconds`` defaults to the wall limit; ``output_bytes`` caps stdout and stderr each;
-    ``file_bytes`` caps any file the program writes (``RLIMIT_FSIZE``).
+    ``cpu_seconds`` defaults to the wall limit; ``output_bytes`` caps stdout and stderr each (and a
+    function's encoded answer); ``file_bytes`` caps any file the program writes (``RLIMIT_FSIZE``);
+    ``disk_bytes`` caps everything it writes (its work folder is a tmpfs of that size, one file per
+    4 KiB of it).
     """
 
     wall_seconds: float = 15.0
@@ -101,9 +93,19 @@ class SandboxLimits:
     open_files: int = 64
     output_bytes: int = 16 * 1024**2
     file_bytes: int = 16 * 1024**2
+    disk_bytes: int = 64 * 1024**2
 
     def __post_init__(self) -> None:
-        for name in ("wall_seconds", "memory_bytes", "processes", "open_files", "output_bytes", "file_bytes"):
+        names = (
+            "wall_seconds",
+            "memory_bytes",
+            "processes",
+            "open_files",
+            "output_bytes",
+            "file_bytes",
+            "disk_bytes",
+        )
+        for name in names:
             if not getattr(self, name) > 0:
                 raise ValidationError(f"SandboxLimits.{name} must be positive, got {getattr(self, name)!r}")
         if self.cpu_seconds is not None and not self.cpu_seconds >= 1:
@@ -119,7 +121,9 @@ class SandboxLimits:
 @dataclass
 class Execution:
     """What one sandboxed run did. ``outcome`` is None when the program exited cleanly (the test
-    decides between passed and wrong answer); ``network`` is ``"namespace"`` or ``"socket_blocked"``."""
+    decides between passed and wrong answer); ``network`` is ``"namespace"`` or ``"socket_blocked"``.
+    ``harness`` is the harness's verdict of a run with ``calls`` (``passed``, ``failure``, ``detail``,
+    ``calls``: see calls.judge), None when it gave none; the program is killed once it is judged."""
 
     outcome: Outcome | None
     exit_code: int | None
@@ -131,6 +135,7 @@ class Execution:
     max_rss_kb: int = 0
     network: str = "namespace"
     detail: str = ""
+    harness: dict | None = None
 
 
 UID_LOCKS = Path(tempfile.gettempdir()) / "resonance-verify-uids"
@@ -174,9 +179,9 @@ class _UidPool:
         self._available.release()
 
 
-def processes_of(uids: range | int) -> list[int]:
-    """PIDs of live (not zombie) processes whose real uid is ``uids`` (or in that range), from /proc."""
-    wanted = range(uids, uids + 1) if isinstance(uids, int) else uids
+def processes_of(uids: range | tuple[int, ...] | int) -> list[int]:
+    """PIDs of live (not zombie) processes whose real uid is ``uids`` (or one of them), from /proc."""
+    wanted = (uids,) if isinstance(uids, int) else uids
     pids = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -195,10 +200,10 @@ def processes_of(uids: range | int) -> list[int]:
     return pids
 
 
-def kill_processes_of(uid: int, attempts: int = 50) -> None:
-    """SIGKILL every process of ``uid`` until none is left (a fork bomb may still be forking)."""
+def kill_processes_of(uids: tuple[int, ...] | int, attempts: int = 50) -> None:
+    """SIGKILL every process of ``uids`` until none is left (a fork bomb may still be forking)."""
     for _ in range(attempts):
-        pids = processes_of(uid)
+        pids = processes_of(uids)
         if not pids:
             return
         for pid in pids:
@@ -222,11 +227,13 @@ class Sandbox:
     Args:
         limits: default limits of each run (a run may pass its own).
         max_concurrency: runs allowed at the same time (each holds one uid of the pool).
-        first_uid, uid_count: the uids runs may take, ``[first_uid, first_uid + uid_count)``; pick a
-            range no real account uses (shared machine-wide with other sandboxes through locks).
-        use_namespaces: isolate in new mount, network and PID namespaces when the kernel allows;
-            False runs with only the uid, the limits and the socket-layer refusal (weaker: world-
-            writable folders such as /tmp stay writable).
+        first_uid, uid_count: the uids runs may take, ``[first_uid, first_uid + uid_count)``; a run
+            holding ``uid`` runs its harness (function-call tests) as ``uid + uid_count``, so pick a
+            range of twice that size no real account uses (shared machine-wide through locks).
+        use_namespaces: isolate in new namespaces and a private root when the kernel allows; False
+            runs with only the uids, the limits, the seccomp filter and the socket-layer refusal
+            (much weaker: the host's filesystem is visible, world-writable folders such as /tmp
+            stay writable, no disk cap, no IPC isolation).
         python: interpreter of the launcher and the programs (default: the base interpreter of
             this Python; programs get its standard library only).
         work_root: folder for the per-run work directories (default: a new temporary folder).
@@ -254,8 +261,9 @@ class Sandbox:
             )
         self.limits = limits or SandboxLimits()
         self.python = python or os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
-        self._prefix = sys.base_prefix if python is None else str(Path(self.python).resolve().parent.parent)
+        self._root_plan = list(root_plan(self.python)) if use_namespaces else []
         self._uids = _UidPool(first_uid, uid_count, max_concurrency)
+        self._harness_uid_offset = uid_count
         self.use_namespaces = use_namespaces
         root = (
             Path(work_root) if work_root is not None else Path(tempfile.mkdtemp(prefix="resonance-verify-"))
@@ -280,20 +288,37 @@ class Sandbox:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def run(self, program: str, stdin: str = "", limits: SandboxLimits | None = None) -> Execution:
-        """Run ``program`` (Python source) with ``stdin``; never raises for anything the program does."""
+    def run(
+        self,
+        program: str,
+        stdin: str = "",
+        limits: SandboxLimits | None = None,
+        *,
+        calls: CallTests | None = None,
+    ) -> Execution:
+        """Run ``program`` (Python source) with ``stdin`` (and, given ``calls``, the harness judging
+        its functions); never raises for anything the program does."""
         limits = limits or self.limits
         uid = self._uids.acquire()
+        uids = (uid, uid + self._harness_uid_offset)
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=self.work_root))
         try:
-            kill_processes_of(uid)  # a previous holder of this uid left nothing behind, make sure
-            return self._run_in(workdir, uid, program, stdin, limits)
+            kill_processes_of(uids)  # a previous holder of these uids left nothing behind, make sure
+            return self._run_in(workdir, uid, program, stdin, limits, calls)
         finally:
-            kill_processes_of(uid)
+            kill_processes_of(uids)
             shutil.rmtree(workdir, ignore_errors=True)
             self._uids.release(uid)
 
-    def _run_in(self, workdir: Path, uid: int, program: str, stdin: str, limits: SandboxLimits) -> Execution:
+    def _run_in(
+        self,
+        workdir: Path,
+        uid: int,
+        program: str,
+        stdin: str,
+        limits: SandboxLimits,
+        calls: CallTests | None,
+    ) -> Execution:
         main = workdir / "main.py"
         main.write_text(program, encoding="utf-8")
         os.chown(main, uid, uid)
@@ -304,32 +329,48 @@ class Sandbox:
         stdin_file.write(stdin.encode("utf-8"))
         stdin_file.seek(0)
         status_read, status_write = os.pipe()
+        pass_fds = [status_write]
+        harness = None
+        if calls is not None:  # the tests travel on a descriptor only the harness process reads
+            payload = tempfile.TemporaryFile(dir=self.work_root)
+            payload.write(
+                repr({"prelude": calls.prelude, "code": calls.code, "names": list(calls.names)}).encode()
+            )
+            payload.seek(0)
+            pass_fds.append(payload.fileno())
+            harness = {
+                "uid": uid + self._harness_uid_offset,
+                "payload_fd": payload.fileno(),
+                "reply_limit": limits.output_bytes,
+            }
         config = {
             "status_fd": status_write,
             "workdir": str(workdir),
-            "expose": [self._prefix],
+            "root_plan": self._root_plan,
             "uid": uid,
             "gid": uid,
-            "runner": RUNNER,
-            "env": {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "TMPDIR": str(workdir), "LANG": "C.UTF-8"},
+            "harness": harness,
+            "env": {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
             "limits": {
                 "memory_bytes": limits.memory_bytes,
                 "cpu_seconds": limits.effective_cpu_seconds,
                 "processes": limits.processes,
                 "open_files": limits.open_files,
                 "file_bytes": limits.file_bytes,
+                "disk_bytes": limits.disk_bytes,
+                "disk_files": max(256, limits.disk_bytes // BYTES_PER_FILE),
             },
-            "setup_failed_exit": SETUP_FAILED_EXIT_CODE,
+            "exit_codes": EXIT_CODES,
             "use_namespaces": self.use_namespaces,
         }
         start = time.perf_counter()
         try:
             process = subprocess.Popen(
-                [self.python, "-I", "-S", "-B", str(LAUNCHER), repr(config)],
+                [self.python, "-I", "-S", str(LAUNCHER), repr(config)],
                 stdin=stdin_file,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=(status_write,),
+                pass_fds=tuple(pass_fds),
                 start_new_session=True,
                 env={},
                 cwd="/",
@@ -337,6 +378,8 @@ class Sandbox:
         finally:
             os.close(status_write)
             stdin_file.close()
+            if calls is not None:
+                payload.close()
         with os.fdopen(status_read, "rb") as status:
             stdout, stderr, status_bytes, killed_for = self._collect(process, status, limits, start)
         reports = launcher_reports(status_bytes)
@@ -430,12 +473,14 @@ class Sandbox:
             "network": network,
         }
         if killed_for is not None:
+            common["harness"] = by_kind.get("harness")
             limit = "wall-clock limit" if killed_for is Outcome.TIMEOUT else "output limit"
             return Execution(outcome=killed_for, detail=f"killed at the {limit}", **common)
         if "setup_failed" in by_kind:
             return Execution(Outcome.SANDBOX_ERROR, detail=by_kind["setup_failed"]["reason"], **common)
         if not exit_report:
             return Execution(Outcome.SANDBOX_ERROR, detail="the launcher reported no exit status", **common)
+        common["harness"] = by_kind.get("harness")
         outcome = classify_exit(exit_report["exit_code"], exit_report["signal"])
         if (
             exit_report["signal"] == signal.SIGKILL
