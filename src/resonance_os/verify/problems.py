@@ -1,7 +1,9 @@
 """Programming problems with test cases: stdin/stdout tests and function-call (assert) tests.
 
 A :class:`Problem` holds its tests; ``test.program_for(source)`` is the program the sandbox runs for
-one test and ``test.judge(execution)`` turns the sandbox's report into an :class:`Outcome`.
+one test (with ``test.stdin`` and, for function-call tests, ``test.calls`` for the trusted harness),
+``test.judge(execution)`` turns the sandbox's report into an :class:`Outcome` and
+``test.explain(execution, outcome)`` says why in a line.
 
 ``load_problems(path)`` reads the common JSONL shapes, one problem a line:
 
@@ -14,6 +16,9 @@ one test and ``test.judge(execution)`` turns the sandbox's report into an :class
 
 from __future__ import annotations
 
+import ast
+import builtins
+import functools
 import json
 import random
 from collections.abc import Iterator, Sequence
@@ -24,7 +29,7 @@ from typing import Any
 
 from resonance_os.verify.errors import ProblemFormatError
 from resonance_os.verify.outcomes import Outcome, outputs_match
-from resonance_os.verify.sandbox import Execution
+from resonance_os.verify.sandbox import CallTests, Execution
 
 
 @dataclass(frozen=True)
@@ -33,6 +38,8 @@ class StdioTest:
 
     input: str
     output: str
+
+    calls = None
 
     @property
     def stdin(self) -> str:
@@ -46,25 +53,112 @@ class StdioTest:
             return execution.outcome
         return Outcome.PASSED if outputs_match(execution.stdout, self.output) else Outcome.WRONG_ANSWER
 
+    def explain(self, execution: Execution, outcome: Outcome) -> str:
+        if outcome is Outcome.WRONG_ANSWER:
+            return f"expected {self.output[:60]!r}, got {execution.stdout[:60]!r}"
+        return execution.detail
+
+
+def _bound_names(tree: ast.AST) -> set[str]:
+    """Every name ``tree`` binds anywhere (assignments, definitions, parameters, imports, handlers)."""
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+    return bound
+
+
+def called_names(code: str, prelude: str = "", entry_point: str | None = None) -> tuple[str, ...]:
+    """The names ``code`` takes from the program: ``entry_point`` and every name it reads but neither
+    it, the trusted ``prelude`` (at its top level) nor the builtins define."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return (entry_point,) if entry_point else ()  # the harness reports the test's syntax error
+    try:
+        prelude_tree = ast.parse(prelude)
+        defined_by_prelude = _bound_names(ast.Module(body=prelude_tree.body, type_ignores=[]))
+    except SyntaxError:
+        defined_by_prelude = set()
+    read = {
+        node.id for node in ast.walk(tree) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    names = read - _bound_names(tree) - defined_by_prelude - set(dir(builtins))
+    return tuple(sorted(names | ({entry_point} if entry_point else set())))
+
+
+FAILURE_OUTCOMES = {
+    "assertion": Outcome.WRONG_ANSWER,
+    "not_plain_data": Outcome.WRONG_ANSWER,
+    "malformed": Outcome.WRONG_ANSWER,
+    "too_large": Outcome.OUTPUT_LIMIT,
+    "missing": Outcome.WRONG_ANSWER,
+    "raised": Outcome.RUNTIME_ERROR,
+    "error": Outcome.RUNTIME_ERROR,
+    "cannot_send": Outcome.SANDBOX_ERROR,
+}
+"""The outcome of each way a harness verdict fails (calls.judge); ``no_answer`` depends on the program."""
+
 
 @dataclass(frozen=True)
 class AssertTest:
-    """Append ``code`` (asserts, or a HumanEval ``check``) to the program; it passes when it exits 0.
-
-    A failing ``assert`` is a wrong answer; any other exception is a runtime error.
+    """Function-call tests: ``code`` (asserts, or a HumanEval ``check`` and its call) run by a trusted
+    harness process, after the trusted ``prelude`` (HumanEval's prompt, whose helpers its check uses),
+    each name it takes from the program (:func:`called_names`) calling the program's function over a
+    pipe and getting back plain data (plain_data.py). It passes only when the test code ran to its
+    end in the harness with every call answered; a failing ``assert`` is a wrong answer, an answer
+    that is not plain data too, an exception a runtime error, ending before answering a failure.
     """
 
     code: str
+    prelude: str = ""
+    entry_point: str | None = None
 
     stdin = ""
 
     def program_for(self, source: str) -> str:
-        return f"{source}\n\n{self.code}\n"
+        return source
+
+    @functools.cached_property
+    def calls(self) -> CallTests:
+        return CallTests(self.code, called_names(self.code, self.prelude, self.entry_point), self.prelude)
 
     def judge(self, execution: Execution) -> Outcome:
-        if execution.outcome is Outcome.RUNTIME_ERROR and "AssertionError" in execution.detail:
-            return Outcome.WRONG_ANSWER
-        return execution.outcome if execution.outcome is not None else Outcome.PASSED
+        verdict = execution.harness
+        if verdict is not None and verdict["passed"]:
+            return Outcome.PASSED
+        if execution.outcome in (
+            Outcome.TIMEOUT,
+            Outcome.OUTPUT_LIMIT,
+            Outcome.MEMORY_LIMIT,
+            Outcome.SANDBOX_ERROR,
+        ):
+            return execution.outcome
+        if verdict is None:
+            return Outcome.SANDBOX_ERROR
+        if verdict["failure"] == "no_answer":  # a crash is a runtime error, a clean exit no answer
+            return execution.outcome or Outcome.WRONG_ANSWER
+        return FAILURE_OUTCOMES.get(verdict["failure"], Outcome.RUNTIME_ERROR)
+
+    def explain(self, execution: Execution, outcome: Outcome) -> str:
+        verdict = execution.harness
+        if outcome is Outcome.PASSED:
+            return ""
+        if verdict is None:
+            return execution.detail or "the test harness gave no verdict"
+        detail = verdict["detail"]
+        if verdict["failure"] == "no_answer":
+            ended = execution.detail or f"it exited with code {execution.exit_code}"
+            detail = f"{detail}: {ended}"
+        return detail
 
 
 TestCase = StdioTest | AssertTest

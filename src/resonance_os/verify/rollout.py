@@ -19,7 +19,7 @@ from typing import Literal
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.verify.outcomes import Outcome
-from resonance_os.verify.problems import Problem, StdioTest, TestCase
+from resonance_os.verify.problems import Problem, TestCase
 from resonance_os.verify.sandbox import Execution, Sandbox, SandboxLimits
 
 RewardMode = Literal["binary", "fraction"]
@@ -109,10 +109,9 @@ def run_test(
     sandbox: Sandbox, source: str, test: TestCase, limits: SandboxLimits | None = None
 ) -> tuple[Outcome, Execution]:
     """Run ``source`` on one test in the sandbox and judge it."""
-    execution = sandbox.run(test.program_for(source), test.stdin, limits)
+    execution = sandbox.run(test.program_for(source), test.stdin, limits, calls=test.calls)
     outcome = test.judge(execution)
-    if outcome is Outcome.WRONG_ANSWER and isinstance(test, StdioTest):
-        execution.detail = f"expected {test.output[:60]!r}, got {execution.stdout[:60]!r}"
+    execution.detail = test.explain(execution, outcome)
     return outcome, execution
 
 
