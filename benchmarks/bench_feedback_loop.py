@@ -175,6 +175,22 @@ def single_terms(client, headers, text: str, prompt: str | None) -> dict[str, fl
     return {"resonance": score(client, headers, text, prompt)["resonance"], **terms}
 
 
+def train_reward_model(client, headers, body: dict) -> dict:
+    """``POST /v1/reward-model/train`` queues a job (its worker fits the model); wait for it, then read
+    the new version with ``GET /v1/reward-model``."""
+    job = client.post("/v1/reward-model/train", json=body, headers=headers)
+    job.raise_for_status()
+    job = job.json()
+    while job["state"] in ("queued", "starting", "running"):
+        time.sleep(0.5)
+        job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+    if job["state"] != "succeeded":
+        raise RuntimeError(f"reward model job {job['state']}: {job['error']}")
+    model = client.get("/v1/reward-model", headers=headers)
+    model.raise_for_status()
+    return model.json()
+
+
 def new_tenant(client, db, name: str) -> dict[str, str]:
     headers = {"Authorization": f"Bearer {create_tenant(db, name)}"}
     client.post("/v1/profiles", json={"name": "blog", "hrv": BLOG}, headers=headers).raise_for_status()
@@ -192,11 +208,7 @@ def learning_curve(
     for n in sizes:
         headers = new_tenant(client, db, f"{rater}-{seed}-{n}")
         send(client, headers, stream[:n])
-        trained = client.post(
-            "/v1/reward-model/train", json={"seed": seed, "holdout_fraction": 0.1}, headers=headers
-        )
-        trained.raise_for_status()
-        metrics[n] = trained.json()["metrics"]
+        metrics[n] = train_reward_model(client, headers, {"seed": seed, "holdout_fraction": 0.1})["metrics"]
         a = np.array([score(client, headers, j.text_a, j.prompt)["reward_model_score"] for j in tests])
         b = np.array([score(client, headers, j.text_b, j.prompt)["reward_model_score"] for j in tests])
         ours[n] = accuracy(a, b, truth)

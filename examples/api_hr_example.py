@@ -85,6 +85,18 @@ def check(response: httpx.Response) -> dict:
     return response.json() if response.content else {}
 
 
+def wait_for_job(api: httpx.Client, job: dict) -> dict:
+    """Follow a queued job (training, or a reward-model fit) until it ends, printing its progress."""
+    shown = None
+    while job["state"] in ("queued", "starting", "running"):
+        time.sleep(1)
+        job = check(api.get(f"/v1/jobs/{job['id']}"))
+        if (job["state"], job["progress"]) != shown:
+            shown = (job["state"], job["progress"])
+            print(f"  {job['kind']} job {job['id'][:8]} {job['state']} {job['progress']:.0%}")
+    return job
+
+
 def run(url: str, key: str, tenant: str) -> None:
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=TIMEOUT) as api:
         print("health:", check(api.get("/health")))
@@ -136,7 +148,10 @@ def run(url: str, key: str, tenant: str) -> None:
                 "preferred": preferred,
             }
             check(api.post("/v1/feedback", json=body))
-        model = check(api.post("/v1/reward-model/train", json={"seed": 0}))
+        fit = wait_for_job(api, check(api.post("/v1/reward-model/train", json={"seed": 0})))
+        if fit["state"] != "succeeded":
+            raise SystemExit(f"reward model training {fit['state']}: {fit['error']}")
+        model = check(api.get("/v1/reward-model"))
         print(
             f"reward model v{model['version']}:",
             {k: v for k, v in model["metrics"].items() if "accuracy" in k or "mae" in k},
@@ -146,14 +161,7 @@ def run(url: str, key: str, tenant: str) -> None:
         if started.status_code == 503:
             print("training is not available on this server:", started.json()["error"]["message"])
             return
-        job = check(started)
-        shown = None
-        while job["state"] in ("queued", "starting", "running"):
-            time.sleep(1)
-            job = check(api.get(f"/v1/jobs/{job['id']}"))
-            if (job["state"], job["progress"]) != shown:
-                shown = (job["state"], job["progress"])
-                print(f"  job {job['id'][:8]} {job['state']} {job['progress']:.0%}")
+        job = wait_for_job(api, check(started))
         if job["state"] == "failed":
             raise SystemExit(f"training failed: {job['error']}")
         steered = check(

@@ -182,3 +182,21 @@ def make_tenant_for():
         return Tenant(name, create_tenant(app.state.service.db, name))
 
     return make
+
+
+def train_reward_model(client, headers: dict[str, str], timeout: float = 300.0, **body) -> dict:
+    """``POST /v1/reward-model/train`` (202, a job), wait for the job to succeed in its worker process,
+    and return ``GET /v1/reward-model`` (the new version with its metrics)."""
+    queued = client.post("/v1/reward-model/train", json=body, headers=headers)
+    assert queued.status_code == 202, queued.text
+    job = queued.json()
+    assert job["kind"] == "reward_model"
+    deadline = time.monotonic() + timeout
+    while job["state"] in ("queued", "starting", "running"):
+        assert time.monotonic() < deadline, f"reward model job still {job['state']}"
+        time.sleep(0.2)
+        job = client.get(f"/v1/jobs/{job['id']}", headers=headers).json()
+    assert job["state"] == "succeeded", job
+    model = client.get("/v1/reward-model", headers=headers).json()
+    assert model["version"] == job["metrics"]["reward_model_version"]
+    return model

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from conftest import train_reward_model
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.evolution.resonance_reward_model import BASELINE_TERMS
@@ -68,9 +69,7 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
         }
         assert client.post("/v1/feedback", json=body, headers=headers).status_code == 201
 
-    trained = client.post("/v1/reward-model/train", json={"seed": 0}, headers=headers)
-    assert trained.status_code == 201, trained.text
-    metrics = trained.json()["metrics"]
+    metrics = train_reward_model(client, headers, seed=0)["metrics"]
     # 120 drafts in 500 pairs: holding out drafts (not pairs) leaves ~150 pairs that touch none of them
     assert metrics["preferences"] == 500 and metrics["preference_holdout"] >= 100
     assert metrics["preference_train"] >= 100
@@ -216,10 +215,7 @@ def test_reward_model_versions_increase_and_score_uses_the_latest(client, make_t
         ).json()["reward_model_score"]
         is None
     )
-    assert [
-        client.post("/v1/reward-model/train", json={"seed": s}, headers=headers).json()["version"]
-        for s in (0, 1)
-    ] == [1, 2]
+    assert [train_reward_model(client, headers, seed=s)["version"] for s in (0, 1)] == [1, 2]
     assert client.get("/v1/reward-model", headers=headers).json()["version"] == 2
     score = client.post(
         "/v1/score", json={"text": drafts[0]["article"], "target_hrv": BLOG}, headers=headers

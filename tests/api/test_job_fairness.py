@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 import sqlalchemy as sa
 from conftest import unique
 
@@ -23,12 +24,20 @@ def _tenant_id(db: Database, prefix: str) -> int:
         return session.scalar(sa.select(Tenant.id).where(Tenant.name == name))
 
 
-def _end_other_tests_jobs(db: Database) -> None:
-    """A shared test database keeps earlier tests' unfinished jobs: end them."""
+def _end_unfinished_jobs(db: Database) -> None:
     with db.write() as session:
         session.execute(
             sa.update(Job).where(Job.state.in_(("queued", "starting", "running"))).values(state="cancelled")
         )
+
+
+@pytest.fixture(autouse=True)
+def no_other_jobs(db):
+    """A shared test database keeps earlier tests' unfinished jobs, and these tests admit jobs no worker
+    runs: end them before and after each test."""
+    _end_unfinished_jobs(db)
+    yield
+    _end_unfinished_jobs(db)
 
 
 def _finish(db: Database, job_id: str) -> None:
@@ -41,7 +50,6 @@ def _submit(db: Database, tenant_id: int, limits: jobs.JobLimits) -> str:
 
 
 def test_a_later_tenants_first_job_takes_the_next_free_slot(db):
-    _end_other_tests_jobs(db)
     limits = jobs.JobLimits(running=2, running_per_tenant=2, queued_per_tenant=5)
     flooder, later = _tenant_id(db, "flooder"), _tenant_id(db, "later")
     flood = [_submit(db, flooder, limits) for _ in range(5)]
@@ -55,7 +63,6 @@ def test_a_later_tenants_first_job_takes_the_next_free_slot(db):
 
 
 def test_free_slots_go_one_per_tenant_with_the_fewest_running_ties_to_the_oldest_waiting(db):
-    _end_other_tests_jobs(db)
     limits = jobs.JobLimits(running=3, running_per_tenant=3, queued_per_tenant=5)
     a, b, c = (_tenant_id(db, prefix) for prefix in ("a", "b", "c"))
     a_jobs = [_submit(db, a, limits) for _ in range(3)]
@@ -72,7 +79,6 @@ def test_free_slots_go_one_per_tenant_with_the_fewest_running_ties_to_the_oldest
 
 
 def test_admission_from_many_threads_at_once_keeps_the_limits_and_starts_each_job_once(db):
-    _end_other_tests_jobs(db)
     limits = jobs.JobLimits(running=4, running_per_tenant=2, queued_per_tenant=5)
     tenants = [_tenant_id(db, f"t{i}") for i in range(3)]
     submitted = [_submit(db, t, limits) for _ in range(4) for t in tenants]

@@ -227,17 +227,27 @@ def get(db: Database, tenant_id: int, job_id: str) -> Job:
     return job
 
 
-def list_jobs(db: Database, tenant_id: int, states: list[str] | None = None, limit: int = 50) -> list[Job]:
-    """The tenant's newest ``limit`` jobs, newest first, optionally only those in ``states``."""
+def list_jobs(
+    db: Database,
+    tenant_id: int,
+    states: list[str] | None = None,
+    limit: int = 50,
+    *,
+    kinds: list[str] | None = None,
+) -> list[Job]:
+    """The tenant's newest ``limit`` jobs, newest first, optionally only those in ``states`` and of
+    ``kinds``."""
     query = sa.select(Job).where(Job.tenant_id == tenant_id)
     if states:
         query = query.where(Job.state.in_(states))
+    if kinds:
+        query = query.where(Job.kind.in_(kinds))
     with db.read() as session:
         found = session.scalars(query.order_by(Job.created_at.desc(), Job.id).limit(limit)).all()
     if any(job.state in ACTIVE_STATES and _worker_gone(job) for job in found):
         for job in found:
             recover_lost(db, job.id)
-        return list_jobs(db, tenant_id, states, limit)
+        return list_jobs(db, tenant_id, states, limit, kinds=kinds)
     return list(found)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from resonance_os.api import jobs
 from resonance_os.api.db import Database, Job
 from resonance_os.api.keys import resonance_home
-from resonance_os.core.errors import ResonanceError, StorageError
+from resonance_os.core.errors import ResonanceError, StorageError, ValidationError
 
 
 class PolicyNotReadyError(ResonanceError):
@@ -56,6 +56,11 @@ def policy_job(db: Database, tenant_id: int, job_id: str) -> Job:
     """The tenant's finished training job ``job_id`` (404 for unknown or other tenants' jobs, 409 if
     it has not succeeded)."""
     job = jobs.get(db, tenant_id, job_id)
+    if job.kind != "ppo":
+        raise ValidationError(
+            f"job {job_id!r} is a {job.kind} job, not a policy; pass the id of a PPO job "
+            "(GET /v1/jobs?kind=ppo&state=succeeded lists them)"
+        )
     if job.state != "succeeded" or job.artifact is None:
         raise PolicyNotReadyError(
             f"job {job_id!r} is {job.state}; a policy can be used once its job has succeeded"

@@ -1,8 +1,8 @@
 """Per-tenant storage quotas: how many rows a tenant stores and how many bytes of text they hold.
 
 Counted rows are the tenant's items (generated and submitted texts), feedback (which copies the texts it
-judges) and profile versions; counted bytes are the UTF-8 bytes of their texts, prompts and
-descriptions. Each tenant's usage is one ``api_usage`` row, changed by a single conditional
+judges), profile versions and reward model versions; counted bytes are the UTF-8 bytes of their texts,
+prompts and descriptions, and a reward model version's weights and parameters. Each tenant's usage is one ``api_usage`` row, changed by a single conditional
 ``UPDATE ... SET rows = rows + n WHERE rows + n <= limit AND bytes + b <= limit``: O(1) per write, and
 atomic, since concurrent writers of one tenant queue on that row (PostgreSQL re-checks the condition
 after the wait; SQLite writes one at a time), so a flood cannot overshoot a limit. Items and feedback are
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from resonance_os.api.db import Database, Feedback, Item, Usage
+from resonance_os.api.db import Database, Feedback, Item, RewardModelVersion, Usage
 from resonance_os.core.errors import ResonanceError
 from resonance_os.profiles.schema import ProfileRow, ProfileVersionRow
 
@@ -65,6 +65,10 @@ def stored(session: Session, tenant_id: int) -> tuple[int, int]:
         sa.select(sa.func.count(), sa.func.sum(n(ProfileVersionRow.description)))
         .join(ProfileRow, ProfileVersionRow.profile_id == ProfileRow.id)
         .where(ProfileRow.tenant_id == tenant_id),
+        sa.select(
+            sa.func.count(),
+            sa.func.sum(n(RewardModelVersion.weights) + n(sa.cast(RewardModelVersion.params, sa.Text))),
+        ).where(RewardModelVersion.tenant_id == tenant_id),
     )
     rows = nbytes = 0
     for query in queries:
@@ -127,8 +131,8 @@ def _refuse_if_over(session: Session, tenant_id: int, quota: StorageQuota, rows:
     if used_rows + rows > quota.rows:
         raise StorageQuotaError(
             f"storage quota reached: you store {used_rows:,} of at most {quota.rows:,} rows (generated and "
-            "submitted texts, feedback, profile versions); delete profiles you no longer need, or ask the "
-            "operator to raise RESONANCE_QUOTA_ROWS"
+            "submitted texts, feedback, profile versions, reward model versions); delete profiles you no "
+            "longer need, or ask the operator to raise RESONANCE_QUOTA_ROWS"
         )
     if used_bytes + nbytes > quota.bytes:
         raise StorageQuotaError(

@@ -23,6 +23,7 @@ from resonance_os.api.text_workers import TextWorkers
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
+from resonance_os.profiles.sample import sample_warning
 from resonance_os.profiles.targets import resolve_target
 from resonance_os.profiles.templates import DEFAULT_PROFILE_NAME
 
@@ -316,6 +317,19 @@ class ResonanceService:
         }
         return jobs.submit(self.db, ctx.tenant_id, "ppo", trainer, params, limits)
 
+    def start_reward_model_training(
+        self, ctx: TenantContext, trainer: str, *, holdout_fraction: float, seed: int, limits: JobLimits
+    ) -> Job:
+        """Queue a reward-model fit on all of the tenant's feedback (``feedback.fit_reward_model`` in a
+        job worker). Refused before it queues: 422 with too little feedback, 507 when the tenant's
+        storage has no room for another version, 429 past ``limits``."""
+        from resonance_os.api import feedback, jobs
+
+        feedback.check_trainable(self.db, ctx.tenant_id)
+        check_room(self.db, ctx.tenant_id, self.quota, 1, 0)
+        params = {"holdout_fraction": holdout_fraction, "seed": seed}
+        return jobs.submit(self.db, ctx.tenant_id, feedback.REWARD_MODEL_KIND, trainer, params, limits)
+
     # -- profiles ----------------------------------------------------------------------------------
 
     def list_profiles(self, ctx: TenantContext) -> list[dict[str, Any]]:
@@ -325,18 +339,33 @@ class ResonanceService:
         return profile_out(self.profiles.get_profile(ctx.tenant, name))
 
     def save_profile(
-        self, ctx: TenantContext, name: str, hrv: list[float], description: str | None, *, must_exist: bool
+        self,
+        ctx: TenantContext,
+        name: str,
+        hrv: list[float],
+        description: str | None,
+        *,
+        must_exist: bool | None,
     ) -> dict[str, Any]:
-        """Create (``must_exist=False``; 409 if it exists) or update (``must_exist=True``; 404 if not).
-        Each save stores a version, counted against the storage quota."""
+        """Create (``must_exist=False``; 409 if it exists), create or add a version (None: an explicit
+        overwrite) or update (``must_exist=True``; 404 if not). Each save stores a version, counted
+        against the storage quota."""
         try:
             with reserved(self.db, ctx.tenant_id, self.quota, 1, text_bytes(description)):
                 saved = self.profiles.save_profile(ctx.tenant, name, hrv, description, must_exist=must_exist)
         except AlreadyExistsError:
-            raise AlreadyExistsError(
-                f"profile {name!r} already exists; update it with PUT /v1/profiles/{name}"
-            ) from None
+            raise self._exists(ctx, name) from None
         return profile_out(saved)
+
+    def _exists(self, ctx: TenantContext, name: str) -> AlreadyExistsError:
+        """The 409 for a create that would replace ``name``: which version exists and how to overwrite."""
+        existing = self.profiles.get_profile(ctx.tenant, name)
+        return AlreadyExistsError(
+            f"a profile named {name!r} already exists (version {existing.version}, saved "
+            f"{existing.updated_at:%Y-%m-%d %H:%M} UTC). To replace it, send the request again with "
+            f"?overwrite=true: it is saved as version {existing.version + 1} and the earlier versions stay "
+            f"in GET /v1/profiles/{name}/history. Or choose another name."
+        )
 
     def delete_profile(self, ctx: TenantContext, name: str) -> None:
         """Delete the profile with its history (their rows and bytes leave the tenant's storage usage)."""
@@ -348,7 +377,17 @@ class ResonanceService:
         return [profile_out(p) for p in self.profiles.profile_history(ctx.tenant, name)]
 
     def profile_from_text(
-        self, ctx: TenantContext, name: str, text: str, description: str | None
+        self, ctx: TenantContext, name: str, text: str, description: str | None, *, overwrite: bool = False
     ) -> dict[str, Any]:
-        with reserved(self.db, ctx.tenant_id, self.quota, 1, text_bytes(description)):
-            return profile_out(self.profiles.profile_from_text(ctx.tenant, name, text, description))
+        """Measure ``text`` and save it as ``name`` (409 if it exists, unless ``overwrite``); the answer's
+        ``warnings`` say when the sample is too short to measure a voice (:mod:`resonance_os.profiles.sample`)."""
+        must_exist = None if overwrite else False
+        try:
+            with reserved(self.db, ctx.tenant_id, self.quota, 1, text_bytes(description)):
+                saved = self.profiles.profile_from_text(
+                    ctx.tenant, name, text, description, must_exist=must_exist
+                )
+        except AlreadyExistsError:
+            raise self._exists(ctx, name) from None
+        warning = sample_warning(text)
+        return {**profile_out(saved), "warnings": [warning] if warning else []}

@@ -1,15 +1,18 @@
-"""Human feedback and the reward model: POST /v1/feedback, POST /v1/reward-model/train, GET /v1/reward-model."""
+"""Human feedback and the reward model: POST /v1/feedback, POST /v1/reward-model/train (a job),
+GET /v1/reward-model."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from resonance_os.api import feedback
 from resonance_os.api.deps import service, tenant
+from resonance_os.api.routes.jobs import accepted
 from resonance_os.api.schemas import (
     FeedbackRequest,
     FeedbackResponse,
     ItemRef,
+    JobOut,
     RewardModelOut,
     RewardTrainRequest,
 )
@@ -49,13 +52,28 @@ def post_feedback(
     return {"id": row.id, "kind": row.kind, "item_ids": [i.id for i in (item, other) if i is not None]}
 
 
-@router.post("/reward-model/train", response_model=RewardModelOut, status_code=201)
+@router.post("/reward-model/train", response_model=JobOut, status_code=202)
 def train_reward_model(
-    body: RewardTrainRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+    body: RewardTrainRequest,
+    request: Request,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
 ) -> dict:
-    """Fit a new version on all of your feedback; the response has its held-out metrics."""
-    row = feedback.train(svc, ctx, holdout_fraction=body.holdout_fraction, seed=body.seed)
-    return {"version": row.version, "created_at": row.created_at, "metrics": row.metrics}
+    """Queue a fit of a new reward model version on all of your feedback: 202 and the job (kind
+    ``reward_model``); follow it at GET /v1/jobs/{id} (its metrics name ``reward_model_version``),
+    then GET /v1/reward-model. 422 with too little feedback, 507 without storage room, 429 when your
+    job queue is full."""
+    trainer = request.app.state.settings.trainers.get(
+        feedback.REWARD_MODEL_KIND, feedback.REWARD_MODEL_TRAINER
+    )
+    job = svc.start_reward_model_training(
+        ctx,
+        trainer,
+        holdout_fraction=body.holdout_fraction,
+        seed=body.seed,
+        limits=request.app.state.job_limits,
+    )
+    return accepted(request, svc, ctx, job)
 
 
 @router.get("/reward-model", response_model=RewardModelOut)

@@ -1,8 +1,11 @@
-"""Training jobs: POST /v1/train queues one for a worker process, GET /v1/jobs lists yours,
+"""Training jobs: POST /v1/train queues one for a worker process (POST /v1/reward-model/train another
+kind, see routes.feedback), GET /v1/jobs lists yours,
 GET /v1/jobs/{job_id} follows one and GET /v1/jobs/{job_id}/metrics gives its learning curve,
 DELETE /v1/jobs/{job_id} (or POST /v1/jobs/{job_id}/cancel) cancels it."""
 
 from __future__ import annotations
+
+from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
@@ -16,6 +19,8 @@ from resonance_os.api.service import ResonanceService
 from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1", tags=["training"])
+
+JobKind = Literal["ppo", "reward_model"]
 
 
 def job_out(job: Job) -> dict:
@@ -61,9 +66,15 @@ def train(
         use_reward_model=body.use_reward_model,
         limits=request.app.state.job_limits,
     )
-    JOBS_SUBMITTED.labels("ppo").inc()
+    return accepted(request, svc, ctx, job)
+
+
+def accepted(request: Request, svc: ResonanceService, ctx: TenantContext, job: Job) -> dict:
+    """The body of a 202 for a job just queued: counted, admitted now if a slot is free (the runner's
+    own tick would, within a second), then read back."""
+    JOBS_SUBMITTED.labels(job.kind).inc()
     runner = request.app.state.job_runner
-    if runner is not None:  # admit it now if a slot is free (the runner's own tick would, within a second)
+    if runner is not None:
         runner.tick()
     return job_out(jobs.get(svc.db, ctx.tenant_id, job.id))
 
@@ -73,12 +84,16 @@ def list_jobs(
     state: list[JobState] | None = Query(
         None, description="Only jobs in these states (repeat the parameter for several)."
     ),
+    kind: list[JobKind] | None = Query(
+        None, description="Only jobs of these kinds: ppo (policies), reward_model (reward-model fits)."
+    ),
     limit: int = Query(50, ge=1, le=200, description="At most this many jobs."),
     ctx: TenantContext = Depends(tenant),
     svc: ResonanceService = Depends(service),
 ) -> dict:
-    """Your training jobs, newest first (``?state=succeeded`` for the policies you can write with)."""
-    return {"jobs": [job_out(job) for job in jobs.list_jobs(svc.db, ctx.tenant_id, state, limit)]}
+    """Your jobs, newest first (``?kind=ppo&state=succeeded`` for the policies you can write with)."""
+    found = jobs.list_jobs(svc.db, ctx.tenant_id, state, limit, kinds=kind)
+    return {"jobs": [job_out(job) for job in found]}
 
 
 @router.get("/jobs/{job_id}/metrics", response_model=JobCurve)

@@ -463,10 +463,18 @@ async function loadRewardModel() {
   }
 }
 
+/** Training is a job (kind reward_model) run by a worker: queue it, follow it, then show the model. */
 async function trainRewardModel(event) {
   event.preventDefault();
   await submitting(event.target, async () => {
-    const model = await call("POST", "/v1/reward-model/train", {});
+    let job = await call("POST", "/v1/reward-model/train", {});
+    notify("Training the reward model…");
+    while (ACTIVE.has(job.state)) {
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      job = await call("GET", `/v1/jobs/${encodeURIComponent(job.id)}`);
+    }
+    if (job.state !== "succeeded") throw new Error(`Reward model training ${job.state}: ${job.error}`);
+    const model = await call("GET", "/v1/reward-model");
     showRewardModel(model);
     notify(`Reward model version ${model.version} trained.`);
   });
@@ -510,7 +518,7 @@ function jobStatus(job) {
 }
 
 async function loadJobs() {
-  ({ jobs: state.jobs } = await call("GET", "/v1/jobs"));
+  ({ jobs: state.jobs } = await call("GET", "/v1/jobs?kind=ppo"));
   renderJobs();
   renderPolicies();
 }
