@@ -25,7 +25,9 @@ def test_create_show_list_history_delete(store):
     assert made.exit_code == 0, made.output
     assert "acme/blog" in made.stdout and "emotional_valence" in made.stdout
 
-    updated = invoke("create", "acme", "blog", "--template", "creative", "--store", store, "--json")
+    updated = invoke(
+        "create", "acme", "blog", "--template", "creative", "--overwrite", "--store", store, "--json"
+    )
     assert updated.exit_code == 0, updated.output
     data = json.loads(updated.stdout)
     assert data["version"] == 2
@@ -58,7 +60,7 @@ def test_store_from_environment_and_url(tmp_path, monkeypatch):
     folder = tmp_path / "env-store"
     monkeypatch.setenv("RESONANCE_STORE", str(folder))
     assert invoke("create", "acme", "a", "--hrv", HRV).exit_code == 0
-    url = f"sqlite:///{folder / 'profiles.db'}"
+    url = f"sqlite:///{folder / 'resonance.db'}"
     monkeypatch.delenv("RESONANCE_STORE")
     out = invoke("show", "acme", "a", "--store", url, "--json")
     assert out.exit_code == 0 and json.loads(out.stdout)["name"] == "a"
@@ -76,7 +78,7 @@ def test_store_from_environment_and_url(tmp_path, monkeypatch):
         (["create", "acme", "x", "--template", "poetic"], "unknown template 'poetic'"),
         (["history", "globex", "blog"], "has no profiles yet"),
         (["delete", "acme", "missing", "-y"], "existing profiles: blog"),
-        (["from-text", "acme", "x", "/no/such/file.txt"], "cannot read"),
+        (["from-text", "acme", "x", "/no/such/file.txt"], "no such file"),
         (["list", "--store", "nosuch://x"], "cannot open database URL"),
     ],
 )
@@ -120,10 +122,10 @@ def test_from_text_file_and_stdin(store, tmp_path):
     from_file = invoke("from-text", "acme", "notes", str(sample), "--store", store, "--json")
     assert from_file.exit_code == 0, from_file.output
     from_stdin = invoke(
-        "from-text", "acme", "notes", "-", "--store", store, "--json", input=sample.read_text()
+        "from-text", "acme", "notes", "-", "--overwrite", "--store", store, "--json", input=sample.read_text()
     )
     assert from_stdin.exit_code == 0, from_stdin.output
     first, second = json.loads(from_file.stdout), json.loads(from_stdin.stdout)
     assert first["hrv"] == second["hrv"] and second["version"] == 2
-    empty = invoke("from-text", "acme", "notes", "-", "--store", store, input="   \n")
+    empty = invoke("from-text", "acme", "notes", "-", "--overwrite", "--store", store, input="   \n")
     assert empty.exit_code == 2 and "error:" in empty.stderr

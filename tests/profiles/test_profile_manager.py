@@ -12,11 +12,11 @@ from resonance_os.core.errors import (
     StorageError,
     ValidationError,
 )
+from resonance_os.core.home import DB_FILENAME
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
 from resonance_os.profiles import BUILTIN_TEMPLATES, DEFAULT_PROFILE
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
-from resonance_os.profiles.storage import DB_FILENAME
 
 V1 = [0.5, 0.6, 0.5, 0.6, 0.2, 0.1, 0.5, 0.9]
 V2 = [0.4, 0.7, 0.3, 0.7, 0.1, 0.2, 0.3, 0.95]

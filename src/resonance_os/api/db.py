@@ -18,7 +18,8 @@ filters on ``tenant_id``:
 - ``api_usage``          per tenant, the stored rows and text bytes counted against its storage quota
                          (see :mod:`resonance_os.api.quotas`).
 
-The embedded default is a SQLite file in WAL mode under ``~/.resonance_os/``; any SQLAlchemy URL works,
+The embedded default is the SQLite file ``resonance.db`` (WAL mode) in the data home
+``$RESONANCE_HOME`` (default ``~/.resonance_os``), shared with the profile commands; any SQLAlchemy URL works,
 PostgreSQL as ``postgresql+psycopg://user:pass@host:port/db``. :meth:`Database.migrate` brings a
 database to the newest revision.
 """
@@ -30,7 +31,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
@@ -39,11 +39,9 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.orm import Mapped, Session, mapped_column, sessionmaker
 
 from resonance_os.core.errors import StorageError
+from resonance_os.core.home import classify_location, default_database, prepare_location
 from resonance_os.profiles.schema import Base, Tenant, utcnow
 from resonance_os.profiles.storage import WRITE_OPTION, configure_sqlite, migrate
-
-DEFAULT_HOME = Path("~/.resonance_os")
-DEFAULT_DB_FILE = "resonance.db"
 
 
 def new_id() -> str:
@@ -151,28 +149,19 @@ class Usage(Base):
 
 
 def resolve_db_url(value: str | os.PathLike[str] | None = None) -> str:
-    """The SQLAlchemy URL for ``value``: a URL as is, a file or folder path as a SQLite file URL.
+    """The SQLAlchemy URL for ``value``: a URL as is, a SQLite file, or a data home's ``resonance.db``.
 
-    ``None`` falls back to ``$RESONANCE_DB``, then ``~/.resonance_os/resonance.db``. A folder gets
-    ``resonance.db`` inside it; the parent folder is created.
+    ``None`` falls back to ``$RESONANCE_DB``, then ``$RESONANCE_HOME`` (default ``~/.resonance_os``):
+    the one database the profile commands use too (:mod:`resonance_os.core.home`).
     """
-    raw = os.fspath(value) if value is not None else os.environ.get("RESONANCE_DB")
-    if not raw:
-        raw = str(DEFAULT_HOME / DEFAULT_DB_FILE)
-    if "://" in raw:
+    location = classify_location(os.fspath(value) if value is not None else default_database())
+    if location.url is not None:
         try:
-            make_url(raw)
+            make_url(location.url)
         except ArgumentError as exc:
-            raise StorageError(f"cannot parse the database URL {raw!r}: {exc}") from None
-        return raw
-    path = Path(raw).expanduser()
-    if path.is_dir():
-        path = path / DEFAULT_DB_FILE
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StorageError(f"cannot create the folder {path.parent} for the database: {exc}") from None
-    return f"sqlite:///{path.resolve()}"
+            raise StorageError(f"cannot parse the database URL {location.url!r}: {exc}") from None
+        return location.url
+    return f"sqlite:///{prepare_location(location).resolve()}"
 
 
 class Database:

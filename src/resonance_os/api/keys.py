@@ -21,14 +21,10 @@ from functools import lru_cache
 from pathlib import Path
 
 from resonance_os.core.errors import StorageError
+from resonance_os.core.home import resonance_home
 
 KEY_PREFIX = "rsk_"
 DISPLAY_PREFIX_LEN = 12
-
-
-def resonance_home() -> Path:
-    """``$RESONANCE_HOME`` or ``~/.resonance_os``: default database, pepper and policy files live here."""
-    return Path(os.environ.get("RESONANCE_HOME", "~/.resonance_os")).expanduser()
 
 
 def _pepper_file() -> Path:

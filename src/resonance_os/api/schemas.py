@@ -9,6 +9,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, mo
 
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
 from resonance_os.core.hrv_types import validate_hrv
+from resonance_os.core.limits import MAX_PARAGRAPHS
 from resonance_os.generation.topics import normalized_length
 
 
@@ -154,7 +155,7 @@ class GenerateRequest(Body):
     prompt: Prompt
     profile: Name | None = None
     target_hrv: HRVList | None = None
-    paragraphs: int = Field(3, ge=1, le=12)
+    paragraphs: int = Field(3, ge=1, le=MAX_PARAGRAPHS)
     seed: int | None = Field(None, ge=0, le=2**32 - 1)
     policy: str | None = Field(
         None, max_length=64, description="Id of a finished training job to steer with."
@@ -251,6 +252,10 @@ class ProfileOut(BaseModel):
     version: int | None = None
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="Why the saved values may mislead, e.g. a sample too short to measure.",
+    )
 
 
 class ProfileList(BaseModel):

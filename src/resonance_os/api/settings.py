@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from resonance_os.api.serving_gate import MAX_SHARE
 from resonance_os.core.errors import ValidationError
+from resonance_os.core.limits import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # stated once, for the CLI too
 
 MAX_BODY_BYTES = 1_048_576
-MAX_TEXT_CHARS = 50_000
 MAX_PROMPT_CHARS = 4_000
 MAX_TRAINING_YIELD_SHARE = 0.95
 """Training may wait for requests at most this share of its time: it is slowed, never stopped."""
@@ -44,7 +44,9 @@ def env_float(name: str, default: float, *, allow_zero: bool = False) -> float:
     return value
 
 
-def _env_int(name: str, default: int, minimum: int = 1) -> int:
+def env_int(name: str, default: int, minimum: int = 1) -> int:
+    """``$name`` as a whole number of at least ``minimum``, ``default`` when unset; ``ValidationError``
+    naming the variable otherwise."""
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
@@ -156,9 +158,9 @@ class Settings:
             "rate_limit_file": os.environ.get("RESONANCE_RATE_LIMIT_FILE") or None,
             "migrate": os.environ.get("RESONANCE_SKIP_MIGRATE") != "1",
             "generate_budget_s": env_float("RESONANCE_GENERATE_BUDGET_S", cls.generate_budget_s),
-            "generate_per_tenant": _env_int("RESONANCE_GENERATE_PER_TENANT", cls.generate_per_tenant),
-            "generate_total": _env_int("RESONANCE_GENERATE_TOTAL", cls.generate_total),
-            "text_workers": _env_int("RESONANCE_TEXT_WORKERS", cls.text_workers, minimum=0),
+            "generate_per_tenant": env_int("RESONANCE_GENERATE_PER_TENANT", cls.generate_per_tenant),
+            "generate_total": env_int("RESONANCE_GENERATE_TOTAL", cls.generate_total),
+            "text_workers": env_int("RESONANCE_TEXT_WORKERS", cls.text_workers, minimum=0),
             "failed_auth_per_s": env_float("RESONANCE_FAILED_AUTH_RATE", cls.failed_auth_per_s),
             "failed_auth_burst": env_float("RESONANCE_FAILED_AUTH_BURST", cls.failed_auth_burst),
             "throttle_max_s": env_float("RESONANCE_THROTTLE_MAX_S", cls.throttle_max_s, allow_zero=True),
@@ -167,7 +169,7 @@ class Settings:
             "training_yield_share": env_float(
                 "RESONANCE_TRAINING_YIELD_SHARE", cls.training_yield_share, allow_zero=True
             ),
-            **{name: _env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
+            **{name: env_int(f"RESONANCE_{name.upper()}", getattr(cls, name)) for name in INT_SETTINGS},
         }
         if os.environ.get("RESONANCE_TRAINERS"):
             values["trainers"] = _parse_trainers(os.environ["RESONANCE_TRAINERS"])

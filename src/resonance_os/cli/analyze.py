@@ -3,56 +3,24 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
+from resonance_os.cli.text_input import read_source, text_or_file
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiling.hrv_extractor import HRVAnalysis, HRVExtractor
+
+if TYPE_CHECKING:
+    from resonance_os.profiling.hrv_extractor import HRVAnalysis, HRVExtractor
 
 console = Console(highlight=False)
 BAR_WIDTH = 20
 EVIDENCE_ITEMS = 8
 """How many words or sentences of each evidence list the table shows (``--json`` shows all)."""
-
-
-def _decode(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise ValidationError(
-            f"{where} is not UTF-8 text (byte {exc.start}: {data[exc.start : exc.start + 1]!r}); "
-            "convert it first, e.g. iconv -t UTF-8"
-        ) from None
-
-
-def read_source(source: str) -> str:
-    """Text of the file ``source``, or of standard input when ``source`` is ``-``."""
-    if source == "-":
-        return _decode(typer.get_binary_stream("stdin").read(), "standard input")
-    path = Path(source)
-    if not path.is_file():
-        raise ValidationError(f"no such file: {source!r}; give a text file, or - to read standard input")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ValidationError(f"cannot read {source!r}: {exc.strerror}") from None
-    return _decode(data, repr(source))
-
-
-def text_or_file(value: str) -> tuple[str, str]:
-    """(text, label): standard input for ``-``, the file's text when ``value`` names an existing file,
-    else ``value`` itself."""
-    if value == "-":
-        return read_source(value), "standard input"
-    path = Path(value)
-    if len(value) < 4096 and path.is_file():
-        return read_source(value), path.name
-    return value, "text " + repr(value if len(value) <= 30 else value[:27] + "...")
 
 
 def _measure(extractor: HRVExtractor, text: str, label: str) -> HRVAnalysis:
@@ -99,7 +67,10 @@ def analyze(
 
     def run() -> HRVAnalysis:
         label = "standard input" if source == "-" else repr(source)
-        return _measure(HRVExtractor(), read_source(source), label)
+        text = read_source(source)
+        from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+        return _measure(HRVExtractor(), text, label)
 
     result = run_reporting_user_errors(run)
     if as_json:
@@ -121,30 +92,32 @@ def analyze(
 
 
 def compare(
-    text_a: str = typer.Argument(
-        ..., help="First text: a file path, or the text itself if no such file exists."
-    ),
-    text_b: str = typer.Argument(
-        ..., help="Second text: a file path, or the text itself if no such file exists."
-    ),
+    text_a: str = typer.Argument(..., help="First text: a file (- for standard input), or the text itself."),
+    text_b: str = typer.Argument(..., help="Second text: a file, or the text itself."),
     method: str = typer.Option(
         None,
         "--method",
         help="Similarity method: cosine, euclidean, manhattan, pearson or spearman (default: the calculator's).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: both HRVs and their similarity."),
+    literal: bool = typer.Option(
+        False, "--literal", help="Take both arguments as the texts themselves, never as file names."
+    ),
 ) -> None:
     """Measure two texts and show their HRVs side by side with their similarity in [0, 1].
 
     Each argument is read as a file when a file of that name exists (- reads standard input),
-    otherwise it is taken as literal text: resonance compare draft.txt "A short sentence to compare."
+    otherwise it is taken as the text itself: resonance compare draft.txt "A short sentence to compare."
+    A missing file whose name looks like one (draft.txt, notes/a) is an error; --literal takes both
+    arguments as text.
     """
 
     def run() -> tuple[list[float], list[float], float, str, str, str]:
+        from resonance_os.profiling.hrv_extractor import HRVExtractor
         from resonance_os.similarity.metrics import SimilarityCalculator
 
+        (a, label_a), (b, label_b) = text_or_file(text_a, literal), text_or_file(text_b, literal)
         extractor = HRVExtractor()
-        (a, label_a), (b, label_b) = text_or_file(text_a), text_or_file(text_b)
         hrv_a = _measure(extractor, a, label_a).hrv
         hrv_b = _measure(extractor, b, label_b).hrv
         calculator = SimilarityCalculator()

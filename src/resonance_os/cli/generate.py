@@ -11,8 +11,10 @@ from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.progress import progress
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.limits import MAX_PARAGRAPHS
 
 console = Console(highlight=False)
 
@@ -40,7 +42,13 @@ def generate(
     prompt: str = typer.Argument(..., help="What to write about (at most 4,000 characters)."),
     profile: str = ProfileOpt,
     hrv: str = HrvOpt,
-    paragraphs: int = typer.Option(3, "--paragraphs", min=1, max=20, help="Number of paragraphs (1-20)."),
+    paragraphs: int = typer.Option(
+        3,
+        "--paragraphs",
+        min=1,
+        max=MAX_PARAGRAPHS,
+        help=f"Number of paragraphs (1-{MAX_PARAGRAPHS}, the service's limit too).",
+    ),
     backend: str = typer.Option(
         None,
         "--backend",
@@ -57,7 +65,9 @@ def generate(
     ),
     store: str = StoreOpt,
 ) -> None:
-    """Write an article toward a target HRV and print it with a target-vs-measured table."""
+    """Write an article toward a target HRV and print it with a target-vs-measured table.
+
+    Progress (loading the model, each paragraph, the time so far) goes to standard error."""
 
     def run():
         from resonance_os.generation.human_resonant_writer import HumanResonantWriter
@@ -67,26 +77,42 @@ def generate(
             raise ValidationError("give --profile or --hrv, not both")
         given = profile is not None or hrv is not None
         target, source = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
-        if policy is not None:
-            from resonance_os.evolution.hr_grpo_run import is_hr_grpo_run
-            from resonance_os.evolution.hr_policy import write_with_policy
+        with progress("loading the writer") as report:
+            written = 1
 
-            # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
-            grpo = is_hr_grpo_run(policy)
-            writer = None if grpo and backend is None else HumanResonantWriter(backend=backend)
-            return write_with_policy(  # without --profile/--hrv: the run's own target
-                policy,
+            def next_paragraph() -> None:
+                nonlocal written
+                written += 1
+                report.step(f"writing paragraph {written} of {paragraphs}")
+
+            if policy is not None:
+                from resonance_os.evolution.hr_grpo_run import is_hr_grpo_run
+                from resonance_os.evolution.hr_policy import write_with_policy
+
+                # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
+                grpo = is_hr_grpo_run(policy)
+                writer = None if grpo and backend is None else HumanResonantWriter(backend=backend)
+                report.step(f"writing paragraph 1 of {paragraphs} with the policy in {policy}")
+                return write_with_policy(  # without --profile/--hrv: the run's own target
+                    policy,
+                    prompt,
+                    target_hrv=target if given else None,
+                    num_paragraphs=paragraphs,
+                    seed=seed,
+                    writer=writer,
+                    target_source=source if given else None,
+                    between_paragraphs=next_paragraph,
+                )
+            writer = HumanResonantWriter(backend=backend)
+            report.step(f"writing paragraph 1 of {paragraphs} with {writer.backend_name}")
+            return writer.generate(
                 prompt,
-                target_hrv=target if given else None,
+                target_hrv=target,
                 num_paragraphs=paragraphs,
                 seed=seed,
-                writer=writer,
-                target_source=source if given else None,
+                target_source=source,
+                between_paragraphs=next_paragraph,
             )
-        writer = HumanResonantWriter(backend=backend)
-        return writer.generate(
-            prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed, target_source=source
-        )
 
     article = run_reporting_user_errors(run)
     if as_json:

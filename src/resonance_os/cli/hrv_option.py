@@ -7,8 +7,8 @@ import typer
 
 from resonance_os.core.env import env_names
 from resonance_os.core.errors import ValidationError
+from resonance_os.core.home import STORE_ENV
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiles.storage import STORE_ENV
 
 ProfileOpt = typer.Option(
     None,
@@ -21,7 +21,8 @@ StoreOpt = typer.Option(
     None,
     "--store",
     envvar=env_names(STORE_ENV),
-    help="Profile store: a folder (SQLite inside) or a SQLAlchemy URL. Default ~/.resonance_os.",
+    help="Database of profiles: a data-home folder (its resonance.db), a .db file or a SQLAlchemy URL."
+    " Default: $RESONANCE_DB, else $RESONANCE_HOME (~/.resonance_os), the database `resonance serve` uses.",
     show_default=False,
 )
 

@@ -3,21 +3,28 @@
 from __future__ import annotations
 
 import json
-import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from resonance_os.cli.errors import error_console, run_reporting_user_errors
 from resonance_os.cli.hrv_option import StoreOpt, parse_hrv_option
-from resonance_os.core.errors import ValidationError
+from resonance_os.cli.text_input import read_source
+from resonance_os.core.errors import AlreadyExistsError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.core.hrv_types import HRVProfile
-from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
-from resonance_os.profiles.profile_folder import FolderImport, import_profile_folder
+from resonance_os.profiles.sample import sample_warning
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE_NAME
+
+if TYPE_CHECKING:
+    from resonance_os.core.hrv_types import HRVProfile
+    from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+    from resonance_os.profiles.profile_folder import FolderImport
 
 app = typer.Typer(
     help="Tenants' target HRV profiles: versioned, stored in SQLite (a folder) or any SQL database.",
@@ -28,6 +35,12 @@ console = Console(highlight=False)
 TenantArg = typer.Argument(..., help="Tenant name: letters, digits, '-', '_', '.'.")
 NameArg = typer.Argument(..., help="Profile name: letters, digits, '-', '_', '.'.")
 JsonOpt = typer.Option(False, "--json", help="Print JSON instead of a table.")
+OverwriteOpt = typer.Option(
+    False,
+    "--overwrite",
+    help="Replace a profile of the same name: its values become a new version (the old ones stay in"
+    " its history).",
+)
 BAR_WIDTH = 20
 
 
@@ -60,17 +73,29 @@ def _changes(before: HRVProfile, after: HRVProfile) -> str:
     return ", ".join(moved) or "values unchanged"
 
 
-def _read_text(source: str) -> str:
-    if source == "-":
-        return sys.stdin.read()
-    path = Path(source)
+@contextmanager
+def _refusing_overwrite(
+    manager: HRVProfileManager, tenant: str, name: str, overwrite: bool
+) -> Iterator[bool | None]:
+    """``must_exist`` for the save (None with --overwrite: create or add a version; False: create
+    only); a clash becomes an error naming the existing profile and --overwrite."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ValidationError(
-            f"cannot read {source!r}: {reason}; pass a UTF-8 text file or '-' for stdin"
+        yield None if overwrite else False
+    except AlreadyExistsError:
+        existing = manager.get_profile(tenant, name)
+        raise AlreadyExistsError(
+            f"profile {existing.key} already exists (version {existing.version}, saved "
+            f"{existing.updated_at:%Y-%m-%d %H:%M} UTC); pass --overwrite to save this as version "
+            f"{existing.version + 1} (earlier versions stay in `resonance profiles history {tenant} {name}`), "
+            "or choose another name"
         ) from None
+
+
+def _open(store: str | None) -> HRVProfileManager:
+    """The profile database (imported here: the database layer loads only for commands that use it)."""
+    from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
+
+    return HRVProfileManager(store)
 
 
 @app.command("list")
@@ -82,7 +107,7 @@ def list_profiles(
     """List a tenant's profiles (or, without TENANT, every tenant and its profile count)."""
 
     def run() -> None:
-        with HRVProfileManager(store) as manager:
+        with _open(store) as manager:
             if tenant is None:
                 tenants = manager.list_tenants()
                 if as_json:
@@ -115,7 +140,7 @@ def show(
     """Show a profile's current HRV with bars, its version and description."""
 
     def run() -> None:
-        with HRVProfileManager(store) as manager:
+        with _open(store) as manager:
             profile = manager.get_profile(tenant, name)
         if as_json:
             _print_json(profile.to_dict())
@@ -134,19 +159,24 @@ def create(
         None, "--template", help=f"Copy a built-in template: {', '.join(BUILTIN_TEMPLATES)}."
     ),
     description: str = typer.Option(None, "--description", "-d", help="What the profile is for."),
+    overwrite: bool = OverwriteOpt,
     store: str = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Create a profile from --hrv or --template; an existing name gets a new version."""
+    """Create a profile from --hrv or --template (an existing name needs --overwrite)."""
 
     def run() -> None:
         if (hrv is None) == (template is None):
             raise ValidationError("give exactly one of --hrv or --template")
-        with HRVProfileManager(store) as manager:
+        with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
             if template is not None:
-                profile = manager.create_from_template(tenant, name, template, description)
+                profile = manager.create_from_template(
+                    tenant, name, template, description, must_exist=must_exist
+                )
             else:
-                profile = manager.save_profile(tenant, name, parse_hrv_option(hrv), description)
+                profile = manager.save_profile(
+                    tenant, name, parse_hrv_option(hrv), description, must_exist=must_exist
+                )
         if as_json:
             _print_json(profile.to_dict())
         else:
@@ -161,15 +191,21 @@ def from_text(
     name: str = NameArg,
     source: str = typer.Argument(..., metavar="FILE|-", help="UTF-8 text file to measure, or '-' for stdin."),
     description: str = typer.Option(None, "--description", "-d", help="What the profile is for."),
+    overwrite: bool = OverwriteOpt,
     store: str = StoreOpt,
     as_json: bool = JsonOpt,
 ) -> None:
-    """Measure a sample text's HRV and save it as the profile (a new version if it exists)."""
+    """Measure a sample text's HRV and save it as the profile (an existing name needs --overwrite).
+
+    A sample under 150 words is saved with a warning: too few sentences to measure a voice."""
 
     def run() -> None:
-        text = _read_text(source)
-        with HRVProfileManager(store) as manager:
-            profile = manager.profile_from_text(tenant, name, text, description)
+        text = read_source(source)
+        with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
+            profile = manager.profile_from_text(tenant, name, text, description, must_exist=must_exist)
+        warning = sample_warning(text)
+        if warning is not None:
+            error_console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
         if as_json:
             _print_json(profile.to_dict())
         else:
@@ -188,7 +224,7 @@ def delete(
     """Delete a profile and its whole version history."""
 
     def run() -> None:
-        with HRVProfileManager(store) as manager:
+        with _open(store) as manager:
             profile = manager.get_profile(tenant, name)
             if not yes and not typer.confirm(
                 f"Delete {profile.key} and its {profile.version} version(s)?", default=False
@@ -208,7 +244,7 @@ def history(
     """Every saved version of a profile, oldest first."""
 
     def run() -> None:
-        with HRVProfileManager(store) as manager:
+        with _open(store) as manager:
             versions = manager.profile_history(tenant, name)
         if as_json:
             _print_json([v.to_dict() for v in versions])
@@ -247,7 +283,9 @@ def import_folder(
     """
 
     def run() -> FolderImport:
-        with HRVProfileManager(store) as manager:
+        from resonance_os.profiles.profile_folder import import_profile_folder
+
+        with _open(store) as manager:
             return import_profile_folder(manager, folder, replace=replace)
 
     report = run_reporting_user_errors(run)

@@ -12,9 +12,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from resonance_os.cli.analyze import read_source
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
@@ -23,7 +23,7 @@ console = Console(highlight=False)
 
 def sentence_diff(before: str, after: str) -> list[str]:
     """Unified diff (difflib) of the sentences of ``before`` and ``after``, one sentence a line."""
-    from resonance_os.generation.edits import split_sentences
+    from resonance_os.core.text import sentence_texts as split_sentences
 
     return list(
         difflib.unified_diff(
@@ -66,15 +66,16 @@ def refine(
     lines; without --profile or --hrv the default profile is the target."""
 
     def run():
+        if profile is not None and hrv is not None:
+            raise ValidationError("give --profile or --hrv, not both")
+        text = read_source(source)  # input errors first: they need none of the imports below
         from resonance_os.generation.human_resonant_writer import HumanResonantWriter
         from resonance_os.generation.text_refine import refine_text
         from resonance_os.profiles.targets import resolve_target
 
-        if profile is not None and hrv is not None:
-            raise ValidationError("give --profile or --hrv, not both")
         target, label = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
         writer = HumanResonantWriter(backend="builtin")  # revise never drafts: load no language model
-        refined = refine_text(writer, read_source(source), target, seed=seed)
+        refined = refine_text(writer, text, target, seed=seed)
         if out is not None:
             write_atomically(out, refined.text + "\n")
         return refined, target, label

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import typer
@@ -18,8 +19,9 @@ from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.rl.errors import CurveFitError
-from resonance_os.rl.scaling import PARAMETERS, ComputeCurve, ScalingFit, fit_compute_curve
-from resonance_os.rl.scaling_io import read_compute_curve
+
+if TYPE_CHECKING:  # rl.scaling loads SciPy: imported by the commands that fit, not at start-up
+    from resonance_os.rl.scaling import ComputeCurve, ScalingFit
 
 console = Console(highlight=False)
 app = typer.Typer(
@@ -71,6 +73,8 @@ def fit(
     """Fit R(C) = R0 + (A - R0) / (1 + (C_mid / C)^B) to each recipe, with bootstrap intervals."""
 
     def run() -> None:
+        from resonance_os.rl.scaling import fit_compute_curve
+
         groups = _read_groups(files, compute, metric, weights)
         grid = _parse_grid(a_grid)
         fits = [
@@ -115,6 +119,8 @@ def _read_groups(
     files: list[str], compute: str | None, metric: str | None, weights: str | None
 ) -> dict[str, list[ComputeCurve]]:
     """Runs grouped by recipe name, in the order first given; an unnamed FILE is its own recipe."""
+    from resonance_os.rl.scaling_io import read_compute_curve
+
     groups: dict[str, list[ComputeCurve]] = {}
     for spec in files:
         name, path = None, spec
@@ -144,6 +150,8 @@ def _parse_grid(spec: str | None) -> list[float] | None:
 
 
 def _print_table(fits: list[ScalingFit], confidence: float) -> None:
+    from resonance_os.rl.scaling import PARAMETERS
+
     table = Table(title=f"Sigmoidal compute curves, {round(100 * confidence)}% bootstrap intervals")
     table.add_column("recipe")
     table.add_column("runs / points", justify="right")

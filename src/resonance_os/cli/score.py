@@ -8,9 +8,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from resonance_os.cli.analyze import read_source
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
@@ -49,15 +49,15 @@ def score(
     (no) repetition (docs/reward.md). Without --profile or --hrv the default profile is the target."""
 
     def run():
+        if profile is not None and hrv is not None:
+            raise ValidationError("give --profile or --hrv, not both")
+        text = read_source(source)  # input errors first: they need none of the imports below
         from resonance_os.profiles.targets import resolve_target
         from resonance_os.quality.reward import WritingReward
 
-        if profile is not None and hrv is not None:
-            raise ValidationError("give --profile or --hrv, not both")
         target, source_label = resolve_target(
             parse_hrv_option(hrv) if hrv is not None else None, profile, store
         )
-        text = read_source(source)
         return WritingReward(model=model).score(text, target, prompt=prompt), target, source_label
 
     result, target, target_label = run_reporting_user_errors(run)

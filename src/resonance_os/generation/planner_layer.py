@@ -14,6 +14,7 @@ import numpy as np
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import default_target, validate_hrv
+from resonance_os.core.limits import MAX_PARAGRAPHS
 from resonance_os.generation.topics import topic_phrases, validate_prompt
 
 ROLE_SHIFTS: dict[str, dict[str, float]] = {
@@ -90,7 +91,7 @@ class PlannerLayer:
     def plan_paragraphs(
         self, prompt: str, num_paragraphs: int = 3, target: list[float] | None = None
     ) -> tuple[list[Outline], list[list[float]]]:
-        """(outlines, per-paragraph targets) for ``num_paragraphs`` (1-20) paragraphs about ``prompt``.
+        """(outlines, per-paragraph targets) for ``num_paragraphs`` (1-``MAX_PARAGRAPHS``) paragraphs about ``prompt``.
 
         ``target`` is the article's HRV (8 floats in [0, 1]); without it the default profile's vector
         (``core.hrv_types.default_target``, ``builtin/professional``) is used. The mean of the
@@ -117,9 +118,15 @@ class PlannerLayer:
 
 
 def validate_num_paragraphs(value: object) -> int:
-    """An int in [1, 20], or a ``ValidationError`` naming the value."""
+    """An int in [1, ``MAX_PARAGRAPHS``], or a ``ValidationError`` naming the value."""
     from resonance_os.core.errors import ValidationError
 
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 1 <= int(value) <= 20:
-        raise ValidationError(f"num_paragraphs must be a whole number from 1 to 20, got {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, np.integer))
+        or not 1 <= int(value) <= MAX_PARAGRAPHS
+    ):
+        raise ValidationError(
+            f"num_paragraphs must be a whole number from 1 to {MAX_PARAGRAPHS}, got {value!r}"
+        )
     return int(value)

@@ -306,9 +306,16 @@ class HRVProfileManager:
         return self._store.read(read)
 
     def profile_from_text(
-        self, tenant: str, name: str, sample_text: str, description: str | None = None
+        self,
+        tenant: str,
+        name: str,
+        sample_text: str,
+        description: str | None = None,
+        *,
+        must_exist: bool | None = None,
     ) -> HRVProfile:
-        """Measure ``sample_text`` with ``HRVExtractor`` and save the result as ``tenant/name``.
+        """Measure ``sample_text`` with ``HRVExtractor`` and save the result as ``tenant/name``
+        (``must_exist`` as in :meth:`save_profile`).
 
         Without a description, one noting the sample's length is stored.
         """
@@ -320,15 +327,24 @@ class HRVProfileManager:
         values = HRVExtractor().extract(sample_text)
         if description is None:
             description = f"Measured from a {len(sample_text.split())}-word sample text."
-        return self.save_profile(tenant, name, values, description)
+        return self.save_profile(tenant, name, values, description, must_exist=must_exist)
 
     def create_from_template(
-        self, tenant: str, name: str, template: str, description: str | None = None
+        self,
+        tenant: str,
+        name: str,
+        template: str,
+        description: str | None = None,
+        *,
+        must_exist: bool | None = None,
     ) -> HRVProfile:
-        """Save a copy of the built-in ``template`` (see ``BUILTIN_TEMPLATES``) as ``tenant/name``."""
+        """Save a copy of the built-in ``template`` (see ``BUILTIN_TEMPLATES``) as ``tenant/name``
+        (``must_exist`` as in :meth:`save_profile`)."""
         if template not in BUILTIN_TEMPLATES:
             raise ValidationError(
                 f"unknown template {template!r}; built-in templates: {', '.join(BUILTIN_TEMPLATES)}"
             )
         source = BUILTIN_TEMPLATES[template]
-        return self.save_profile(tenant, name, source.vector.to_list(), description or source.description)
+        return self.save_profile(
+            tenant, name, source.vector.to_list(), description or source.description, must_exist=must_exist
+        )

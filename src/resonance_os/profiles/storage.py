@@ -1,8 +1,11 @@
 """Where profiles live: a store that runs each operation in one transaction, and the schema migrations.
 
 The tables are declared in :mod:`resonance_os.profiles.schema`; opening a store runs :func:`migrate`,
-which creates them on a new database and upgrades one made by an earlier build. A store is opened from a folder (an embedded SQLite file ``profiles.db`` is kept inside it) or from
-a SQLAlchemy URL (``sqlite:///path.db``, ``postgresql+psycopg://user:pass@host/db``).
+which creates them on a new database and upgrades one made by an earlier build, and merges a data
+home's old ``profiles.db`` into its ``resonance.db`` (:mod:`resonance_os.profiles.legacy_store`). A store
+is opened from a data-home folder (its SQLite file ``resonance.db``, the database ``resonance serve``
+uses too), a SQLite file (``path.db``) or a SQLAlchemy URL (``postgresql+psycopg://user:pass@host/db``);
+see :mod:`resonance_os.core.home`.
 
 SQLite is opened in WAL mode (readers never block the writer) with a 30 s busy timeout, and every
 write transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock before it reads, so two
@@ -13,6 +16,7 @@ ends in a unique-constraint clash (two processes creating the same tenant at onc
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import time
@@ -32,59 +36,36 @@ from sqlalchemy.exc import (
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import StaticPool
 
-from resonance_os.core.env import getenv
 from resonance_os.core.errors import StorageError
+from resonance_os.core.home import classify_location, default_store, prepare_location
 
-DB_FILENAME = "profiles.db"
-"""Name of the SQLite file kept inside a store folder."""
-
-STORE_ENV = "RESONANCE_STORE"
-"""Environment variable naming the default store (a folder or a SQLAlchemy URL)."""
+T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_MS = 30_000
 WRITE_ATTEMPTS = 5
 
-T = TypeVar("T")
-
-
-def default_store() -> str:
-    """``$RESONANCE_STORE`` if set (or the original's ``$HRV_TENANT_DIR``), else the folder ``~/.resonance_os``."""
-    return getenv(STORE_ENV) or str(Path.home() / ".resonance_os")
-
 
 def store_folder(location: str | os.PathLike[str] | None) -> Path | None:
-    """The folder a store location names (None: :func:`default_store`), or None for a database URL."""
-    text = default_store() if location is None else os.fspath(location)
-    return None if "://" in text or not text.strip() else Path(text).expanduser()
+    """The data-home folder a store location names (None: :func:`default_store`), or None for a
+    database URL or a SQLite file."""
+    return classify_location(default_store() if location is None else os.fspath(location)).home
 
 
 def resolve_url(location: str | os.PathLike[str] | None) -> URL:
-    """The database URL for a folder or URL string (None: :func:`default_store`); a folder is
-    created if missing."""
-    text = default_store() if location is None else os.fspath(location)
-    if "://" in text:
+    """The database URL of a location (None: :func:`default_store`): a URL as is, a SQLite file, or a
+    data-home folder's ``resonance.db`` (the folder created if missing); see
+    :func:`resonance_os.core.home.classify_location`."""
+    where = classify_location(default_store() if location is None else os.fspath(location))
+    if where.url is not None:
         try:
-            return make_url(text)
+            return make_url(where.url)
         except ArgumentError:
             raise StorageError(
-                f"{text!r} is not a valid database URL; use e.g. sqlite:///profiles.db, "
+                f"{where.url!r} is not a valid database URL; use e.g. sqlite:///resonance.db, "
                 "postgresql+psycopg://user:pass@host/db, or a folder path"
             ) from None
-    if not text.strip():
-        raise StorageError("the profile store path is empty; pass a folder or a database URL")
-    folder = Path(text).expanduser()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StorageError(
-            f"cannot create the profile store folder {str(folder)!r}: {exc.strerror or exc}; "
-            "pass a writable folder or a database URL"
-        ) from None
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise StorageError(
-            f"the profile store folder {str(folder)!r} is not writable; pass a writable folder"
-        )
-    return URL.create("sqlite", database=str(folder / DB_FILENAME))
+    return URL.create("sqlite", database=str(prepare_location(where)))
 
 
 def _is_memory_sqlite(url: URL) -> bool:
@@ -226,14 +207,23 @@ PG_MIGRATION_LOCK = 72511
 def migrate(engine: Engine) -> str:
     """Upgrade the database behind ``engine`` to the newest revision and return that revision id.
 
-    Creates every table on an empty database and upgrades one made by an earlier build (its rows kept).
-    Concurrent callers (several processes opening one new database) are serialised: on PostgreSQL with
-    an advisory lock, on SQLite by the write lock ``BEGIN IMMEDIATE`` takes.
+    Creates every table on an empty database and upgrades one made by an earlier build (its rows kept);
+    a data home's ``resonance.db`` also takes in the old ``profiles.db`` beside it, in the same
+    transaction (:mod:`resonance_os.profiles.legacy_store`). Concurrent callers (several processes
+    opening one new database) are serialised: on PostgreSQL with an advisory lock, on SQLite by the
+    write lock ``BEGIN IMMEDIATE`` takes.
     """
     from alembic import command
     from alembic.config import Config
     from alembic.runtime.migration import MigrationContext
 
+    from resonance_os.profiles.legacy_store import (
+        legacy_file_for,
+        merge_legacy_profiles,
+        restore_legacy,
+    )
+
+    merged = None
     try:
         with engine.connect() as plain:
             connection = plain.execution_options(**{WRITE_OPTION: True})
@@ -245,9 +235,20 @@ def migrate(engine: Engine) -> str:
                 config.attributes["connection"] = connection
                 command.upgrade(config, "head")
                 revision = MigrationContext.configure(connection).get_current_revision()
+                legacy = legacy_file_for(engine.url.database) if engine.dialect.name == "sqlite" else None
+                if legacy is not None:  # checked under the write lock: one process merges it
+                    merged = merge_legacy_profiles(connection, legacy, migrate)
     except SQLAlchemyError as exc:
+        if merged is not None:
+            restore_legacy(merged)
         url = engine.url.render_as_string(hide_password=True)
         raise StorageError(f"cannot open the database {url!r}: {_reason(exc)}") from None
+    except BaseException:
+        if merged is not None:
+            restore_legacy(merged)
+        raise
+    if merged is not None:
+        log.warning("%s", merged.summary())
     return revision or ""
 
 

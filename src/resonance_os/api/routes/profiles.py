@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import APIRouter, Depends, Query, Response
 
 from resonance_os.api.deps import service, tenant
 from resonance_os.api.schemas import (
@@ -24,19 +24,36 @@ def list_profiles(ctx: TenantContext = Depends(tenant), svc: ResonanceService = 
     return {"profiles": svc.list_profiles(ctx)}
 
 
+OverwriteQuery = Query(
+    False,
+    description="Replace a profile of the same name: the new values become its next version (the "
+    "earlier ones stay in its history). Without it an existing name answers 409.",
+)
+
+
 @router.post("", response_model=ProfileOut, status_code=201)
 def create_profile(
-    body: ProfileCreate, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+    body: ProfileCreate,
+    overwrite: bool = OverwriteQuery,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
 ) -> dict:
-    return svc.save_profile(ctx, body.name, body.hrv, body.description, must_exist=False)
+    """Create a profile from 8 values (409 if the name exists, unless ``?overwrite=true``)."""
+    return svc.save_profile(
+        ctx, body.name, body.hrv, body.description, must_exist=None if overwrite else False
+    )
 
 
 @router.post("/from-text", response_model=ProfileOut, status_code=201)
 def profile_from_text(
-    body: ProfileFromText, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
+    body: ProfileFromText,
+    overwrite: bool = OverwriteQuery,
+    ctx: TenantContext = Depends(tenant),
+    svc: ResonanceService = Depends(service),
 ) -> dict:
-    """Measure a sample of the voice you want and save it as a profile (a new version if it exists)."""
-    return svc.profile_from_text(ctx, body.name, body.text, body.description)
+    """Measure a sample of the voice you want and save it as a profile (409 if the name exists, unless
+    ``?overwrite=true``); ``warnings`` says when the sample is too short to measure a voice."""
+    return svc.profile_from_text(ctx, body.name, body.text, body.description, overwrite=overwrite)
 
 
 @router.get("/{name}", response_model=ProfileOut)
