@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from resonance_os.core.hrv_types import mean_gap
+from resonance_os.core.text import split_sentences
 from resonance_os.evolution.hr_grpo import train_prompts
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter
 from resonance_os.generation.llm_writing import (
@@ -39,7 +40,6 @@ from resonance_os.generation.llm_writing import (
 )
 from resonance_os.generation.planner_layer import PlannerLayer
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
-from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality.reward import WritingScore
 
 Rule = Callable[[WritingScore, WritingScore], float]

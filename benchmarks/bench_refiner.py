@@ -30,8 +30,8 @@ import random
 import statistics
 import time
 
+from resonance_os.core.text import sentence_texts
 from resonance_os.evolution.draft_pool import load_drafts
-from resonance_os.generation.edits import split_sentences
 from resonance_os.generation.refiner_layer import RefinerLayer
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 from resonance_os.quality.corpus import document_paragraphs, fortune_entries, pydoc_paragraphs
@@ -85,7 +85,7 @@ def run(items, goals, refiner: RefinerLayer, prompts: list[str] | None = None) -
         before = reward.score(text, target, prompt=prompt)
         after = reward.score(result.text, target, prompt=prompt)
         rows.append((result, before, after))
-        old, new = split_sentences(text), split_sentences(result.text)
+        old, new = sentence_texts(text), sentence_texts(result.text)
         samples.extend(
             line
             for line in difflib.unified_diff(old, new, lineterm="", n=0)

@@ -28,12 +28,13 @@ import time
 import numpy as np
 import torch
 
+from resonance_os.core.text import sentence_texts
 from resonance_os.quality import coherence, corpus, damage
 
 
 def paragraphs(split: corpus.Split, n_pydoc: int, n_fortunes: int) -> list[tuple[str, str]]:
     """(source, paragraph) pairs with 3+ sentences: the first ``n_pydoc`` pydoc, ``n_fortunes`` fortunes (seed 0)."""
-    keep = lambda ps: [p for p in corpus.document_paragraphs(ps) if len(damage.sentence_texts(p)) >= 3]  # noqa: E731
+    keep = lambda ps: [p for p in corpus.document_paragraphs(ps) if len(sentence_texts(p)) >= 3]  # noqa: E731
     pydoc = keep(corpus.pydoc_paragraphs(split))[:n_pydoc]
     fortunes = keep(corpus.fortune_entries(split))
     fortunes = random.Random(0).sample(fortunes, min(n_fortunes, len(fortunes)))
@@ -80,10 +81,10 @@ def heldout(lm: coherence.LMCoherence, n_pydoc: int, n_fortunes: int, timed: int
     for i, (source, p) in enumerate(items):
         shuffled = damage.shuffle_sentences(p, seed=i)
         real_gain, other_gain = one.gains([p, shuffled])
-        fast_real = fast.order_score(damage.sentence_texts(p))
-        fast_other = fast.order_score(damage.sentence_texts(shuffled))
+        fast_real = fast.order_score(sentence_texts(p))
+        fast_other = fast.order_score(sentence_texts(shuffled))
         blend = [
-            coherence.LM_SLOPE * g + fast.alpha * f / (len(damage.sentence_texts(p)) - 1)
+            coherence.LM_SLOPE * g + fast.alpha * f / (len(sentence_texts(p)) - 1)
             for g, f in ((real_gain, fast_real), (other_gain, fast_other))
         ]
         rows[source].append((real_gain, other_gain, fast_real, fast_other, *blend))
@@ -106,7 +107,7 @@ def heldout(lm: coherence.LMCoherence, n_pydoc: int, n_fortunes: int, timed: int
 def unrelated(lm: coherence.LMCoherence, n: int) -> None:
     """AUC real > unrelated for n held-out pydoc paragraphs vs as many texts of sentences drawn
     from other paragraphs (as many sentences as the real one, seed 0)."""
-    real = [damage.sentence_texts(p) for _, p in paragraphs("heldout", 10**6, 0)]
+    real = [sentence_texts(p) for _, p in paragraphs("heldout", 10**6, 0)]
     rng = random.Random(0)
     mixed = []
     for i, sentences in enumerate(real[:n]):

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from resonance_os.core.text import sentence_texts
 from resonance_os.quality import corpus, damage, reference_lm
 from resonance_os.quality.coherence import LM_START
 
@@ -42,7 +43,7 @@ def paragraphs(split: corpus.Split, docstrings: int = 0) -> list[tuple[str, str]
     """(source, paragraph) with 3-8 sentences; docstring paragraphs (training only) appended."""
 
     def keep(texts: list[str]) -> list[str]:
-        return [p for p in texts if 3 <= len(damage.sentence_texts(p)) <= 8]
+        return [p for p in texts if 3 <= len(sentence_texts(p)) <= 8]
 
     items = [("pydoc", p) for p in keep(corpus.document_paragraphs(corpus.pydoc_paragraphs(split)))]
     items += [("fortunes", p) for p in keep(corpus.document_paragraphs(corpus.fortune_entries(split)))]
@@ -56,7 +57,7 @@ def paragraphs(split: corpus.Split, docstrings: int = 0) -> list[tuple[str, str]
 def orders(paragraph: str, index: int, shuffles: int) -> list[list[str]]:
     """The real order and up to ``shuffles`` different shuffled orders (seeded by ``index``)."""
     shuffled = [damage.shuffle_sentences(paragraph, seed=seed) for seed in (index, 7919 + index)[:shuffles]]
-    return [damage.sentence_texts(paragraph)] + [damage.sentence_texts(s) for s in shuffled if s is not None]
+    return [sentence_texts(paragraph)] + [sentence_texts(s) for s in shuffled if s is not None]
 
 
 class Reader:

@@ -30,8 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from resonance_os.core.text import sentence_texts
 from resonance_os.quality import corpus
-from resonance_os.quality.damage import sentence_texts, shuffle_within_sentences, word_salad
+from resonance_os.quality.damage import shuffle_within_sentences, word_salad
 from resonance_os.quality.fluency import BOS, DATA_FILE, EOS, NUM, UNK, NgramFluency, sentence_tokens
 
 OUT = Path(__file__).resolve().parents[1] / "src" / "resonance_os" / "quality" / "data" / DATA_FILE

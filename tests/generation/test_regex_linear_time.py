@@ -24,7 +24,7 @@ import unicodedata
 
 import pytest
 
-PACKAGES = ("generation", "profiling", "quality", "api", "profiles")
+PACKAGES = ("core", "generation", "profiling", "quality", "api", "profiles")
 SIZE = 400
 GROWTH = 8
 MAX_EXCESS = 3.0
@@ -162,7 +162,7 @@ PATTERNS = _patterns()
 def test_the_scan_finds_the_text_patterns():
     names = {name for name, _ in PATTERNS}
     assert len(PATTERNS) >= 20
-    assert any(".profiling.sentences._BOUNDARY" in n for n in names)
+    assert any(".core.text._BOUNDARY" in n for n in names)
     assert any(".generation.edits._SIMILE_TAIL" in n for n in names)
 
 

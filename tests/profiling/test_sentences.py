@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from resonance_os.profiling.sentences import clean_text, split_sentences
+from resonance_os.core.text import clean_text, split_sentences
 
 
 def _split(text: str) -> list[str]:

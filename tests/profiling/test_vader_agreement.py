@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
+from resonance_os.core.text import clean_text, split_sentences
 from resonance_os.profiling.lexicons import get_lexicon
-from resonance_os.profiling.sentences import clean_text, split_sentences
 from resonance_os.profiling.sentiment import score_sentence
 
 EVERYDAY = [

@@ -12,7 +12,7 @@ from importlib.resources import files
 
 import pytest
 
-from resonance_os.profiling.sentences import split_sentences
+from resonance_os.core.text import split_sentences
 from resonance_os.quality import corpus
 from resonance_os.quality.coherence import (
     CoherenceModel,

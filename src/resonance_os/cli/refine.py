@@ -23,11 +23,11 @@ console = Console(highlight=False)
 
 def sentence_diff(before: str, after: str) -> list[str]:
     """Unified diff (difflib) of the sentences of ``before`` and ``after``, one sentence a line."""
-    from resonance_os.core.text import sentence_texts as split_sentences
+    from resonance_os.core.text import sentence_texts
 
     return list(
         difflib.unified_diff(
-            split_sentences(before), split_sentences(after), "before", "after", lineterm="", n=0
+            sentence_texts(before), sentence_texts(after), "before", "after", lineterm="", n=0
         )
     )
 

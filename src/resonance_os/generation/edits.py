@@ -40,7 +40,6 @@ from resonance_os.profiling.lexicons import (
     get_lexicon,
 )
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'“‘(\[]?[A-Z0-9])")
 _UNSAFE = re.compile(r"[\"“”`:()\[\]{}<>=_/\\|*#@]|(?<!\w)'|'(?!\w)")
 
 MAX_WORDS = 30
@@ -202,11 +201,6 @@ BOOSTER_OPENERS = ("In fact,", "Indeed,", "Of course,", "Clearly,")
 POSITIVE_OPENERS = ("Fortunately,", "Happily,", "Helpfully,")
 NEGATIVE_OPENERS = ("Unfortunately,", "Sadly,", "Regrettably,")
 TIME_OPENERS = ("At first,", "Eventually,", "Later,", "In the end,", "Finally,")
-
-
-def split_sentences(text: str) -> list[str]:
-    """Split a paragraph into sentences at ``.``/``!``/``?`` followed by a capitalised word."""
-    return [s.strip() for s in _SENTENCE_END.split(text.strip()) if s.strip()]
 
 
 def join_sentences(sentences: list[str]) -> str:

@@ -31,10 +31,10 @@ from typing import Any, Protocol
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import DEFAULT_TARGET_KEY, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile, HRVVector, default_target, mean_gap, validate_hrv
+from resonance_os.core.text import sentence_texts
 from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.backends.local import LocalBackend
 from resonance_os.generation.backends.lookup import get_backend
-from resonance_os.generation.edits import split_sentences
 from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
@@ -234,7 +234,7 @@ class HumanResonantWriter:
         target = list(target)
         if isinstance(self.backend, BuiltinComposer):
             composition = self.backend.start(outline.topics, seed=seed)
-            composition.sentences.update(s for p in previous for s in split_sentences(p))
+            composition.sentences.update(s for p in previous for s in sentence_texts(p))
             sentences = self.sentence_layer.generate_sentences(outline, target, composition)
             text = " ".join(sentences)
             trace: dict[str, Any] = {

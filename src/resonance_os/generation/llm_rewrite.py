@@ -31,12 +31,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from resonance_os.core.hrv_types import mean_gap
+from resonance_os.core.text import sentence_texts, split_sentences
 from resonance_os.generation.backends.base import ChatBackend
 from resonance_os.generation.edits import DETERMINERS
 from resonance_os.generation.llm_writing import clean_reply, gap_advice
 from resonance_os.profiling.lexicons import CLASS_ADJECTIVE, CLASS_NOUN, get_lexicon
-from resonance_os.profiling.sentences import split_sentences
-from resonance_os.quality.damage import sentence_texts
 from resonance_os.quality.text_units import content_stems, stem
 
 if TYPE_CHECKING:

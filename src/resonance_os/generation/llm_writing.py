@@ -24,10 +24,10 @@ from lemminflect import getAllLemmas, getInflection
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import mean_gap
+from resonance_os.core.text import split_sentences
 from resonance_os.generation.backends.base import BackendError, ChatBackend
 from resonance_os.generation.planner_layer import Outline
 from resonance_os.generation.topics import model_brief
-from resonance_os.profiling.sentences import split_sentences
 from resonance_os.quality.repetition import meta_text
 from resonance_os.quality.text_units import word_ngrams
 

@@ -25,6 +25,7 @@ import resonance_os.generation.edits as E
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import mean_gap, validate_hrv
+from resonance_os.core.text import sentence_texts
 from resonance_os.quality.reward import WritingReward
 from resonance_os.quality.text_units import sentence_words, stem
 
@@ -357,7 +358,7 @@ class RefinerLayer:
                 f"counts must give one edit count per dimension ({HRV_DIM}), got {list(counts)}"
             )
         rng = random.Random(seed)
-        sentences = E.split_sentences(text)
+        sentences = sentence_texts(text)
         if not sentences:
             raise ValidationError("text to edit is empty; pass at least one sentence")
         rank = priority if priority is not None else [abs(c) for c in counts]
@@ -387,7 +388,7 @@ class RefinerLayer:
         if not isinstance(text, str) or not text.strip():
             raise ValidationError("text to try edits on is empty; pass at least one sentence")
         rng = random.Random(seed)
-        sentences = E.split_sentences(text)
+        sentences = sentence_texts(text)
         first = self.reward.score(text, target, prompt=prompt)
         error = mean_gap(target, first.hrv)
         trials = []
@@ -445,7 +446,7 @@ class RefinerLayer:
             raise ValidationError("text to refine is empty; pass at least one sentence")
         rng = random.Random(seed)
         budget = self.max_steps if max_steps is None else max_steps
-        sentences = E.split_sentences(text)
+        sentences = sentence_texts(text)
         first = self.reward.score(text, target, prompt=prompt)
         measured, quality = first.hrv, first.quality
         initial = error = mean_gap(target, measured)

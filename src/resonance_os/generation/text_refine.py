@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from resonance_os.core.errors import ValidationError
+from resonance_os.core.text import split_paragraphs
 from resonance_os.quality.reward import WritingScore
 
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _WORDS_AND_SPACES = re.compile(r"\S+|\s+")
 
 
@@ -36,11 +36,6 @@ class RefinedText:
     @property
     def text(self) -> str:
         return "\n\n".join(self.edited)
-
-
-def split_paragraphs(text: str) -> list[str]:
-    """Paragraphs separated by blank lines, stripped, empty ones dropped."""
-    return [p.strip() for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
 
 
 def refine_text(

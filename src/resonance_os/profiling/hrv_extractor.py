@@ -22,6 +22,7 @@ from itertools import repeat
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVVector
+from resonance_os.core.text import Sentence, clean_text, split_sentences
 from resonance_os.profiling.lexicons import (
     CLASS_NOUN,
     FLAG_ADVERB,
@@ -53,7 +54,6 @@ from resonance_os.profiling.lexicons import (
 )
 from resonance_os.profiling.metaphor import appositive_metaphor, is_bare_simile, metaphor_at
 from resonance_os.profiling.passive import find_passives
-from resonance_os.profiling.sentences import Sentence, clean_text, split_sentences
 from resonance_os.profiling.sentiment import score_sentence
 
 _LISTED = FLAG_HEDGE | FLAG_BOOSTER | FLAG_CURIOSITY | FLAG_TIME | FLAG_FIGURATIVE

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from resonance_os.core.text import Sentence
 from resonance_os.profiling.lexicons import (
     CLASS_ADJECTIVE,
     CLASS_ANIMAL,
@@ -40,7 +41,6 @@ from resonance_os.profiling.lexicons import (
     FLAG_SUBJECT,
     Lexicon,
 )
-from resonance_os.profiling.sentences import Sentence
 
 CONCRETE = 4.0
 """Concreteness (1-5) from which a noun counts as a concrete thing."""

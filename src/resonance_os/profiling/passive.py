@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from resonance_os.core.text import clean_text, split_sentences
 from resonance_os.profiling.lexicons import (
     FLAG_ADVERB,
     FLAG_BE,
@@ -23,7 +24,6 @@ from resonance_os.profiling.lexicons import (
     FLAG_PARTICIPLE,
     get_lexicon,
 )
-from resonance_os.profiling.sentences import clean_text, split_sentences
 
 MAX_ADVERBS = 3
 """Adverbs allowed between the auxiliary and the participle ("was not always properly closed")."""

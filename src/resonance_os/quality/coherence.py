@@ -56,9 +56,9 @@ from pathlib import Path
 
 import numpy as np
 
+from resonance_os.core.text import Sentence, sentence_texts, split_sentences
 from resonance_os.profiling.hrv_extractor import simile_vehicle_start
-from resonance_os.profiling.sentences import Sentence, split_sentences
-from resonance_os.quality import damage, reference_lm
+from resonance_os.quality import reference_lm
 from resonance_os.quality.text_units import is_content, stem
 from resonance_os.quality.topic import topic_model
 
@@ -210,12 +210,12 @@ twice, so the features compare sentences by position, never by identity."""
 
 
 def text_units(text: str) -> list[Unit]:
-    """The :class:`Unit` of each sentence of ``text`` (``profiling.sentences`` splitter)."""
+    """The :class:`Unit` of each sentence of ``text`` (``core.text`` splitter)."""
     return [sentence_unit(s) for s in split_sentences(text)]
 
 
 def sentence_unit(s: Sentence) -> Unit:
-    """The :class:`Unit` of one sentence from ``profiling.sentences.split_sentences``."""
+    """The :class:`Unit` of one sentence from ``core.text.split_sentences``."""
     written = s.words
     names = frozenset(
         low for w, low in zip(written[1:], s.lowers[1:]) if w[:1].isupper() and len(low) > 1 and low.isalpha()
@@ -536,7 +536,7 @@ class LMCoherence:
         plans: list[tuple[tuple[int, ...], list[tuple[int, ...]]] | None] = []
         wanted: dict[tuple[int, ...], None] = {}
         for text in texts:
-            sentences = damage.sentence_texts(text)
+            sentences = sentence_texts(text)
             if len(sentences) < 2:
                 plans.append(None)
                 continue

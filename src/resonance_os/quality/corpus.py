@@ -28,6 +28,8 @@ import sysconfig
 from pathlib import Path
 from typing import Literal
 
+from resonance_os.core.text import PARAGRAPH_BREAK, sentence_texts
+
 Split = Literal["train", "heldout", "all"]
 HELDOUT_FRACTION = 0.3
 FORTUNE_FILES = ("fortunes", "limerick", "murphy", "startrek", "zippy")
@@ -37,7 +39,6 @@ are skipped)."""
 _DOCSTRING_MARKUP = (" ", "\t", ">", "*", "+", "=", "-", ":", ".")
 """Line openings that mark a docstring block as code, a list, a table or reST markup, not prose."""
 _SKIP_DIRS = frozenset(("test", "tests", "site-packages", "dist-packages", "idlelib"))
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z\"'(])")
 
 
 def document_split(text: str) -> Literal["train", "heldout"]:
@@ -56,7 +57,7 @@ def _prose_blocks(text: str, markup: tuple[str, ...] = (" ", "\t", ">>>", "*", "
     """The blank-line-separated blocks of ``text`` that read as prose, each joined onto one line: no
     line opens with ``markup`` (code, lists, tables, indented blocks), 8+ words, mostly alphabetic."""
     out = []
-    for block in re.split(r"\n\s*\n", text):
+    for block in PARAGRAPH_BREAK.split(text):
         lines = block.splitlines()
         if not lines or any(line.startswith(markup) for line in lines):
             continue
@@ -143,8 +144,8 @@ def fortune_entries(split: Split = "all") -> list[str]:
 
 
 def sentences(blocks: list[str]) -> list[str]:
-    """Blocks split at sentence punctuation followed by a capital (a simple, tool-independent splitter)."""
-    return [s.strip() for block in blocks for s in _SENTENCE_END.split(block) if s.strip()]
+    """The sentences of each block (``core.text.sentence_texts``), in order."""
+    return [s for block in blocks for s in sentence_texts(block)]
 
 
 def paragraphs(blocks: list[str], min_words: int = 80) -> list[str]:
@@ -165,7 +166,7 @@ def document_paragraphs(blocks: list[str], min_words: int = 40, min_sentences: i
     return [
         block
         for block in blocks
-        if len(block.split()) >= min_words and len(_SENTENCE_END.split(block)) >= min_sentences
+        if len(block.split()) >= min_words and len(sentence_texts(block)) >= min_sentences
     ]
 
 

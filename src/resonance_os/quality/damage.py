@@ -12,14 +12,9 @@ from __future__ import annotations
 
 import random
 
-from resonance_os.profiling.sentences import split_sentences
+from resonance_os.core.text import sentence_texts
 
 _CLOSERS = ".!?\"')]"
-
-
-def sentence_texts(text: str) -> list[str]:
-    """The sentences of ``text`` as written (the extractor's splitter), without surrounding space."""
-    return [text[slice(*s.span())] for s in split_sentences(text)]
 
 
 def word_salad(text: str, seed: int = 0) -> str:

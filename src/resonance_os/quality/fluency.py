@@ -41,8 +41,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from resonance_os.profiling.sentences import Sentence, split_sentences
-from resonance_os.quality.damage import sentence_texts
+from resonance_os.core.text import Sentence, sentence_texts, split_sentences
 
 BOS, EOS, UNK, NUM = "<s>", "</s>", "<unk>", "<num>"
 DATA_FILE = "fluency_ngram.npz"

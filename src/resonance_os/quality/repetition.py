@@ -24,14 +24,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.profiling.sentences import Sentence, split_sentences
+from resonance_os.core.text import Sentence, split_paragraphs, split_sentences
 from resonance_os.quality.text_units import sentence_words, word_ngrams
 
 REPEAT_FREE = 0.05
 REPEAT_FULL = 0.45
 COPY_FREE = 0.1
 COPY_FULL = 0.5
-_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _METRIC_NAMES = "|".join(name.replace("_", r"[ _]") for name in HRV_DIMENSIONS)
 META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
     # (anchors: lower-case strings one of which the match must contain, pattern); the anchors let
@@ -103,7 +102,7 @@ def repetition_report(
     words = [w for s in (split_sentences(text) if sentences is None else sentences) for w in s.lowers]
     trigrams = word_ngrams(words, 3)
     within = _ramp(1.0 - len(set(trigrams)) / len(trigrams), REPEAT_FREE, REPEAT_FULL) if trigrams else 0.0
-    paragraphs = [p for p in _PARAGRAPH_BREAK.split(text) if p.strip()]
+    paragraphs = split_paragraphs(text)
     outside = [set(word_ngrams(_words(piece), 4)) for piece in (prompt, *context) if piece.strip()]
     grams = (
         [word_ngrams(words, 4)] if len(paragraphs) == 1 else [word_ngrams(_words(p), 4) for p in paragraphs]

@@ -34,7 +34,7 @@ from typing import Any
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import validate_hrv
-from resonance_os.profiling.sentences import split_sentences
+from resonance_os.core.text import split_sentences
 from resonance_os.quality.coherence import coherence_model
 from resonance_os.quality.repetition import repetition_report
 from resonance_os.quality.topic import topic_model

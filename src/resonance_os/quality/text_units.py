@@ -1,6 +1,6 @@
 """Word units shared by the topic and repetition terms: content words and a light stemmer.
 
-Sentences and words come from the extractor's own splitter (``profiling.sentences``), so every
+Sentences and words come from the extractor's own splitter (``core.text``), so every
 quality term sees the same units as the HRV. A *content word* is an alphabetic word of 3+ letters
 that is not on scikit-learn's English stop-word list (Glasgow IR group's list). ``stem`` folds the
 regular inflections (plural -s/-es/-ies, -ing, -ed, -ly) so "gardens" matches "garden" and
@@ -14,7 +14,7 @@ from functools import cache
 
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
-from resonance_os.profiling.sentences import split_sentences
+from resonance_os.core.text import split_sentences
 
 _SUFFIXES = ("ies", "ing", "ed", "es", "ly", "s")
 

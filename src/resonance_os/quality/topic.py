@@ -31,7 +31,7 @@ from importlib import resources
 
 import numpy as np
 
-from resonance_os.profiling.sentences import Sentence, split_sentences
+from resonance_os.core.text import Sentence, split_sentences
 from resonance_os.quality.text_units import content_stems, sentence_words
 
 MENTION_FULL = 0.5
