@@ -343,6 +343,22 @@ def test_sysv_shared_memory_does_not_outlive_the_run(sandbox, namespaces):
     assert_clean(sandbox)
 
 
+def test_sysv_shared_memory_is_capped_like_the_disk(sandbox, namespaces):
+    program = (
+        "import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\n"
+        "made = 0\nfor key in range(64):\n"
+        "    if libc.shmget(0x1000 + key, 4 << 20, 0o1666) < 0:\n"
+        "        print('refused', ctypes.get_errno())\n        break\n    made += 1\n"
+        "print(made)\n"
+    )
+    limits = SandboxLimits(
+        wall_seconds=10, cpu_seconds=5, memory_bytes=512 * 1024**2, disk_bytes=16 * 1024**2
+    )
+    execution = sandbox.run(program, limits=limits)
+    assert_clean(sandbox)
+    assert execution.stdout.split() == ["refused", str(errno.ENOSPC), "4"]  # 4 x 4 MiB = the 16 MiB cap
+
+
 POSIX_MQ = (
     "import ctypes\n"
     "libc = ctypes.CDLL(None, use_errno=True)\n"

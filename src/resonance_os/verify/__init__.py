@@ -26,10 +26,11 @@ from resonance_os.verify.problems import (
 from resonance_os.verify.remote_pool import RemoteVerifierPool
 from resonance_os.verify.reward import CodeReward, extract_program
 from resonance_os.verify.rollout import TestDifficulty, Verdict, verify_rollout
-from resonance_os.verify.sandbox import Execution, Sandbox, SandboxLimits
+from resonance_os.verify.sandbox import CallTests, Execution, Sandbox, SandboxLimits
 
 __all__ = [
     "AssertTest",
+    "CallTests",
     "CodeReward",
     "Execution",
     "Outcome",

@@ -12,7 +12,7 @@ tenth of a run. As root it:
    the child is PID 1 of a new PID namespace (dies with the launcher through ``PR_SET_PDEATHSIG``),
    so when it exits the kernel kills every process the program left behind. The network namespace
    has no interfaces up; the IPC namespace gives the run its own System V objects and POSIX message
-   queues, gone with it.
+   queues, gone with it, System V shared memory capped at ``disk_bytes``.
 2. Builds a private root (private_root.py lists what goes in) on a small tmpfs: the interpreter,
    the standard library, the shared libraries they load, four devices, a fresh ``/proc`` mounted
    with ``hidepid=2`` (a process sees only its own uid's processes) and the work folder
@@ -147,6 +147,7 @@ def build_root(config):
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4k,nr_inodes=2")
     os.mkdir(root + "/proc", 0o555)
     mount("proc", root + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2")
+    cap_ipc(root + "/proc/sys", config["limits"]["disk_bytes"])
     work = root + WORKDIR
     os.mkdir(work, 0o700)
     uid, gid, limits = config["uid"], config["gid"], config["limits"]
@@ -165,6 +166,22 @@ def build_root(config):
     os.chdir("/")
     set_mount_attributes("/", MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, recursive=True)
     set_mount_attributes(WORKDIR, 0, MOUNT_ATTR_RDONLY, recursive=False)
+
+
+def cap_ipc(sysctl, cap_bytes):
+    """The run's IPC namespace may hold at most ``cap_bytes`` of System V shared memory (and each
+    segment is removed when no process has it attached), ``cap_bytes`` of message queues."""
+    pages = max(1, cap_bytes // os.sysconf("SC_PAGE_SIZE"))
+    for name, value in (
+        ("kernel/shmmax", cap_bytes),
+        ("kernel/shmall", pages),
+        ("kernel/shm_rmid_forced", 1),
+        ("kernel/msgmnb", min(cap_bytes, 2**31 - 1)),
+        ("fs/mqueue/msgsize_max", min(cap_bytes, 8192)),
+        ("fs/mqueue/queues_max", 16),
+    ):
+        with open(f"{sysctl}/{name}", "w") as setting:
+            setting.write(str(value))
 
 
 def close_all_but(keep):
