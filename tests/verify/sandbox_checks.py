@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
+from resonance_os.verify.outcomes import Outcome
 from resonance_os.verify.sandbox import Sandbox, SandboxLimits, processes_of
 
 FIRST_UID = 62_000
@@ -35,3 +38,19 @@ def assert_clean(sandbox: Sandbox) -> None:
     assert processes_of(uids) == []
     assert listeners_of(uids) == []
     assert os.listdir(sandbox.work_root) == []
+
+
+def sandbox_without_namespaces() -> Sandbox:
+    """A ``Sandbox(use_namespaces=False)`` whose interpreter an unprivileged uid can read (the base
+    interpreter may live where only root may go, /root/.pyenv); skips the test when there is none."""
+    if os.geteuid() != 0:
+        pytest.skip("the sandbox starts as root (it drops each run to its own uid)")
+    candidates = [python for python in (None, "/usr/bin/python3") if python is None or os.path.exists(python)]
+    for python in candidates:
+        plain = Sandbox(SHORT, first_uid=FIRST_UID, uid_count=UID_COUNT, use_namespaces=False, python=python)
+        probe = plain.run("pass")
+        if probe.outcome is None:
+            return plain
+        assert probe.outcome is Outcome.SANDBOX_ERROR and "cannot enter" in probe.detail
+        plain.close()
+    pytest.skip("no interpreter here that an unprivileged uid can read without a mount namespace")

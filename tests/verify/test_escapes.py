@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from sandbox_checks import FIRST_UID, QUICK_TIMEOUT, SHORT, UID_COUNT, assert_clean
+from sandbox_checks import QUICK_TIMEOUT, SHORT, assert_clean, sandbox_without_namespaces
 
 from resonance_os.verify import Outcome
 from resonance_os.verify.sandbox import SandboxLimits
@@ -225,21 +225,7 @@ def test_a_daemonized_child_dies_with_the_run(sandbox, namespaces):
 
 
 def test_without_namespaces_sockets_are_refused_and_nothing_is_left():
-    from resonance_os.verify import Sandbox
-
-    if os.geteuid() != 0:
-        pytest.skip("the sandbox starts as root (it drops each run to its own uid)")
-    candidates = [python for python in (None, "/usr/bin/python3") if python is None or os.path.exists(python)]
-    for python in candidates:  # the base interpreter may live where only root may go (/root/.pyenv)
-        plain = Sandbox(SHORT, first_uid=FIRST_UID, uid_count=UID_COUNT, use_namespaces=False, python=python)
-        probe = plain.run("pass")
-        if probe.outcome is None:
-            break
-        assert probe.outcome is Outcome.SANDBOX_ERROR and "cannot enter" in probe.detail
-        plain.close()
-    else:
-        pytest.skip("no interpreter here that an unprivileged uid can read without a mount namespace")
-    with plain:
+    with sandbox_without_namespaces() as plain:
         program = "import os, socket, time\nif os.fork() == 0:\n    time.sleep(60)\nsocket.socket()\n"
         execution = plain.run(program)
         assert execution.network == "socket_blocked"

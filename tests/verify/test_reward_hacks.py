@@ -21,7 +21,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from sandbox_checks import QUICK_TIMEOUT, assert_clean
+from sandbox_checks import QUICK_TIMEOUT, assert_clean, sandbox_without_namespaces
 
 from resonance_os.verify import (
     AssertTest,
@@ -201,6 +201,13 @@ def test_a_hack_scores_minus_one(sandbox, name, hack):
     problem = PROBLEMS[name]()
     result = verdict(sandbox, problem, hacked(problem, HACKS[hack]), HACK_LIMITS.get(hack))
     assert result.outcome is not Outcome.PASSED and result.reward == -1.0, result
+
+
+def test_without_namespaces_the_harness_still_judges():
+    with sandbox_without_namespaces() as plain:
+        assert verdict(plain, ADD_ONE, ADD_ONE.solution).outcome is Outcome.PASSED
+        for hack in ("os._exit(0)", "atexit os._exit after a failing assert", "always-equal object"):
+            assert verdict(plain, ADD_ONE, hacked(ADD_ONE, HACKS[hack])).reward == -1.0
 
 
 def test_an_early_exit_is_reported_as_no_answer(sandbox):
