@@ -7,11 +7,13 @@ with the same edit budget (``evaluate_writing_policy``): no edits, random edits,
 rule (intensities = gain x (target - measured); the gain is the best of ``--gains`` on *train*
 drafts) and the refiner's own measure -> edit -> measure loop. Reported: the final draft's writing
 reward (mean over episodes), its gain over the first draft, resonance and quality factor; PPO at
-each ``--timesteps`` (one run per seed continued to the next budget); env and training speed in
-steps per CPU-second. ``--plot`` saves the learning curve.
+each ``--timesteps`` (one run per seed continued to the next budget) and each ``--observations``
+(``gap``: the signed gap to the target, the default; ``full``: measured HRV, target and revisions
+left), side by side; env and training speed in steps per CPU-second. ``--plot`` saves the learning
+curve.
 
     .venv/bin/python benchmarks/bench_hr_learning.py [--seeds 0 1 2] [--timesteps 5000 20000 50000]
-        [--episodes 120] [--plot benchmarks/results/hr_learning.png]
+        [--observations gap full] [--episodes 120] [--plot benchmarks/results/hr_learning.png]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy as np
 import torch
 
 from resonance_os.evolution.hr_rl_trainer import (
+    OBSERVATIONS,
     HRWritingEnv,
     evaluate_writing_policy,
     feedback_rule,
@@ -64,6 +67,7 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, nargs="+", default=[5000, 20000, 50000])
     parser.add_argument("--episodes", type=int, default=120)
     parser.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.5, 5.0, 10.0])
+    parser.add_argument("--observations", nargs="+", choices=OBSERVATIONS, default=list(OBSERVATIONS))
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -83,22 +87,26 @@ def main() -> None:
     }
     best_baseline = max(row["mean"] for row in rows.values())
     search = evaluate_writing_policy(heldout, greedy_search(heldout), episodes=args.episodes, seed=EVAL_SEED)
-    curve: dict[int, list[float]] = {t: [] for t in args.timesteps}
+    curve: dict[tuple[str, int], list[float]] = {
+        (o, t): [] for o in args.observations for t in args.timesteps
+    }
     cpu_per_step = []
-    for seed in args.seeds:
-        env = HRWritingEnv(seed=seed)
-        model, done = None, 0
-        for budget in sorted(args.timesteps):
-            start = time.process_time()
-            if model is None:
-                model = train_hr_ppo(env, timesteps=budget, seed=seed, progress_bar=False)
-            else:
-                model.learn(budget - done, progress_bar=False, reset_num_timesteps=False)
-            cpu_per_step.append((time.process_time() - start) / (model.num_timesteps - done))
-            done = model.num_timesteps
-            row = evaluate_writing_policy(heldout, model, episodes=args.episodes, seed=EVAL_SEED)
-            rows[f"PPO seed {seed}, {budget} steps"] = row
-            curve[budget].append(row["mean"])
+    for observation in args.observations:
+        evaluation = HRWritingEnv(split="heldout", observation=observation)
+        for seed in args.seeds:
+            env = HRWritingEnv(seed=seed, observation=observation)
+            model, done = None, 0
+            for budget in sorted(args.timesteps):
+                start = time.process_time()
+                if model is None:
+                    model = train_hr_ppo(env, timesteps=budget, seed=seed, progress_bar=False)
+                else:
+                    model.learn(budget - done, progress_bar=False, reset_num_timesteps=False)
+                cpu_per_step.append((time.process_time() - start) / (model.num_timesteps - done))
+                done = model.num_timesteps
+                row = evaluate_writing_policy(evaluation, model, episodes=args.episodes, seed=EVAL_SEED)
+                rows[f"PPO ({observation} observation) seed {seed}, {budget} steps"] = row
+                curve[observation, budget].append(row["mean"])
     print(
         f"\nHRWritingEnv on held-out SmolLM2 drafts: {args.episodes} episodes, {heldout.max_episode_steps} revisions"
         f" x up to {heldout.max_edits} edits per dimension; reward = the final draft's writing reward\n"
@@ -115,9 +123,11 @@ def main() -> None:
         f" | {search['gain']:+.4f} | {search['resonance']:.3f} | {search['quality']:.3f}"
         f" | {search['mean'] - best_baseline:+.4f} |"
     )
-    print("\n| timesteps | PPO mean over seeds | - best baseline |\n|---:|---:|---:|")
-    for budget, values in curve.items():
-        print(f"| {budget} | {np.mean(values):.4f} | {np.mean(values) - best_baseline:+.4f} |")
+    print("\n| observation | timesteps | PPO mean over seeds | - best baseline |\n|---|---:|---:|---:|")
+    for (observation, budget), values in curve.items():
+        print(
+            f"| {observation} | {budget} | {np.mean(values):.4f} | {np.mean(values) - best_baseline:+.4f} |"
+        )
     print(
         f"\nspeed: env {env_speed():.0f} steps per CPU-second (random actions, cold revision cache);"
         f" training {1 / np.mean(cpu_per_step):.0f} steps per CPU-second (env + PPO updates)"
@@ -129,19 +139,18 @@ def main() -> None:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6, 4))
-        budgets = list(curve)
-        means = [np.mean(curve[b]) for b in budgets]
-        ax.errorbar(
-            budgets,
-            means,
-            yerr=[np.std(curve[b]) for b in budgets],
-            marker="o",
-            label="PPO (mean, sd over seeds)",
-        )
-        for name, row in list(rows.items())[:4]:
-            ax.axhline(
-                row["mean"], linestyle="--", linewidth=1, label=name, color=f"C{1 + list(rows).index(name)}"
+        for index, observation in enumerate(args.observations):
+            budgets = sorted(args.timesteps)
+            ax.errorbar(
+                budgets,
+                [np.mean(curve[observation, b]) for b in budgets],
+                yerr=[np.std(curve[observation, b]) for b in budgets],
+                marker="o",
+                color=f"C{index}",
+                label=f"PPO, {observation} observation (mean, sd over seeds)",
             )
+        for index, (name, row) in enumerate(list(rows.items())[:4]):
+            ax.axhline(row["mean"], linestyle="--", linewidth=1, label=name, color=f"C{2 + index}")
         ax.set_xscale("log")
         ax.set_xlabel("training timesteps")
         ax.set_ylabel("final draft's writing reward (held-out)")

@@ -19,8 +19,10 @@ def test_predict_on_the_reset_pair_fails_at_once_saying_to_pass_obs():
     action, state = model.predict(obs)
     assert action.shape == (8,) and state is None
     assert np.all((action >= -1.0) & (action <= 1.0))
+    # the guide's 8-value "current state" has the observation's shape: it is read as the gap to the target
+    assert model.predict([0.5] * 8)[0].shape == (8,)
     with pytest.raises(EnvMismatchError, match="does not fit"):
-        model.predict([0.5] * 8)  # the guide's 8-value "current state" is not this env's observation
+        model.predict([0.5] * 17)  # the opt-in full observation's shape is not this env's
 
 
 class OldGymStepEnv(HRWritingEnv):

@@ -57,6 +57,7 @@ def test_training_logs_the_spec_metrics_and_the_run_reloads(run_dir):
     ):
         assert name in rows[-1]
     model, env = load_run(run_dir)
+    assert env.observation == "gap" and model.observation_space.shape == (8,)
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs)
     assert action.shape == (8,) and np.all(np.abs(action) <= 1.0)
@@ -98,6 +99,22 @@ def test_the_writers_between_paragraphs_hook_runs_with_a_policy(run_dir):
 
     with pytest.raises(Stop):  # a service stops the writing here (a client that left, a time budget)
         write_with_policy(run_dir, "community gardens", num_paragraphs=3, seed=1, between_paragraphs=stop)
+
+
+def test_a_run_trained_on_the_full_observation_before_it_was_recorded_still_loads(tmp_path):
+    env = HRWritingEnv(observation="full")
+    model = train_hr_ppo(env, timesteps=64, config=SMALL, seed=0, progress_bar=False)
+    save_run(model, env, tmp_path)
+    settings = json.loads((tmp_path / "env.json").read_text())
+    assert settings.pop("observation") == "full"
+    (tmp_path / "env.json").write_text(json.dumps(settings))  # as runs saved before issue 39 wrote it
+    loaded, loaded_env = load_run(tmp_path)
+    obs, _ = loaded_env.reset(seed=0)
+    assert obs.shape == (17,)
+    np.testing.assert_allclose(
+        loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0]
+    )
+    assert len(write_with_policy(tmp_path, "community gardens", num_paragraphs=1, seed=1).paragraphs) == 1
 
 
 def test_generate_cli_uses_a_trained_policy(run_dir):

@@ -24,10 +24,31 @@ def env():
 
 def test_spec_attributes_and_env_checker(env):
     assert env.hrv_dim == 8
-    assert env.observation_space.shape == (17,)
+    assert env.observation_space == gym.spaces.Box(-1.0, 1.0, (8,), dtype=np.float32)
     assert env.action_space.shape == (8,)
     assert env.max_episode_steps == 3
     check_env(HRWritingEnv(max_episode_steps=2), skip_render_check=True)
+    check_env(HRWritingEnv(max_episode_steps=2, observation="full"), skip_render_check=True)
+
+
+def test_the_observation_is_the_signed_gap_to_the_target(env):
+    obs, info = env.reset(seed=3)
+    np.testing.assert_allclose(obs, np.subtract(info["target_hrv"], info["measured_hrv"]), atol=1e-6)
+    obs, *_, info = env.step(np.full(8, 0.5))
+    np.testing.assert_allclose(obs, np.subtract(info["target_hrv"], info["measured_hrv"]), atol=1e-6)
+    assert env.settings()["observation"] == "gap"
+
+
+def test_the_full_observation_is_measured_target_and_revisions_left():
+    env = HRWritingEnv(max_episode_steps=3, observation="full")
+    assert env.observation_space == gym.spaces.Box(0.0, 1.0, (17,), dtype=np.float32)
+    obs, info = env.reset(seed=3)
+    np.testing.assert_allclose(obs[:8], info["measured_hrv"], atol=1e-6)
+    np.testing.assert_allclose(obs[8:16], info["target_hrv"], atol=1e-6)
+    assert obs[16] == 1.0
+    obs, *_ = env.step(np.zeros(8))
+    assert obs[16] == pytest.approx(2 / 3)
+    assert HRWritingEnv(**env.settings()).observation_space.shape == (17,)
 
 
 def test_registered_id_makes_the_env():
@@ -39,11 +60,8 @@ def test_registered_id_makes_the_env():
 def test_episodes_start_from_model_written_pool_drafts(env):
     pool = {(d.prompt, d.text) for d in load_drafts(split="train")}
     assert len(pool) >= 100
-    obs, info = env.reset(seed=3)
+    _, info = env.reset(seed=3)
     assert (info["prompt"], info["text"]) in pool
-    np.testing.assert_allclose(obs[:8], info["measured_hrv"], atol=1e-6)
-    np.testing.assert_allclose(obs[8:16], info["target_hrv"], atol=1e-6)
-    assert obs[16] == 1.0
     assert info["score"] == info["first_score"] == pytest.approx(info["reward"])
 
 
@@ -64,7 +82,7 @@ def test_an_action_asks_for_edits_and_the_reward_is_the_change_in_score(env):
     expected = env.writer.reward.score(info["text"], info["target_hrv"], prompt=info["prompt"])
     assert info["score"] == pytest.approx(expected.reward)
     assert reward == pytest.approx(info["score"] - first["score"])
-    assert obs[16] == pytest.approx(2 / 3) and not terminated and not truncated
+    assert env.observation_space.contains(obs) and not terminated and not truncated
 
 
 def test_no_edits_change_nothing(env):
@@ -136,6 +154,7 @@ def test_render_ansi_shows_the_draft_and_table():
         ({"targets": ["builtin/creative"], "profile": "builtin/creative"}, "not both"),
         ({"render_mode": "human"}, "render_mode"),
         ({"reward_model": object()}, "predict"),
+        ({"observation": "raw"}, "observation must be one of gap, full"),
     ],
 )
 def test_bad_arguments_name_the_problem(kwargs, fragment):
@@ -154,6 +173,8 @@ def test_baselines_share_the_edit_budget_and_report_the_final_draft(env):
     assert refiner["gain"] >= -env.writer.refiner.quality_tolerance
     rule = evaluate_writing_policy(env, feedback_rule(), episodes=4, seed=0)
     assert rule == evaluate_writing_policy(env, "feedback", episodes=4, seed=0)
+    full = HRWritingEnv(max_episode_steps=3, observation="full")
+    assert evaluate_writing_policy(full, "feedback", episodes=4, seed=0) == rule  # same rule on either view
 
 
 def test_preview_is_the_score_the_step_gives_without_taking_it(env):

@@ -3,7 +3,8 @@
 A run folder (``resonance train --out runs/NAME``) holds::
 
     model/          the PPO checkpoint (rl/checkpoint.py layout)
-    env.json        HRWritingEnv.settings(): the task and writer dynamics the policy was trained on
+    env.json        HRWritingEnv.settings(): the task, writer dynamics and observation the policy was
+                    trained on (a run saved before ``observation`` was recorded saw the "full" one)
     metrics.jsonl   the training metrics, one row per PPO update
 
 ``write_with_policy`` writes an article with ``HumanResonantWriter.generate``, the policy revising
@@ -61,6 +62,7 @@ def load_run(
             f"{root} was trained on an older HRWritingEnv (settings {', '.join(unknown)} no longer exist); "
             "train it again with: resonance train --out RUN_DIR"
         )
+    settings.setdefault("observation", "full")  # runs saved before it was recorded saw the 17 floats
     env = HRWritingEnv(**settings, reward_model=reward_model)
     return PPO.load(root / MODEL_DIR, env=env), env
 

@@ -49,6 +49,10 @@ LOG_STD_INIT = -0.5
 action bounds (+-max_edits edits on every dimension), so what PPO learns about the mean hardly shows
 in the deterministic policy; measured on the train drafts at 5,000 steps."""
 REVISION_CACHE_SIZE = 100_000
+OBSERVATIONS = ("gap", "full")
+"""What the policy sees: ``"gap"`` (default), the signed gap ``target - measured`` (8 floats in
+[-1, 1]); ``"full"``, the measured HRV, the target and the share of revisions left (17 floats in
+[0, 1], the observation of runs trained before the gap became the default)."""
 """Revisions remembered per env: a revision is a deterministic function of (text, edits)."""
 
 
@@ -98,9 +102,11 @@ class HRWritingEnv(gym.Env):
         seed: seeds the first ``reset()`` when it gets no seed.
         render_mode: ``"ansi"`` returns the current draft and its HRV table as a string.
         store: profile store for ``"tenant/name"`` targets.
+        observation: ``"gap"`` (default) or ``"full"`` (``OBSERVATIONS``).
 
-    Spaces: observation ``Box(0, 1, (17,))``: the measured HRV, the target and the share of
-    revisions left; action ``Box(-1, 1, (8,))``: edit intensities. ``info`` carries ``text``,
+    Spaces: observation ``Box(-1, 1, (8,))``: the signed gap ``target - measured`` of each dimension
+    (``observation="full"``: ``Box(0, 1, (17,))``, the measured HRV, the target and the share of
+    revisions left); action ``Box(-1, 1, (8,))``: edit intensities. ``info`` carries ``text``,
     ``prompt``, ``measured_hrv``, ``target_hrv``, ``edits`` (applied), ``score`` (the draft's score
     the reward is the change of), ``first_score`` and the writing reward's terms ``resonance``,
     ``fluency``, ``coherence``, ``topic``, ``repetition`` and ``reward``.
@@ -125,9 +131,14 @@ class HRWritingEnv(gym.Env):
         seed: int | None = None,
         render_mode: str | None = None,
         store: str | os.PathLike[str] | None = None,
+        observation: str = "gap",
     ) -> None:
         if hrv_dim != HRV_DIM:
             raise ValidationError(f"hrv_dim must be {HRV_DIM} (the HRV's dimensions), got {hrv_dim!r}")
+        if observation not in OBSERVATIONS:
+            raise ValidationError(
+                f"observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}"
+            )
         if (
             isinstance(max_episode_steps, bool)
             or not isinstance(max_episode_steps, int)
@@ -165,7 +176,11 @@ class HRWritingEnv(gym.Env):
         self.reward_model_weight = float(reward_model_weight) if reward_model is not None else 0.0
         self.similarity_method = resolve_method(similarity_method)
         self.render_mode = render_mode
-        self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * HRV_DIM + 1,), dtype=np.float32)
+        self.observation = observation
+        if observation == "gap":
+            self.observation_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
+        else:
+            self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * HRV_DIM + 1,), dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
         self.writer = writer or HumanResonantWriter(
             backend="builtin", reward=WritingReward(similarity_method=self.similarity_method.value)
@@ -202,6 +217,7 @@ class HRWritingEnv(gym.Env):
             "max_episode_steps": self.max_episode_steps,
             "max_edits": self.max_edits,
             "similarity_method": self.similarity_method.value,
+            "observation": self.observation,
         }
 
     # ------------------------------------------------------------------ gymnasium API
@@ -296,8 +312,11 @@ class HRWritingEnv(gym.Env):
 
     def _observation(self) -> np.ndarray:
         episode = self._episode
+        measured = np.asarray(episode.paragraph.score.hrv)
+        if self.observation == "gap":
+            return (episode.target - measured).astype(np.float32)
         left = (self.max_episode_steps - episode.steps) / self.max_episode_steps
-        return np.concatenate([episode.paragraph.score.hrv, episode.target, [left]]).astype(np.float32)
+        return np.concatenate([measured, episode.target, [left]]).astype(np.float32)
 
     def _info(self) -> dict[str, Any]:
         episode = self._episode
@@ -363,10 +382,12 @@ FEEDBACK_GAIN = 5.0
 
 
 def feedback_rule(gain: float = FEEDBACK_GAIN) -> Callable[[np.ndarray], np.ndarray]:
-    """The one-step feedback baseline: edit intensities ``gain * (target - measured)`` from the observation."""
+    """The one-step feedback baseline: edit intensities ``gain * (target - measured)`` from the
+    observation (either of ``OBSERVATIONS``)."""
 
     def act(obs: np.ndarray) -> np.ndarray:
-        return np.clip(gain * (obs[HRV_DIM : 2 * HRV_DIM] - obs[:HRV_DIM]), -1.0, 1.0)
+        gap = obs if len(obs) == HRV_DIM else obs[HRV_DIM : 2 * HRV_DIM] - obs[:HRV_DIM]
+        return np.clip(gain * gap, -1.0, 1.0)
 
     return act
 
