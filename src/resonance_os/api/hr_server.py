@@ -23,7 +23,6 @@ from resonance_os import __version__
 from resonance_os.api import jobs
 from resonance_os.api import tinker as tinker_api
 from resonance_os.api.address_limits import AddressLimiter
-from resonance_os.api.agl.routes import install_agent_store
 from resonance_os.api.auth_cache import AuthCache
 from resonance_os.api.db import Database
 from resonance_os.api.deps import tenant
@@ -32,7 +31,6 @@ from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.http_protocol import HeaderTimeoutProtocol
 from resonance_os.api.keys import resonance_home
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
-from resonance_os.api.openai import routes as openai_routes
 from resonance_os.api.processes import PARENT_PID_ENV, die_with_parent, parent_pid_from_env
 from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
@@ -144,11 +142,9 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         profiles.router,
         feedback.router,
         job_routes.router,
-        openai_routes.router,
     ):
         app.include_router(router)
     tinker_api.install(app)  # /api/v1: the Tinker SDK's endpoints (docs/tinker.md)
-    install_agent_store(app)
     mount_studio(app)
     app.add_middleware(ServingGateMiddleware, state=app.state)  # innermost: counts once the body is in
     app.add_middleware(
