@@ -74,30 +74,44 @@ export async function stream(path, body, onProgress) {
   }
 }
 
-/** A sentence a writer can act on, for any error the API (or the network) gave. */
+/** `text` as a sentence: a capital first letter and a full stop, so that two joined messages read as two. */
+export function sentence(text) {
+  const trimmed = String(text ?? "").trim();
+  if (!trimmed) return "";
+  const capital = trimmed[0].toUpperCase() + trimmed.slice(1);
+  return /[.!?…]$/.test(capital) ? capital : `${capital}.`;
+}
+
+/** What a writer who was refused (401) needs to hear: the key is not valid, and where a valid one comes from. */
+export const KEY_NOT_VALID =
+  "This API key is not valid: it may be mistyped, cut short when copied, or revoked. " +
+  "Paste the whole key (it starts with rsk_), or ask whoever runs the service for a new one " +
+  "(they make keys with resonance tenants create).";
+
+/** Sentences a writer can act on, for any error the API (or the network) gave. */
 export function describe(error) {
-  if (!(error instanceof ApiError)) return `Something went wrong in the page: ${error.message}`;
-  const detail = error.message;
+  if (!(error instanceof ApiError)) return `Something went wrong in the page. ${sentence(error.message)}`;
+  const detail = sentence(error.message);
   switch (error.status) {
     case null:
-      return `Writing stopped (${error.type}): ${detail}`;
+      return `Writing stopped (${error.type}). ${detail}`;
     case 0:
       return `${detail} Check that the server is running, then try again.`;
     case 401:
-      return `Your API key was not accepted (401): ${detail} Sign in again with a valid key.`;
+      return KEY_NOT_VALID;
     case 404:
-      return `Not found (404): ${detail}`;
+      return `Not found (404). ${detail}`;
     case 409:
-      return `Conflict (409): ${detail}`;
+      return `Conflict (409). ${detail}`;
     case 413:
-      return `Too large to send (413): ${detail} Send a shorter text or fewer files.`;
+      return `Too large to send (413). ${detail} Send a shorter text or fewer files.`;
     case 422:
-      return `Please fix the input (422): ${detail}`;
+      return `Please fix the input (422). ${detail}`;
     case 429: {
       const wait = error.retryAfter ? ` Try again in ${error.retryAfter} s.` : " Try again shortly.";
-      return `Too many requests (429): ${detail}${wait}`;
+      return `Too many requests (429). ${detail}${wait}`;
     }
     default:
-      return `The service answered ${error.status} (${error.type}): ${detail}`;
+      return `The service answered ${error.status} (${error.type}). ${detail}`;
   }
 }

@@ -1,6 +1,6 @@
 // Resonance Studio: sign in, profiles, write, analyze, rate, train; every call goes through api.js.
 
-import { call, describe, session, stream } from "./api.js";
+import { call, describe, sentence, session, stream } from "./api.js";
 import { label, lineChart, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
 
@@ -38,10 +38,11 @@ function showError(error) {
   if (error.status === 401) signOut(false);
 }
 
-function notify(text) {
+function notify(text, warning = false) {
   $("#message").hidden = true;
   const box = $("#notice");
   box.textContent = text;
+  box.classList.toggle("warning", warning);
   box.hidden = false;
 }
 
@@ -77,6 +78,7 @@ async function signIn(event) {
   await submitting(event.target, async () => {
     await loadProfiles();
     enterStudio();
+    $("#profiles-title").focus(); // the sign-in form is gone: start where the work starts
   });
 }
 
@@ -240,7 +242,22 @@ async function addFiles(event) {
   const texts = await Promise.all([...event.target.files].map((file) => file.text()));
   const area = $("#voice-text");
   area.value = [area.value.trim(), ...texts.map((t) => t.trim())].filter(Boolean).join("\n\n");
+  updateCounter(area);
   notify(`${texts.length} file(s) added to the text.`);
+}
+
+/** Ask before a new profile replaces `name`; resolves true when the writer chose to replace it. */
+function confirmOverwrite(name, existing, fromText) {
+  const dialog = $("#overwrite-dialog");
+  const version = existing?.version ?? 1;
+  const saved = existing?.updated_at ? `, saved ${new Date(existing.updated_at).toLocaleString()}` : "";
+  const source = fromText ? "the voice measured from this text" : "these slider values";
+  $("#overwrite-text").textContent =
+    `A profile named ${name} already exists (version ${version}${saved}). Replace it with ${source}? ` +
+    `It becomes version ${version + 1}; the earlier versions stay in its history.`;
+  dialog.returnValue = "";
+  dialog.showModal();
+  return new Promise((resolve) => dialog.addEventListener("close", () => resolve(dialog.returnValue === "replace"), { once: true }));
 }
 
 async function createProfile(event) {
@@ -250,19 +267,66 @@ async function createProfile(event) {
     const name = form.name.value.trim();
     const description = form.description.value.trim() || null;
     const fromText = form.source.value === "text";
-    const profile = fromText
-      ? await call("POST", "/v1/profiles/from-text", { name, text: form.text.value, description })
-      : await call("POST", "/v1/profiles", {
-          name,
-          description,
-          hrv: state.dimensions.map((d) => Number($(`#slider-${d.name}`).value)),
-        });
+    const save = (overwrite) => {
+      const query = overwrite ? "?overwrite=true" : "";
+      return fromText
+        ? call("POST", `/v1/profiles/from-text${query}`, { name, text: form.text.value, description })
+        : call("POST", `/v1/profiles${query}`, {
+            name,
+            description,
+            hrv: state.dimensions.map((d) => Number($(`#slider-${d.name}`).value)),
+          });
+    };
+    let profile;
+    try {
+      profile = await save(false);
+    } catch (error) {
+      if (error.status !== 409) throw error;
+      const existing = state.profiles.find((p) => p.name === name);
+      if (!(await confirmOverwrite(name, existing, fromText))) {
+        notify(`Nothing was changed: ${name} is as it was. Choose another name to keep both profiles.`);
+        form.name.focus();
+        return;
+      }
+      profile = await save(true);
+    }
     await loadProfiles();
     selectProfile(profile.name);
     form.reset();
     switchSource();
-    notify(`Profile ${profile.name} created.`);
+    refreshCounters();
+    const done = profile.version > 1 ? `Profile ${profile.name} replaced: now version ${profile.version}.` : `Profile ${profile.name} created.`;
+    const warnings = (profile.warnings ?? []).map(sentence);
+    notify([done, ...warnings].join(" "), warnings.length > 0);
   });
+}
+
+// -- text limits --------------------------------------------------------------------------------
+
+const count = (n) => n.toLocaleString("en");
+
+/** Show a text area's length against its limit (its `data-limit`, in characters as the service counts them) and, with
+ * `data-min-words`, its words against the minimum; over the limit the form cannot be sent. */
+function updateCounter(area) {
+  const limit = Number(area.dataset.limit);
+  const chars = [...area.value].length; // code points, as the service counts
+  const parts = [];
+  if (area.dataset.minWords) {
+    const words = area.value.split(/\s+/).filter(Boolean).length;
+    const minimum = Number(area.dataset.minWords);
+    parts.push(words < minimum ? `${count(words)} of the ${count(minimum)} words a voice needs` : `${count(words)} words`);
+  }
+  parts.push(`${count(chars)} / ${count(limit)} characters`);
+  const over = chars - limit;
+  const problem = over > 0 ? `${count(over)} characters over the limit: shorten the text.` : "";
+  const counter = $(`#${area.id}-count`);
+  counter.textContent = parts.join(" · ") + (problem ? ` — ${problem}` : "");
+  counter.classList.toggle("over", over > 0);
+  area.setCustomValidity(problem);
+}
+
+function refreshCounters() {
+  for (const area of document.querySelectorAll("textarea[data-limit]")) updateCounter(area);
 }
 
 // -- measured vs target -------------------------------------------------------------------------
@@ -755,6 +819,7 @@ async function refine() {
 
 function useRefined() {
   $("#analyze-text").value = state.refined;
+  updateCounter($("#analyze-text"));
   $("#refine-result").hidden = true;
   notify("The edited text is in the text box; analyze or refine it again.");
 }
@@ -799,6 +864,8 @@ async function start() {
   $("#use-policy").addEventListener("click", usePolicy);
   $("#curve-metric").addEventListener("change", () => renderCurve(state.curve));
   $("#write-policy").addEventListener("change", policyChosen);
+  for (const area of document.querySelectorAll("textarea[data-limit]")) area.addEventListener("input", () => updateCounter(area));
+  refreshCounters();
   renderProfiles();
   renderPolicies();
   if (session.key()) {
