@@ -477,6 +477,7 @@ X86_64_CALLS = [
     ("acct", 163, [0]),
     ("quotactl", 179, [0, 0, 0, 0]),
     ("process_vm_readv", 310, [1, 0, 0, 0, 0, 0]),
+    ("memfd_create", 319, [0, 0]),
     ("x32 getpid", 0x40000000 + 39, []),
 ]
 """(name, x86_64 number, arguments): each answered EPERM by the filter (clone3: ENOSYS)."""
@@ -523,6 +524,19 @@ def test_the_filter_tables_match_the_kernel_headers():
             numbers[parts[1][5:]] = int(parts[2])
     ours = ARCHITECTURES["x86_64"]["numbers"]
     assert {name: numbers[name] for name in ours} == ours
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_the_filter_checks_the_architecture_first(machine):
+    from resonance_os.verify.syscall_filter import ARCHITECTURES, SECCOMP_RET_KILL_PROCESS, program
+
+    instructions = program(machine)
+    load_arch, check_arch = instructions[0], instructions[1]
+    assert load_arch[3] == 4 and check_arch[3] == ARCHITECTURES[machine]["audit_arch"]
+    kill = instructions[1 + 1 + check_arch[2]]  # the jump taken when the architecture differs
+    assert kill[3] == SECCOMP_RET_KILL_PROCESS
+    with pytest.raises(OSError, match="no seccomp filter"):
+        program("riscv64")
 
 
 def test_a_user_namespace_or_ptrace_cannot_be_used_by_a_hack(sandbox):

@@ -5,7 +5,8 @@ program has no use for and an attacker needs: debugging others (``ptrace``, ``pr
 ``kcmp``, ``pidfd_getfd``), mounting and namespaces (``mount``, ``pivot_root``, ``unshare``,
 ``setns``, ``clone`` with any ``CLONE_NEW*`` flag), kernel keyrings, ``bpf``, ``perf_event_open``,
 ``userfaultfd``, ``io_uring``, module and kexec loading, personality changes, clocks, host names,
-reboot, swap, accounting and quotas. ``clone3`` answers ``ENOSYS`` (its flags live in memory a
+reboot, swap, accounting and quotas, and ``memfd_create`` (memory written to one is counted by no
+limit of the run but the file size). ``clone3`` answers ``ENOSYS`` (its flags live in memory a
 filter cannot read), so the C library falls back to ``clone``, whose flags it can. A call made
 through another ABI (x32 on x86_64) is refused; a process of another architecture is killed.
 """
@@ -36,7 +37,7 @@ DENIED = (
     "request_key bpf perf_event_open userfaultfd io_uring_setup io_uring_enter io_uring_register "
     "kexec_load kexec_file_load init_module finit_module delete_module reboot swapon swapoff acct "
     "quotactl quotactl_fd open_by_handle_at name_to_handle_at syslog vhangup settimeofday "
-    "clock_settime clock_adjtime adjtimex sethostname setdomainname lookup_dcookie"
+    "clock_settime clock_adjtime adjtimex sethostname setdomainname lookup_dcookie memfd_create"
 ).split()
 """Answered with EPERM; ``clone`` (namespace flags only), ``clone3`` and ``personality`` are handled apart."""
 
@@ -55,7 +56,7 @@ ARCHITECTURES = {
             "quotactl_fd": 443, "open_by_handle_at": 304, "name_to_handle_at": 303, "syslog": 103,
             "vhangup": 153, "settimeofday": 164, "clock_settime": 227, "clock_adjtime": 305,
             "adjtimex": 159, "sethostname": 170, "setdomainname": 171, "lookup_dcookie": 212,
-            "clone": 56, "clone3": 435, "personality": 135,
+            "memfd_create": 319, "clone": 56, "clone3": 435, "personality": 135,
             # x86_64 only
             "iopl": 172, "ioperm": 173, "uselib": 134, "_sysctl": 156,
         },
@@ -76,7 +77,7 @@ ARCHITECTURES = {
             "quotactl_fd": 443, "open_by_handle_at": 265, "name_to_handle_at": 264, "syslog": 116,
             "vhangup": 58, "settimeofday": 170, "clock_settime": 112, "clock_adjtime": 266,
             "adjtimex": 171, "sethostname": 161, "setdomainname": 162, "lookup_dcookie": 18,
-            "clone": 220, "clone3": 435, "personality": 92,
+            "memfd_create": 279, "clone": 220, "clone3": 435, "personality": 92,
         },
         "extra_denied": (),
         "other_abi_bit": None,
