@@ -11,7 +11,7 @@ import torch
 pytest.importorskip("transformers", reason="the engine needs the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="LoRA checkpoints need peft")
 
-from tiny_lm import make_model, make_tokenizer  # noqa: E402
+from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
 
 from resonance_os.llm.adapters import AdapterError
 from resonance_os.llm.engine import EngineConfig, GenerationEngine
@@ -157,22 +157,8 @@ def test_stop_strings_and_stop_tokens(engine, tokenizer):
     assert by_id.result().choices[0].token_ids == free.token_ids[:3]
 
 
-def trained_adapter(tokenizer, folder) -> LMPolicy:
-    """A LoRA policy on the tiny model after one optimiser step, saved to ``folder``."""
-    policy = LMPolicy(
-        tokenizer, make_model(len(tokenizer), context=128), PolicyConfig(lora_rank=4, lora_alpha=8)
-    )
-    ids = torch.tensor([tokenizer(PROMPTS[0])["input_ids"]])
-    optimizer = torch.optim.Adam(policy.trainable_parameters(), lr=0.05)
-    loss = -policy.token_logprobs(ids, torch.ones_like(ids), torch.ones(1, ids.shape[1] - 1)).sum()
-    loss.backward()
-    optimizer.step()
-    policy.save(folder)
-    return policy
-
-
 def test_adapters_by_name_in_one_batch(tmp_path, tokenizer, engine):
-    policy = trained_adapter(tokenizer, tmp_path / "run" / "policy")
+    policy = one_step_lora(tokenizer, tmp_path / "run" / "policy")
     engine.load_adapter("tuned", tmp_path / "run")  # a run folder with policy/ inside
     assert engine.adapters() == ["tuned"]
     prompt = engine.encode(PROMPTS[0])
@@ -192,7 +178,7 @@ def test_adapters_by_name_in_one_batch(tmp_path, tokenizer, engine):
 
 
 def test_peft_folders_load_and_foreign_adapters_are_refused(tmp_path, tokenizer, engine):
-    policy = trained_adapter(tokenizer, tmp_path / "ckpt")
+    policy = one_step_lora(tokenizer, tmp_path / "ckpt")
     policy.model.save_pretrained(tmp_path / "peft")
     engine.load_adapter("peft", tmp_path / "peft")
     prompt = engine.encode(PROMPTS[1])

@@ -59,3 +59,22 @@ def make_model(vocab_size: int, seed: int = 0, context: int = 64, tied: bool = F
         with torch.no_grad():
             model.get_output_embeddings().weight.mul_(HEAD_SCALE)
     return model.eval()
+
+
+def one_step_lora(tokenizer, folder, context: int = 128, seed: int = 0):
+    """An ``LMPolicy`` with a LoRA adapter on ``make_model`` after one Adam step (so B != 0: a fresh
+    adapter is the identity), saved to ``folder``; returns the policy."""
+    from resonance_os.llm.policy import LMPolicy, PolicyConfig
+
+    policy = LMPolicy(
+        tokenizer,
+        make_model(len(tokenizer), seed=seed, context=context),
+        PolicyConfig(lora_rank=4, lora_alpha=8),
+    )
+    ids = torch.tensor([tokenizer("the cat sat on the mat and then the dog ran")["input_ids"]])
+    optimizer = torch.optim.Adam(policy.trainable_parameters(), lr=0.05)
+    loss = -policy.token_logprobs(ids, torch.ones_like(ids), torch.ones(1, ids.shape[1] - 1)).sum()
+    loss.backward()
+    optimizer.step()
+    policy.save(folder)
+    return policy

