@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from resonance_os.profiles.profile_folder import FolderImport
 
 app = typer.Typer(
-    help="Tenants' target HRV profiles: versioned, stored in SQLite (a folder) or any SQL database.",
+    help="Tenants' target HRV profiles, versioned, in the data home's database (the one `resonance serve`"
+    " uses) or any SQL database.",
     no_args_is_help=True,
 )
 console = Console(highlight=False)

@@ -9,7 +9,10 @@ from rich.table import Table
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.core.env import env_names
 
-DB_HELP = "Database URL (postgresql+psycopg://...) or SQLite file/folder; default $RESONANCE_DB or ~/.resonance_os/."
+DB_HELP = (
+    "Database: a URL (postgresql+psycopg://...), a .db file or a data-home folder (its resonance.db);"
+    " default $RESONANCE_DB, else $RESONANCE_HOME (~/.resonance_os), the database the profile commands use."
+)
 
 tenants_app = typer.Typer(help="Create tenants and manage their API keys.", no_args_is_help=True)
 console = Console(highlight=False)
