@@ -344,7 +344,8 @@ class HumanResonantWriter:
         target_source: str | None = None,
         between_paragraphs: Callable[[], None] | None = None,
     ) -> Article:
-        """Write ``num_paragraphs`` (1-20) paragraphs about ``prompt`` toward a target HRV.
+        """Write ``num_paragraphs`` (1 to ``core.limits.MAX_PARAGRAPHS``, 12) paragraphs about ``prompt``
+        toward a target HRV.
 
         The target arrives resolved: ``target_hrv`` is 8 floats in [0, 1] (``HRV_DIMENSIONS`` order), a
         mapping by dimension name, an ``HRVVector`` or an ``HRVProfile``; ``None`` is the default
