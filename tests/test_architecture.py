@@ -217,6 +217,13 @@ def upward_edges(edges: Iterable[Edge], layers: dict[str, frozenset[str]]) -> li
     return sorted(set(problems))
 
 
+HOW_TO_BREAK = (
+    "import cycles (move what both sides need into a lower module; where a module reaches its own package's "
+    "__init__ through `from pkg import sibling`, import the sibling by its full name: "
+    "`import pkg.sibling as sibling`):\n"
+)
+
+
 def _describe(cycle: list[Edge]) -> str:
     return " -> ".join(f"{e.source} (line {e.line})" for e in cycle) + f" -> {cycle[0].source}"
 
@@ -228,9 +235,7 @@ def edges() -> list[Edge]:
 
 def test_no_import_cycle(edges: list[Edge]) -> None:
     cycles = find_cycles(edges)
-    assert not cycles, "import cycles (move what both sides need into a lower module):\n" + "\n".join(
-        map(_describe, cycles)
-    )
+    assert not cycles, HOW_TO_BREAK + "\n".join(map(_describe, cycles))
 
 
 def test_imports_point_down_the_layers(edges: list[Edge]) -> None:

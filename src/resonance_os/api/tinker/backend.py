@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from resonance_os.api.tinker import losses
+import resonance_os.api.tinker.losses as losses
 from resonance_os.api.tinker.errors import UserError
 from resonance_os.api.tinker.wire import FwdBwdRequest, Sequence
 from resonance_os.llm.lora_slots import LoraSlots, LoraSpec

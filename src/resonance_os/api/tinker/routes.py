@@ -21,10 +21,11 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+import resonance_os.api.tinker.checkpoints as checkpoints
+import resonance_os.api.tinker.futures as futures
 from resonance_os.api.db import Database, new_id
 from resonance_os.api.ratelimit import RateLimiter
 from resonance_os.api.tenants import TenantContext, authenticate
-from resonance_os.api.tinker import checkpoints, futures
 from resonance_os.api.tinker.config import TinkerConfig
 from resonance_os.api.tinker.errors import UserError
 from resonance_os.api.tinker.store import (

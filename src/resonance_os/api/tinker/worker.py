@@ -27,8 +27,10 @@ from typing import Any
 import numpy as np
 import sqlalchemy as sa
 
+import resonance_os.api.tinker.backend as backend
+import resonance_os.api.tinker.checkpoints as checkpoints
+import resonance_os.api.tinker.futures as futures
 from resonance_os.api.db import Database
-from resonance_os.api.tinker import backend, checkpoints, futures
 from resonance_os.api.tinker.config import TinkerConfig
 from resonance_os.api.tinker.errors import TinkerError, UserError
 from resonance_os.api.tinker.store import (
