@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from resonance_os.core.limits import MAX_TEXT_CHARS
+from resonance_os.core.limits import MAX_PARAGRAPHS, MAX_TEXT_CHARS
 from resonance_os.generation.topics import MAX_PROMPT_CHARS
 from resonance_os.profiles.sample import MIN_SAMPLE_WORDS
 
@@ -45,6 +45,7 @@ def test_the_pages_limits_are_the_services():
     assert re.search(r'id="analyze-text"[^>]*data-limit="(\d+)"', html).group(1) == str(MAX_TEXT_CHARS)
     assert re.search(r'id="write-prompt"[^>]*data-limit="(\d+)"', html).group(1) == str(MAX_PROMPT_CHARS)
     assert re.search(r'data-min-words="(\d+)"', html).group(1) == str(MIN_SAMPLE_WORDS)
+    assert re.search(r'id="write-paragraphs"[^>]*max="(\d+)"', html).group(1) == str(MAX_PARAGRAPHS)
     assert f"at least {MIN_SAMPLE_WORDS} words" in html
 
 
