@@ -250,6 +250,7 @@ def send(status, report):
 def run_and_report(config, status, workdir, block_sockets):
     """Fork the program (and the harness), wait, send the program's exit status and resource use."""
     serve_fds = harness_fds = None
+    ended_by_us = False
     if config["harness"] is not None:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
@@ -268,17 +269,18 @@ def run_and_report(config, status, workdir, block_sockets):
         for fd in (*harness_fds, config["harness"]["payload_fd"]):
             os.close(fd)
         os.waitpid(harness, 0)
-        try:
+        if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:  # still running
             os.kill(pid, _signal.SIGKILL)  # judged: whatever the program still does is moot
-        except ProcessLookupError:
-            pass
+            ended_by_us = True
     _, wait_status, usage = os.wait4(pid, 0)
+    signal = os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else None
     report = {
         "kind": "exit",
         "exit_code": os.waitstatus_to_exitcode(wait_status) if os.WIFEXITED(wait_status) else None,
-        "signal": os.WTERMSIG(wait_status) if os.WIFSIGNALED(wait_status) else None,
+        "signal": signal,
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "max_rss_kb": usage.ru_maxrss,
+        "ended_after_verdict": ended_by_us and signal == _signal.SIGKILL,
     }
     send(status, report)
 

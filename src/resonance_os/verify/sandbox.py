@@ -123,7 +123,8 @@ class Execution:
     """What one sandboxed run did. ``outcome`` is None when the program exited cleanly (the test
     decides between passed and wrong answer); ``network`` is ``"namespace"`` or ``"socket_blocked"``.
     ``harness`` is the harness's verdict of a run with ``calls`` (``passed``, ``failure``, ``detail``,
-    ``calls``: see calls.judge), None when it gave none; the program is killed once it is judged."""
+    ``calls``: see calls.judge), None when it gave none; the program is killed once it is judged
+    (then ``outcome`` is None and ``signal`` SIGKILL)."""
 
     outcome: Outcome | None
     exit_code: int | None
@@ -481,6 +482,10 @@ class Sandbox:
         if not exit_report:
             return Execution(Outcome.SANDBOX_ERROR, detail="the launcher reported no exit status", **common)
         common["harness"] = by_kind.get("harness")
+        if exit_report.get("ended_after_verdict"):  # still running when judged: the launcher ended it
+            return Execution(
+                outcome=None, detail="ended by the sandbox after the harness's verdict", **common
+            )
         outcome = classify_exit(exit_report["exit_code"], exit_report["signal"])
         if (
             exit_report["signal"] == signal.SIGKILL
