@@ -50,6 +50,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from queue import Empty
 
 import httpx
 import numpy as np
@@ -69,8 +70,17 @@ VICTIM_TEXT = (
 )
 VICTIM_ANALYZE_PER_S = 20.0
 VICTIM_GENERATE_PER_S = 4.0
-QUOTA_BYTES = 20_000_000
 HRV = [0.5] * 8
+SERVER_SETTINGS = {
+    "RESONANCE_QUOTA_BYTES": "20000000",  # so the storage flood reaches it
+    "RESONANCE_BODY_TIMEOUT_S": "5",  # so slow bodies get their 408 within a phase
+    # one tenant may take every job slot and queue five more: the case where first in, first out
+    # made a later tenant's first job wait for all five (job-fairness)
+    "RESONANCE_MAX_RUNNING_JOBS": "2",
+    "RESONANCE_MAX_RUNNING_JOBS_PER_TENANT": "2",
+    "RESONANCE_MAX_QUEUED_JOBS_PER_TENANT": "5",
+}
+"""The server's settings that differ from the defaults."""
 
 
 # --- the server -----------------------------------------------------------------------------------
@@ -88,12 +98,7 @@ class Server:
     def __init__(self, db_url: str, home: str, backend: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {
-            **os.environ,
-            "RESONANCE_HOME": home,
-            "RESONANCE_BACKEND": backend,
-            "RESONANCE_QUOTA_BYTES": str(QUOTA_BYTES),
-        }
+        env = {**os.environ, "RESONANCE_HOME": home, "RESONANCE_BACKEND": backend, **SERVER_SETTINGS}
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "resonance_os.api.hr_server", "--port", str(self.port), "--db", db_url],
@@ -212,18 +217,28 @@ def in_threads(count: int, work: Callable[[int], Counter]) -> Counter:
 @dataclass
 class Attack:
     name: str
-    drive: Callable[[str, int, str, float], Counter]
-    """(server url, port, attacker's key, deadline) -> status counts of the attacker's requests."""
+    drive: Callable[..., Counter]
+    """(server url, port, attacker's key, deadline) -> status counts of the attacker's requests; with
+    ``later_tenant``, also ``later_key=``, a second tenant's key."""
     needs: tuple[tuple[str, str], ...] = ()
     """Routes (method, path) the server must have, else the attack is skipped."""
+    prepare: Callable[[str, str], None] | None = None
+    """(server url, attacker's key): set-up run by the attacker before either phase it is measured in
+    (after the quiet phase, before the attacked one)."""
+    later_tenant: bool = False
 
 
 ATTACKS: dict[str, Attack] = {}
 
 
-def attack(name: str, needs: tuple[tuple[str, str], ...] = ()):
+def attack(
+    name: str,
+    needs: tuple[tuple[str, str], ...] = (),
+    prepare: Callable[[str, str], None] | None = None,
+    later_tenant: bool = False,
+):
     def register(drive):
-        ATTACKS[name] = Attack(name, drive, needs)
+        ATTACKS[name] = Attack(name, drive, needs, prepare, later_tenant)
         return drive
 
     return register
@@ -388,11 +403,226 @@ def storage_flood(url: str, port: int, key: str, until: float) -> Counter:
     ).statuses
 
 
-def _drive(attack_name: str, url: str, port: int, key: str, seconds: float, queue) -> None:
-    """Run in the attacker's process: say it is ready (its imports done), then attack for ``seconds``."""
+SLOW_BODY_ADDRESS = "127.0.0.4"
+SLOW_BODY_CONNECTIONS = 600
+SLOW_BODY_OPENED_PER_S = 150
+AFTER_408_S = 2.0
+"""A connection still open this long after its 408 counts as kept open by the server."""
+
+
+@attack("slow-bodies", needs=(("POST", "/v1/analyze"),))
+def slow_bodies(url: str, port: int, key: str, until: float) -> Counter:
+    """SLOW_BODY_CONNECTIONS connections from 127.0.0.4 (opened SLOW_BODY_OPENED_PER_S a second), each a
+    request whose body never ends, trickled a byte a second, on past any answer; one the server closes
+    is opened again. Counted: the answers, the connections the server closed after their 408, and those
+    still established AFTER_408_S after their 408 (goal 0; the issue: 472 of 600 at 60 s)."""
+    head = (
+        "POST /v1/analyze HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {key}\r\nContent-Length: 100000\r\n\r\n"
+        '{"text": "'
+    ).encode()
+    statuses: Counter = Counter()
+    live: dict[socket.socket, list] = {}  # socket -> [bytes received, when its answer came]
+    opened, start = 0, time.monotonic()
+
+    def closed(sock: socket.socket) -> None:
+        statuses["closed after 408" if live.pop(sock)[1] is not None else "closed unanswered"] += 1
+        sock.close()
+
+    while time.monotonic() < until:
+        tick = time.monotonic()
+        allowed = min(int((tick - start + 1) * SLOW_BODY_OPENED_PER_S), opened + SLOW_BODY_OPENED_PER_S)
+        while len(live) < SLOW_BODY_CONNECTIONS and opened < allowed:
+            opened += 1
+            try:
+                sock = socket.create_connection(
+                    ("127.0.0.1", port), timeout=5, source_address=(SLOW_BODY_ADDRESS, 0)
+                )
+                sock.sendall(head)
+                sock.setblocking(False)
+                live[sock] = [b"", None]
+            except OSError as error:
+                statuses[f"connect {type(error).__name__}"] += 1
+        for sock in list(live):
+            state = live[sock]
+            try:
+                data = sock.recv(65536)
+                if not data:
+                    closed(sock)
+                    continue
+                state[0] += data
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed(sock)
+                continue
+            if state[1] is None and b"\r\n" in state[0]:
+                state[1] = time.monotonic()
+                statuses[int(state[0].split(b" ", 2)[1])] += 1
+            try:
+                sock.send(b"x")
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed(sock)
+        statuses["most open at once"] = max(statuses["most open at once"], len(live))
+        time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+    now = time.monotonic()
+    statuses["still open 2 s after their 408"] = sum(
+        1 for _, answered in live.values() if answered is not None and now - answered >= AFTER_408_S
+    )
+    statuses["connections opened"] = opened
+    for sock in live:
+        sock.close()
+    return statuses
+
+
+SENTENCES = [
+    "The harbour was quiet at dawn and the boats rocked on grey water.",
+    "Our quarterly revenue grew by twelve percent across all regions.",
+    "I can't believe it, we actually won the final after all those years!",
+    "Install the package, then run the tests with a single command.",
+    "She remembered the smell of her grandmother's kitchen in winter.",
+    "The committee will review every proposal before the deadline.",
+    "What a view from the top of the hill this morning!",
+    "Memory safety bugs account for most severe vulnerabilities.",
+    "He laughed, dropped the keys, and ran back into the rain.",
+    "Please submit your expense reports by Friday afternoon.",
+    "Tiny lanterns floated down the river as the music began.",
+    "The algorithm runs in linear time on sorted input.",
+    "Why do we keep building roads that nobody walks along?",
+    "Fresh bread cooled on the windowsill while the kettle sang.",
+    "Quarterly targets were missed in two of the five markets.",
+    "Imagine a city where every roof grows its own vegetables.",
+]
+REWARD_RATINGS = 150
+REWARD_PREFERENCES = 100
+REWARD_TRAINERS = 4
+"""Judgments the attacker sends before it trains (each text measured by the server), and its
+concurrent training calls (the issue's 4)."""
+
+
+def _seed_feedback(url: str, key: str) -> None:
+    """The attacker's judgments of short texts made of random sentences (a new text each time)."""
+    rng = random.Random(7)
+
+    def text() -> str:
+        return " ".join(rng.sample(SENTENCES, 3))
+
+    def send(client: httpx.Client, body: dict) -> None:
+        while (answer := client.post("/v1/feedback", json=body)).status_code == 429:  # the key's rate
+            time.sleep(float(answer.headers.get("retry-after", 1)))
+        answer.raise_for_status()
+
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+        for i in range(REWARD_RATINGS):
+            send(client, {"kind": "rating", "item": {"text": text()}, "rating": 1 + i % 5})
+        for i in range(REWARD_PREFERENCES):
+            pair = {"kind": "preference", "item": {"text": text()}, "other": {"text": text()}}
+            send(client, pair | {"preferred": "ab"[i % 2]})
+
+
+def _wait_for_job(client: httpx.Client, job: dict, until: float) -> dict:
+    while job["state"] in ("queued", "starting", "running") and time.monotonic() < until:
+        time.sleep(0.5)
+        job = client.get(f"/v1/jobs/{job['id']}").json()
+    return job
+
+
+@attack("reward-model-train", needs=(("POST", "/v1/reward-model/train"),), prepare=_seed_feedback)
+def reward_model_train(url: str, port: int, key: str, until: float) -> Counter:
+    """REWARD_TRAINERS clients each train the reward model on the attacker's 250 judgments, again as
+    soon as the last one is done (a 202's job is followed to its end), until the deadline; jobs still
+    waiting then are cancelled. (Before it was a job, each call fitted in the server: 201.)"""
+    started: list[str] = []
+
+    def trainer(i: int) -> Counter:
+        statuses: Counter = Counter()
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=600) as client:
+            while time.monotonic() < until:
+                answer = client.post("/v1/reward-model/train", json={"seed": i})
+                statuses[answer.status_code] += 1
+                if answer.status_code == 202:
+                    started.append(answer.json()["id"])
+                    statuses[f"job {_wait_for_job(client, answer.json(), until)['state']}"] += 1
+                elif answer.status_code != 201:
+                    time.sleep(0.5)
+        return statuses
+
+    statuses = in_threads(REWARD_TRAINERS, trainer)
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+        for job_id in started:
+            client.delete(f"/v1/jobs/{job_id}")
+    return statuses
+
+
+FAIRNESS_WAIT_S = 300.0
+"""How long past the phase the fairness attack waits for the later tenant's job to start."""
+
+
+@attack(
+    "job-fairness",
+    needs=(("POST", "/v1/train"), ("GET", "/v1/jobs"), ("DELETE", "/v1/jobs/{job_id}")),
+    later_tenant=True,
+)
+def job_fairness(url: str, port: int, key: str, until: float, later_key: str) -> Counter:
+    """The attacker fills every job slot and its queue with the smallest PPO jobs (64 timesteps), then a
+    later tenant submits one job. Both tenants' job lists are read every 0.2 s until the later job has
+    left the queue (at most FAIRNESS_WAIT_S past the phase): counted, how many of the attacker's jobs
+    were admitted after the later job was submitted and before it (goal 0: it takes the next free
+    slot; first in, first out admitted every queued one first), and how long it waited."""
+    body = {"target_hrv": HRV, "timesteps": 64}
+    statuses: Counter = Counter()
+    attacker = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=120)
+    later = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {later_key}"}, timeout=120)
+    with attacker, later:
+        flood: list[str] = []
+        while len(flood) < 50:
+            answer = attacker.post("/v1/train", json=body | {"seed": len(flood)})
+            statuses[f"flood {answer.status_code}"] += 1
+            if answer.status_code != 202:
+                break
+            flood.append(answer.json()["id"])
+        admitted: dict[str, float] = {}  # job id -> when first seen out of the queue
+
+        def look() -> None:
+            for client in (attacker, later):
+                for job in client.get("/v1/jobs", params={"limit": 200}).json()["jobs"]:
+                    if job["state"] != "queued" and job["id"] not in admitted:
+                        admitted[job["id"]] = time.monotonic()
+
+        look()  # the slots the flood took at once
+        submitted = time.monotonic()
+        first = later.post("/v1/train", json=body).json()["id"]
+        deadline = until + FAIRNESS_WAIT_S
+        while first not in admitted and time.monotonic() < deadline:
+            time.sleep(0.2)
+            look()
+        if first in admitted:
+            statuses["flooder's jobs admitted before the later one"] = sum(
+                1 for job in flood if submitted < admitted.get(job, float("inf")) < admitted[first]
+            )
+            statuses["later job waited s"] = round(admitted[first] - submitted, 1)
+        else:
+            statuses["later job not admitted in time"] = 1
+        for job_id in flood:
+            attacker.delete(f"/v1/jobs/{job_id}")
+        later.delete(f"/v1/jobs/{first}")
+    return statuses
+
+
+def _drive(
+    attack_name: str, url: str, port: int, key: str, later_key: str | None, seconds: float, queue
+) -> None:
+    """Run in the attacker's process: prepare, say it is ready (its imports done), then attack for
+    ``seconds``."""
+    chosen = ATTACKS[attack_name]
+    if chosen.prepare is not None:
+        chosen.prepare(url, key)
     queue.put("ready")
     until = time.monotonic() + seconds
-    queue.put(dict(ATTACKS[attack_name].drive(url, port, key, until)))
+    extra = {"later_key": later_key} if chosen.later_tenant else {}
+    queue.put(dict(chosen.drive(url, port, key, until, **extra)))
 
 
 # --- the victim -----------------------------------------------------------------------------------
@@ -460,24 +690,117 @@ def pooled_p99(rounds: list[Round], phase: str, kind: str) -> float:
     return p99([ms for r in rounds for ms in getattr(r, phase)[kind]])
 
 
+def _from_driver(queue, driver, timeout: float):
+    """The attacker process's next message; an error at once if it died (its traceback is above)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            return queue.get(timeout=1.0)
+        except Empty:
+            if not driver.is_alive():
+                raise RuntimeError(f"the attacker process exited with code {driver.exitcode}") from None
+    raise TimeoutError(f"the attacker process sent nothing in {timeout:g} s")
+
+
 def measure(server: Server, db_url: str, victim_key: str, name: str, tenant: str, seconds: float) -> Round:
     """The victim without the attack, then with it (the attacker a fresh tenant in its own process)."""
     database = Database(db_url)
     attacker_key = create_tenant(database, tenant)
+    later_key = create_tenant(database, f"later-{tenant}") if ATTACKS[name].later_tenant else None
     database.dispose()
     quiet = victim(server.url, victim_key, seconds)
     queue: mp.Queue = mp.get_context("spawn").Queue()
     driver = mp.get_context("spawn").Process(
-        target=_drive, args=(name, server.url, server.port, attacker_key, seconds + 1.0, queue)
+        target=_drive, args=(name, server.url, server.port, attacker_key, later_key, seconds + 1.0, queue)
     )
     driver.start()
-    queue.get(timeout=900)  # the attacker process has started (seconds on a loaded machine)
+    _from_driver(queue, driver, 900)  # the attacker process has started (seconds on a loaded machine)
     time.sleep(1.0)  # let the attack get going
     attacked = victim(server.url, victim_key, seconds)
-    attacker = queue.get(timeout=seconds + 900)
+    attacker = _from_driver(queue, driver, seconds + 900)
     driver.join()
     time.sleep(2.0)  # let cancelled work drain before the next baseline
     return Round(quiet, attacked, attacker)
+
+
+# --- kill -9 of the server: the workers it leaves behind -------------------------------------------
+
+KILL_CHECK = "kill-9"
+"""Not a latency attack: :func:`orphans_after_kill_9`, run after the attacks on a server of its own."""
+KILL_CHECK_AFTER_S = (1.0, 5.0, 15.0)
+
+
+def process_tree(pid: int) -> dict[int, int]:
+    """Every live process below ``pid`` (children, their children, ...) -> its resident bytes."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(stat.parent.name))
+    found: dict[int, int] = {}
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            found[child] = _resident_bytes(child)
+            stack.append(child)
+    return found
+
+
+def _resident_bytes(pid: int) -> int:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return 1024 * next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:")), 0)
+
+
+def _running(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def orphans_after_kill_9(db_url: str, home: str, backend: str) -> dict[str, object]:
+    """A server of its own with its text workers started (a ``/v1/score``) and a PPO job running, then
+    ``kill -9`` of the server process alone (as an operator or the OOM killer would): how many of the
+    processes it had started are still running KILL_CHECK_AFTER_S seconds later (goal: none), and the
+    memory they hold."""
+    database = Database(db_url)
+    key = create_tenant(database, f"kill-{os.urandom(3).hex()}")
+    database.dispose()
+    server = Server(db_url, home, backend)
+    started: dict[int, int] = {}
+    try:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {key}"}, timeout=600) as c:
+            c.post("/v1/score", json={"text": VICTIM_TEXT, "target_hrv": HRV}).raise_for_status()
+            job = c.post("/v1/train", json={"target_hrv": HRV, "timesteps": 200_000}).json()
+            deadline = time.monotonic() + 300
+            while job["state"] != "running" and time.monotonic() < deadline:
+                time.sleep(0.5)
+                job = c.get(f"/v1/jobs/{job['id']}").json()
+        started = process_tree(server.process.pid)
+        os.kill(server.process.pid, 9)
+        server.process.wait(timeout=30)
+        killed_at = time.monotonic()
+        result: dict[str, object] = {
+            "worker processes": len(started),
+            "their memory MB": round(sum(started.values()) / 2**20),
+            "job": job["state"],
+        }
+        for after in KILL_CHECK_AFTER_S:
+            time.sleep(max(0.0, killed_at + after - time.monotonic()))
+            alive = [pid for pid in started if _running(pid)]
+            result[f"running {after:g} s after"] = len(alive)
+        result["their memory then MB"] = round(sum(_resident_bytes(pid) for pid in alive) / 2**20)
+        return result
+    finally:
+        server.stop()
+        for pid in started:  # the orphans of a build without the fix
+            if _running(pid):
+                os.kill(pid, 9)
 
 
 # --- the run --------------------------------------------------------------------------------------
@@ -500,16 +823,20 @@ def main() -> None:
     )
     parser.add_argument("--db", default=None, help="database URL (default: a fresh SQLite file)")
     parser.add_argument(
-        "--attacks", default=",".join(ATTACKS), help=f"comma-separated, of: {', '.join(ATTACKS)}"
+        "--attacks",
+        default=",".join([*ATTACKS, KILL_CHECK]),
+        help=f"comma-separated, of: {', '.join([*ATTACKS, KILL_CHECK])}",
     )
     parser.add_argument(
         "--backend", default="builtin", help="the server's writer backend (RESONANCE_BACKEND)"
     )
     args = parser.parse_args()
     names = [n.strip() for n in args.attacks.split(",") if n.strip()]
-    unknown = [n for n in names if n not in ATTACKS]
+    unknown = [n for n in names if n not in ATTACKS and n != KILL_CHECK]
     if unknown:
-        parser.error(f"unknown attacks {unknown}; known: {list(ATTACKS)}")
+        parser.error(f"unknown attacks {unknown}; known: {[*ATTACKS, KILL_CHECK]}")
+    kill_check = KILL_CHECK in names
+    names = [n for n in names if n != KILL_CHECK]
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
 
@@ -545,6 +872,11 @@ def main() -> None:
     finally:
         server.stop()
     print_table(runs, skipped)
+    if kill_check:
+        outcome = orphans_after_kill_9(db_url, home, args.backend)
+        print(
+            f"\n{KILL_CHECK}: " + ", ".join(f"{k}: {v}" for k, v in outcome.items()) + " (goal: none running)"
+        )
     loads = " -> ".join(", ".join(f"{x:.1f}" for x in load) for load in (load_at_start, os.getloadavg()))
     print(f"machine load average (1, 5, 15 min) during the run: {loads} on {os.cpu_count()} CPUs")
 

@@ -4,11 +4,12 @@ Life of a job: :func:`submit` inserts it as ``queued`` (or refuses with 429 when
 server's queue is full). The :class:`JobRunner` thread of each server process admits queued jobs fairly
 between tenants (:func:`admit`: the tenant with the fewest running jobs first) while the limits allow
 (at most ``JobLimits.running`` jobs ``starting``/``running`` in all, ``JobLimits.running_per_tenant``
-of one tenant's), marks them ``starting`` and launches ``python -m resonance_os.api.job_worker JOB_ID``
-(database URL in ``$RESONANCE_DB``, never on a command line where ``ps`` shows passwords) in its own
-process session. A worker dies with the server that launched it (``$RESONANCE_PARENT_PID``,
-:func:`~resonance_os.api.processes.die_with_parent`), however the server ends, and queues its job again
-first; the next server resumes it. The worker claims the row (``starting`` -> ``running``, once,
+of one tenant's), marks them ``starting`` and launches the worker, :mod:`resonance_os.api.job_worker`
+with the job id, at nice 19 from its first instruction (:data:`LOW_PRIORITY_START`; database URL in
+``$RESONANCE_DB``, never on a command line where ``ps`` shows passwords) in its own process session.
+A worker dies with the server that launched it (``$RESONANCE_PARENT_PID``,
+:func:`~resonance_os.api.processes.die_with_parent`), however the server ends, and queues its job
+again first; the next server resumes it. The worker claims the row (``starting`` -> ``running``, once,
 atomically), records its pid, host and a heartbeat, saves a checkpoint into its work folder
 (:func:`work_dir`) every few updates, and ends in ``succeeded`` (with the trained policy as an
 artifact) or ``failed`` (with the error). A tenant may :func:`cancel` its job at any point before it
@@ -62,6 +63,14 @@ MAX_ATTEMPTS = 3
 """Workers a job may lose (killed, machine restarted) before it is marked failed."""
 TICK_S = 1.0
 """How often a :class:`JobRunner` reaps, recovers, cleans and admits jobs (sooner when woken)."""
+LOW_PRIORITY_START = (
+    "import os, runpy\n"
+    "try:\n    os.nice(19 - os.nice(0))\nexcept OSError:\n    pass\n"
+    "runpy.run_module('resonance_os.api.job_worker', run_name='__main__', alter_sys=True)\n"
+)
+"""``python -c`` code that starts a job worker at nice 19 before it imports anything: the worker's own
+imports (SQLAlchemy and the database layer, seconds on a busy machine) ran at nice 0 before
+``job_worker.lower_priority`` and took that CPU from requests each time a job started."""
 JOBS_LOCK = 0x7265736F6A6F6273
 """PostgreSQL advisory lock serialising admission across server processes (SQLite: the write lock)."""
 
@@ -205,7 +214,7 @@ def launch(
     env = worker_environment(db_url, checkpoint_every, serving_gate)
     with open(log_dir / f"{job_id}.log", "ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "resonance_os.api.job_worker", job_id],
+            [sys.executable, "-c", LOW_PRIORITY_START, job_id],
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=subprocess.STDOUT,
