@@ -10,7 +10,7 @@ from alembic.runtime.migration import MigrationContext
 from resonance_os.api.db import Database, resolve_db_url
 from resonance_os.profiles.schema import Base
 
-HEAD = "0006"
+HEAD = "0007"
 
 
 def test_migrations_match_models_and_are_idempotent(db):

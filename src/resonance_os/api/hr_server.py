@@ -23,6 +23,7 @@ from resonance_os import __version__
 from resonance_os.api import jobs
 from resonance_os.api import tinker as tinker_api
 from resonance_os.api.address_limits import AddressLimiter
+from resonance_os.api.agl.routes import install_agent_store
 from resonance_os.api.auth_cache import AuthCache
 from resonance_os.api.db import Database
 from resonance_os.api.deps import tenant
@@ -147,6 +148,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     ):
         app.include_router(router)
     tinker_api.install(app)  # /api/v1: the Tinker SDK's endpoints (docs/tinker.md)
+    install_agent_store(app)
     mount_studio(app)
     app.add_middleware(ServingGateMiddleware, state=app.state)  # innermost: counts once the body is in
     app.add_middleware(
