@@ -83,6 +83,14 @@ class RewardError(LLMError, ValueError):
 # ---------------------------------------------------------------------------------------------- config
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_num(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 @dataclass
 class GRPOConfig(JsonConfig):
     """GRPO hyperparameters. Round-trips through JSON (``to_json`` / ``from_json``).
@@ -181,98 +189,111 @@ class GRPOConfig(JsonConfig):
             self.stop = [self.stop]
         elif isinstance(self.stop, tuple):
             self.stop = list(self.stop)
+        self._check_rollouts()
+        self._check_update()
+        self._check_precision()
 
-        def fail(name: str, fix: str) -> ConfigError:
-            return ConfigError(f"GRPOConfig.{name}={getattr(self, name)!r}: {fix}")
+    def _invalid(self, name: str, fix: str) -> ConfigError:
+        return ConfigError(f"GRPOConfig.{name}={getattr(self, name)!r}: {fix}")
 
-        def is_int(value: Any) -> bool:
-            return isinstance(value, int) and not isinstance(value, bool)
-
-        def is_num(value: Any) -> bool:
-            return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-        if not is_int(self.group_size) or self.group_size < 2:
-            raise fail("group_size", "must be an integer >= 2 (advantages compare completions of a prompt)")
+    def _check_rollouts(self) -> None:
+        """Sampling, groups, filters and the seed."""
+        if not _is_int(self.group_size) or self.group_size < 2:
+            raise self._invalid(
+                "group_size", "must be an integer >= 2 (advantages compare completions of a prompt)"
+            )
         for name in ("prompts_per_step", "max_new_tokens", "num_iterations"):
-            if not is_int(getattr(self, name)) or getattr(self, name) < 1:
-                raise fail(name, "must be an integer >= 1")
-        if not is_num(self.temperature) or not self.temperature > 0:
-            raise fail("temperature", "must be a number > 0 (training needs a sampling distribution; 1.0)")
-        if not is_num(self.top_p) or not 0 < self.top_p <= 1:
-            raise fail("top_p", "must be in (0, 1] (1.0 = no nucleus cut)")
+            if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
+                raise self._invalid(name, "must be an integer >= 1")
+        if not _is_num(self.temperature) or not self.temperature > 0:
+            raise self._invalid(
+                "temperature", "must be a number > 0 (training needs a sampling distribution; 1.0)"
+            )
+        if not _is_num(self.top_p) or not 0 < self.top_p <= 1:
+            raise self._invalid("top_p", "must be in (0, 1] (1.0 = no nucleus cut)")
         if not isinstance(self.stop, list) or any(not isinstance(s, str) or not s for s in self.stop):
-            raise fail("stop", "must be a list of non-empty strings")
+            raise self._invalid("stop", "must be a list of non-empty strings")
         if not isinstance(self.chat_template, bool):
-            raise fail("chat_template", "must be true or false")
-        if not is_num(self.learning_rate) or not self.learning_rate > 0:
-            raise fail("learning_rate", "must be a number > 0 (LoRA: 1e-5 to 1e-4)")
-        if not is_num(self.weight_decay) or self.weight_decay < 0:
-            raise fail("weight_decay", "must be a number >= 0")
+            raise self._invalid("chat_template", "must be true or false")
+        if self.retire_pass_rate is not None and (
+            not _is_num(self.retire_pass_rate) or not 0 < self.retire_pass_rate <= 1
+        ):
+            raise self._invalid(
+                "retire_pass_rate", "must be in (0, 1] (ScaleRL: 0.9) or None for no retirement"
+            )
+        for name in ("filter_zero_variance", "dynamic_sampling", "overlong_filter"):
+            if not isinstance(getattr(self, name), bool):
+                raise self._invalid(name, "must be true or false")
+        if not _is_int(self.max_sampling_rounds) or self.max_sampling_rounds < 1:
+            raise self._invalid("max_sampling_rounds", "must be an integer >= 1 (generations per step)")
+        if not _is_int(self.overlong_buffer) or not 0 <= self.overlong_buffer < self.max_new_tokens:
+            raise self._invalid(
+                "overlong_buffer",
+                f"must be an integer from 0 (off) to max_new_tokens - 1 = {self.max_new_tokens - 1}",
+            )
+        if not _is_num(self.overlong_penalty) or self.overlong_penalty < 0:
+            raise self._invalid(
+                "overlong_penalty", "must be a number >= 0 (the punishment at full length; 1.0)"
+            )
+        if self.seed is not None and not _is_int(self.seed):
+            raise self._invalid("seed", "must be an integer or None")
+
+    def _check_update(self) -> None:
+        """The optimiser, the minibatches and the loss."""
+        if not _is_num(self.learning_rate) or not self.learning_rate > 0:
+            raise self._invalid("learning_rate", "must be a number > 0 (LoRA: 1e-5 to 1e-4)")
+        if not _is_num(self.weight_decay) or self.weight_decay < 0:
+            raise self._invalid("weight_decay", "must be a number >= 0")
         if self.minibatch_size is not None and (
-            not is_int(self.minibatch_size)
+            not _is_int(self.minibatch_size)
             or self.minibatch_size < self.group_size
             or self.minibatch_size % self.group_size
         ):
-            raise fail(
+            raise self._invalid(
                 "minibatch_size",
                 f"must be a positive multiple of group_size={self.group_size} (minibatches hold whole "
                 "groups), or None for the whole step",
             )
         if self.loss_type not in LOSS_TYPES:
-            raise fail("loss_type", f"must be one of {', '.join(LOSS_TYPES)}")
+            raise self._invalid("loss_type", f"must be one of {', '.join(LOSS_TYPES)}")
         if self.aggregation is not None and self.aggregation not in AGGREGATIONS:
-            raise fail("aggregation", f"must be one of {', '.join(AGGREGATIONS)} or None")
-        if not is_num(self.epsilon) or not 0 <= self.epsilon < 1:
-            raise fail("epsilon", "must be in [0, 1) (the clip range 1 - epsilon; 0.2)")
-        if self.epsilon_high is not None and (not is_num(self.epsilon_high) or not self.epsilon_high > 0):
-            raise fail("epsilon_high", "must be > 0 or None (DAPO: 0.28; CISPO's cap: 5.0)")
-        if not is_num(self.beta) or self.beta < 0:
-            raise fail("beta", "must be a number >= 0 (the KL coefficient; 0 = no reference pass)")
+            raise self._invalid("aggregation", f"must be one of {', '.join(AGGREGATIONS)} or None")
+        if not _is_num(self.epsilon) or not 0 <= self.epsilon < 1:
+            raise self._invalid("epsilon", "must be in [0, 1) (the clip range 1 - epsilon; 0.2)")
+        if self.epsilon_high is not None and (not _is_num(self.epsilon_high) or not self.epsilon_high > 0):
+            raise self._invalid("epsilon_high", "must be > 0 or None (DAPO: 0.28; CISPO's cap: 5.0)")
+        if not _is_num(self.beta) or self.beta < 0:
+            raise self._invalid("beta", "must be a number >= 0 (the KL coefficient; 0 = no reference pass)")
         if self.scale_rewards is not None and self.scale_rewards not in SCALE_REWARDS:
-            raise fail("scale_rewards", f"must be one of {', '.join(SCALE_REWARDS)} or None")
-        if self.retire_pass_rate is not None and (
-            not is_num(self.retire_pass_rate) or not 0 < self.retire_pass_rate <= 1
-        ):
-            raise fail("retire_pass_rate", "must be in (0, 1] (ScaleRL: 0.9) or None for no retirement")
-        for name in ("filter_zero_variance", "dynamic_sampling", "overlong_filter"):
-            if not isinstance(getattr(self, name), bool):
-                raise fail(name, "must be true or false")
-        if not is_int(self.max_sampling_rounds) or self.max_sampling_rounds < 1:
-            raise fail("max_sampling_rounds", "must be an integer >= 1 (generations per step)")
-        if not is_int(self.overlong_buffer) or not 0 <= self.overlong_buffer < self.max_new_tokens:
-            raise fail(
-                "overlong_buffer",
-                f"must be an integer from 0 (off) to max_new_tokens - 1 = {self.max_new_tokens - 1}",
-            )
-        if not is_num(self.overlong_penalty) or self.overlong_penalty < 0:
-            raise fail("overlong_penalty", "must be a number >= 0 (the punishment at full length; 1.0)")
-        if self.max_grad_norm is not None and (not is_num(self.max_grad_norm) or not self.max_grad_norm > 0):
-            raise fail("max_grad_norm", "must be a number > 0, or None for no clipping")
+            raise self._invalid("scale_rewards", f"must be one of {', '.join(SCALE_REWARDS)} or None")
+        if self.max_grad_norm is not None and (not _is_num(self.max_grad_norm) or not self.max_grad_norm > 0):
+            raise self._invalid("max_grad_norm", "must be a number > 0, or None for no clipping")
+
+    def _check_precision(self) -> None:
+        """Low-precision rollouts and updates, and the rollout correction."""
         if self.rollout_dtype is not None and self.rollout_dtype not in LOW_PRECISION_DTYPES:
-            raise fail(
+            raise self._invalid(
                 "rollout_dtype",
                 f"must be one of {', '.join(LOW_PRECISION_DTYPES)} or None (sample from the policy)",
             )
         if self.mixed_precision not in (None, "bfloat16"):
-            raise fail("mixed_precision", "must be 'bfloat16' or None (float32)")
+            raise self._invalid("mixed_precision", "must be 'bfloat16' or None (float32)")
         if self.rollout_correction not in ROLLOUT_CORRECTIONS:
-            raise fail("rollout_correction", f"must be one of {', '.join(ROLLOUT_CORRECTIONS)}")
+            raise self._invalid("rollout_correction", f"must be one of {', '.join(ROLLOUT_CORRECTIONS)}")
         for name in ("rollout_correction_min", "rollout_correction_max"):
             if getattr(self, name) is not None and (
-                not is_num(getattr(self, name)) or getattr(self, name) < 0
+                not _is_num(getattr(self, name)) or getattr(self, name) < 0
             ):
-                raise fail(name, "must be a number >= 0, or None for no bound")
+                raise self._invalid(name, "must be a number >= 0, or None for no bound")
         if (
             self.rollout_correction_min is not None
             and self.rollout_correction_max is not None
             and self.rollout_correction_min > self.rollout_correction_max
         ):
-            raise fail(
+            raise self._invalid(
                 "rollout_correction_min",
                 f"must be at most rollout_correction_max={self.rollout_correction_max}",
             )
-        if self.seed is not None and not is_int(self.seed):
-            raise fail("seed", "must be an integer or None")
 
 
 # ---------------------------------------------------------------------------------------------- rollouts
