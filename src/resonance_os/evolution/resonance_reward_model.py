@@ -266,6 +266,53 @@ def _order_accuracy(utility_a: np.ndarray, utility_b: np.ndarray, a_preferred: n
     return float(np.mean(right))
 
 
+def _usable_feedback(
+    ratings: Sequence[RatingExample], preferences: Sequence[PreferenceExample], holdout_fraction: float
+) -> tuple[list[PreferenceExample], list[RatingExample], np.ndarray]:
+    """The preferences and ratings there are enough of to fit a head on (each kind needs its minimum),
+    and the ratings as floats; a ``ValidationError`` naming the fix for too little or malformed feedback."""
+    if len(preferences) < MIN_PREFERENCES and len(ratings) < MIN_RATINGS:
+        raise ValidationError(
+            f"need at least {MIN_PREFERENCES} preferences or {MIN_RATINGS} ratings to train a reward "
+            f"model, have {len(preferences)} preferences and {len(ratings)} ratings; send more feedback"
+        )
+    if not 0.0 < holdout_fraction < 1.0:
+        raise ValidationError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
+    pref = list(preferences) if len(preferences) >= MIN_PREFERENCES else []
+    rate = list(ratings) if len(ratings) >= MIN_RATINGS else []
+    bad = [p.preferred for p in pref if p.preferred not in ("a", "b")]
+    if bad:
+        raise ValidationError(f"preferred must be 'a' or 'b', got {bad[0]!r}")
+    y_rate = np.array([r.rating for r in rate], dtype=np.float64)
+    if ((y_rate < 1) | (y_rate > 5)).any():
+        raise ValidationError(f"ratings must be 1-5, got {y_rate[(y_rate < 1) | (y_rate > 5)][0]:g}")
+    return pref, rate, y_rate
+
+
+def _holdout(
+    example_sides: list[tuple[int, ...]],
+    side_text: np.ndarray,
+    n_texts: int,
+    kinds: list[slice],
+    holdout_fraction: float,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Each example's first and last text position in a seeded text order, and the cut: the examples
+    whose texts all lie at or before it (a prefix holding ``holdout_fraction`` of each kind) are held out."""
+    positions = _text_positions(
+        [tuple(side_text[list(s)]) for s in example_sides], n_texts, np.random.default_rng(seed)
+    )
+    side_position = positions[side_text]
+    first = np.array([side_position[list(s)].min() for s in example_sides], dtype=np.int64)
+    last = np.array([side_position[list(s)].max() for s in example_sides], dtype=np.int64)
+    cut = max(
+        np.sort(last[kind])[max(1, math.ceil(holdout_fraction * (kind.stop - kind.start))) - 1]
+        for kind in kinds
+        if kind.stop > kind.start
+    )
+    return first, last, int(cut)
+
+
 def _text_positions(
     example_texts: list[tuple[int, ...]], n_texts: int, rng: np.random.Generator
 ) -> np.ndarray:
@@ -420,21 +467,7 @@ class ResonanceRewardModel:
         """Choose the regulariser and measure on held-out texts, then refit on every example; returns the
         held-out metrics (also in ``.metrics``). Needs at least 10 preferences or 10 ratings; a head is
         fitted only for a kind with enough data and some of it left after holding out texts."""
-        if len(preferences) < MIN_PREFERENCES and len(ratings) < MIN_RATINGS:
-            raise ValidationError(
-                f"need at least {MIN_PREFERENCES} preferences or {MIN_RATINGS} ratings to train a reward "
-                f"model, have {len(preferences)} preferences and {len(ratings)} ratings; send more feedback"
-            )
-        if not 0.0 < holdout_fraction < 1.0:
-            raise ValidationError(f"holdout_fraction must be in (0, 1), got {holdout_fraction}")
-        pref = list(preferences) if len(preferences) >= MIN_PREFERENCES else []
-        rate = list(ratings) if len(ratings) >= MIN_RATINGS else []
-        bad = [p.preferred for p in pref if p.preferred not in ("a", "b")]
-        if bad:
-            raise ValidationError(f"preferred must be 'a' or 'b', got {bad[0]!r}")
-        y_rate = np.array([r.rating for r in rate], dtype=np.float64)
-        if ((y_rate < 1) | (y_rate > 5)).any():
-            raise ValidationError(f"ratings must be 1-5, got {y_rate[(y_rate < 1) | (y_rate > 5)][0]:g}")
+        pref, rate, y_rate = _usable_feedback(ratings, preferences, holdout_fraction)
 
         # one row per text side: preference a's, preference b's, rated texts
         sides = [(p.text_a, p.hrv_a, p.prompt) for p in pref] + [(p.text_b, p.hrv_b, p.prompt) for p in pref]
@@ -460,18 +493,8 @@ class ResonanceRewardModel:
         example_sides = [(i, n_pref + i) for i in range(n_pref)] + [
             (2 * n_pref + i,) for i in range(len(rate))
         ]
-        positions = _text_positions(
-            [tuple(side_text[list(s)]) for s in example_sides], len(texts), np.random.default_rng(seed)
-        )
-        side_position = positions[side_text]
-        first = np.array([side_position[list(s)].min() for s in example_sides], dtype=np.int64)
-        last = np.array([side_position[list(s)].max() for s in example_sides], dtype=np.int64)
         kinds = [slice(0, n_pref), slice(n_pref, n_pref + len(rate))]
-        cut = max(
-            np.sort(last[kind])[max(1, math.ceil(holdout_fraction * (kind.stop - kind.start))) - 1]
-            for kind in kinds
-            if kind.stop > kind.start
-        )
+        first, last, cut = _holdout(example_sides, side_text, len(texts), kinds, holdout_fraction, seed)
         train = first > cut
         if not train[kinds[0]].any() and not train[kinds[1]].any():
             raise ValidationError(
