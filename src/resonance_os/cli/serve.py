@@ -14,7 +14,9 @@ DB_HELP = (
     " default $RESONANCE_DB, else $RESONANCE_HOME (~/.resonance_os), the database the profile commands use."
 )
 
-tenants_app = typer.Typer(help="Create tenants and manage their API keys.", no_args_is_help=True)
+tenants_app = typer.Typer(
+    help="Create tenants and manage their API keys and agent store URLs.", no_args_is_help=True
+)
 console = Console(highlight=False)
 
 
@@ -90,6 +92,43 @@ def rotate_key(
     key = run_reporting_user_errors(lambda: rotate(_database(db), name))
     console.print(f"rotated the keys of tenant {name}; new API key (shown once):")
     print(key)
+
+
+@tenants_app.command("store-url")
+def store_url(
+    name: str = typer.Argument(..., help="Tenant name."),
+    base_url: str = typer.Option(
+        "http://127.0.0.1:8000",
+        help="The address runners reach the server at (as `resonance serve` listens).",
+    ),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Print a new store URL for the tenant as the last line: an Agent Lightning runner given it as its
+    store address (``LightningStoreClient(url)``) uses the tenant's store with no other credential."""
+    from resonance_os.api.agl.store_urls import create_token, store_url, tenant_id_named
+
+    database = _database(db)
+    token = run_reporting_user_errors(lambda: create_token(database, tenant_id_named(database, name)))
+    console.print(
+        f"store URL of tenant {name} (shown once; revoke with `resonance tenants revoke-store-url`):"
+    )
+    print(store_url(base_url, token))
+
+
+@tenants_app.command("revoke-store-url")
+def revoke_store_url(
+    name: str = typer.Argument(..., help="Tenant name."),
+    prefix: str = typer.Argument(
+        ..., help="The token's first characters (aglk_...), as shown when it was made."
+    ),
+    db: str = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Revoke a tenant's store URL; runners using it get 401."""
+    from resonance_os.api.agl.store_urls import revoke_token, tenant_id_named
+
+    database = _database(db)
+    count = run_reporting_user_errors(lambda: revoke_token(database, tenant_id_named(database, name), prefix))
+    console.print(f"revoked {count} store URL(s) of tenant {name}")
 
 
 def register(app: typer.Typer) -> None:

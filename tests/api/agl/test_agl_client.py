@@ -13,6 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "traces"))
 from agl_venv import require_agentlightning, run_agl  # noqa: E402
+from live_store import agl_server_fixture  # noqa: E402, F401  (a fixture)
 
 from resonance_os.api.db import Database  # noqa: E402
 from resonance_os.api.tenants import create_tenant  # noqa: E402
@@ -74,14 +75,14 @@ asyncio.run(main(sys.argv[1]))
 
 
 @pytest.mark.slow
-def test_agentlightning_runner_works_unmodified_through_a_store_url(module_server, monkeypatch):
+def test_agentlightning_runner_works_unmodified_through_a_store_url(agl_server, monkeypatch):
     require_agentlightning()
-    monkeypatch.setenv("RESONANCE_HOME", str(module_server.home))
-    db = Database(module_server.db_url)
+    monkeypatch.setenv("RESONANCE_HOME", str(agl_server.home))
+    db = Database(agl_server.db_url)
     key = create_tenant(db, "agl-client")
     db.dispose()
     headers = {"Authorization": f"Bearer {key}"}
-    url = httpx.post(f"{module_server.url}/v1/agl-store-urls", headers=headers).json()["url"]
+    url = httpx.post(f"{agl_server.url}/v1/agl-store-urls", headers=headers).json()["url"]
 
     out = json.loads(run_agl(RUNNER, url).stdout.strip().splitlines()[-1])
 
@@ -98,7 +99,7 @@ def test_agentlightning_runner_works_unmodified_through_a_store_url(module_serve
     assert out["empty_dequeue"]
 
     page = httpx.post(
-        f"{module_server.url}/v1/agl/spans/search", json={"rollout_id": out["rid"]}, headers=headers
+        f"{agl_server.url}/v1/agl/spans/search", json={"rollout_id": out["rid"]}, headers=headers
     ).json()
     transitions = spans_to_transitions([Span.from_dict(s) for s in page["items"]])
     assert [[t.prompt_token_ids, t.response_token_ids, t.reward] for t in transitions] == out["triplets"]

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from google.rpc.status_pb2 import Status
+from live_store import agl_server_fixture  # noqa: F401  (a fixture)
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -51,9 +52,9 @@ class Store:
 
 
 @pytest.fixture
-def server(module_server, monkeypatch):
-    monkeypatch.setenv("RESONANCE_HOME", str(module_server.home))  # the server's key pepper
-    return module_server
+def server(agl_server, monkeypatch):
+    monkeypatch.setenv("RESONANCE_HOME", str(agl_server.home))  # the server's key pepper
+    return agl_server
 
 
 def _tenant(server, prefix: str) -> Store:

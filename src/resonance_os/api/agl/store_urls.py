@@ -52,13 +52,13 @@ def create_token(db: Database, tenant_id: int) -> str:
     return token
 
 
-def create_token_for(db: Database, tenant_name: str) -> str:
-    """:func:`create_token` for a tenant named ``tenant_name`` (the CLI's way in)."""
+def tenant_id_named(db: Database, tenant_name: str) -> int:
+    """The id of the tenant named ``tenant_name`` (the CLI names tenants)."""
     with db.read() as session:
         tenant_id = session.scalar(sa.select(Tenant.id).where(Tenant.name == tenant_name))
     if tenant_id is None:
         raise NotFoundError(f"no tenant named {tenant_name!r}; create it with `resonance tenants create`")
-    return create_token(db, tenant_id)
+    return tenant_id
 
 
 def list_tokens(db: Database, tenant_id: int) -> list[StoreUrlInfo]:

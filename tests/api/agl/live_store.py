@@ -1,4 +1,5 @@
-"""One live server for a whole test module (starting one costs tens of seconds on a busy machine)."""
+"""One live server for a whole test module (starting one costs tens of seconds on a busy machine): import
+``agl_server_fixture`` into a test module and ask for ``agl_server``."""
 
 from __future__ import annotations
 
@@ -15,8 +16,8 @@ _spec.loader.exec_module(_api)
 LiveServer = _api.LiveServer
 
 
-@pytest.fixture(scope="module")
-def module_server(tmp_path_factory):
+@pytest.fixture(scope="module", name="agl_server")
+def agl_server_fixture(tmp_path_factory):
     """``resonance serve`` on 127.0.0.1 with its own data home and SQLite file, for one module."""
     home = tmp_path_factory.mktemp("home")
     env = {"RESONANCE_HOME": str(home)}
