@@ -196,16 +196,11 @@ def fit_compute_curve(
         label: name of the fit; defaults to the first run's label.
     """
     runs = [runs] if isinstance(runs, ComputeCurve) else list(runs)
-    if not runs:
-        raise CurveFitError("no runs to fit; pass at least one run")
     low, high = _check_settings(
         bounds, r0, a_grid, exclude_below, fit_fraction, loss, n_bootstrap, block_length, confidence
     )
+    _check_runs(runs, low, high)
     name = label if label is not None else runs[0].label
-    for run in runs:
-        if run.compute.size == 0:
-            raise CurveFitError(f"run {run.label!r} has no points; check its metric and compute columns")
-        _check_within_bounds(run, low, high)
 
     c_max = max(float(run.compute.max()) for run in runs)
     cutoff = c_max if fit_fraction is None else fit_fraction * c_max
@@ -223,30 +218,15 @@ def fit_compute_curve(
     power_law = scale.power_law(_fit_power_law(scale, points, loss))
 
     blocks = [block_length or _auto_block_length(run, curve) for run in fitted]
-    rng = np.random.default_rng(seed)
-    samples, failures = [], 0
-    for _ in range(n_bootstrap):
-        resampled = _resample(fitted, blocks, rng)
-        if np.unique(resampled.compute).size < 3:
-            failures += 1
-            continue
-        boot, _ = _fit_sigmoid(scale, resampled, loss, fixed_r0, grid, starts=[theta])
-        samples.append(scale.sigmoid(boot))
+    samples, failures = _bootstrap(fitted, blocks, scale, loss, fixed_r0, grid, theta, n_bootstrap, seed)
     bootstrap_curves = tuple(samples) if samples else (curve,)
     intervals = _percentile_intervals(bootstrap_curves, confidence)
 
     extrapolation_error = held_out = None
     if fit_fraction is not None:
-        rest = _pool([run.select((run.compute > cutoff) & (run.compute >= exclude_below)) for run in runs])
-        if rest.compute.size == 0:
-            raise CurveFitError(
-                f"fit_fraction {fit_fraction} leaves no points above compute {cutoff:g} to predict; use a smaller fraction"
-            )
-        extrapolation_error = {
-            "sigmoid": float(np.mean(np.abs(curve(rest.compute) - rest.metric))),
-            "power_law": float(np.mean(np.abs(power_law(rest.compute) - rest.metric))),
-        }
-        held_out = {"from_compute": cutoff, "to_compute": c_max, "points": int(rest.compute.size)}
+        extrapolation_error, held_out = _extrapolation(
+            runs, exclude_below, cutoff, c_max, fit_fraction, {"sigmoid": curve, "power_law": power_law}
+        )
 
     fit_range = (float(points.compute.min()), float(points.compute.max()))
     return ScalingFit(
@@ -264,6 +244,52 @@ def fit_compute_curve(
         held_out=held_out,
         warnings=_trust_warnings(curve, intervals, fit_range, (low, high), failures, n_bootstrap, r0),
     )
+
+
+def _bootstrap(
+    fitted: list[ComputeCurve],
+    blocks: list[int],
+    scale: _Scale,
+    loss: str,
+    fixed_r0: float | None,
+    grid: list[float] | None,
+    theta: np.ndarray,
+    n_bootstrap: int,
+    seed: int,
+) -> tuple[list[SigmoidCurve], int]:
+    """The sigmoids refitted on ``n_bootstrap`` moving-block resamples (started at ``theta``), and how
+    many resamples had too few distinct compute values to fit."""
+    rng = np.random.default_rng(seed)
+    samples, failures = [], 0
+    for _ in range(n_bootstrap):
+        resampled = _resample(fitted, blocks, rng)
+        if np.unique(resampled.compute).size < 3:
+            failures += 1
+            continue
+        boot, _ = _fit_sigmoid(scale, resampled, loss, fixed_r0, grid, starts=[theta])
+        samples.append(scale.sigmoid(boot))
+    return samples, failures
+
+
+def _extrapolation(
+    runs: list[ComputeCurve],
+    exclude_below: float,
+    cutoff: float,
+    c_max: float,
+    fit_fraction: float,
+    models: dict[str, SigmoidCurve | PowerLawCurve],
+) -> tuple[dict[str, float], dict[str, Any]]:
+    """Each model's mean absolute error on the points above ``cutoff`` (those the fit did not see),
+    and what those points were."""
+    rest = _pool([run.select((run.compute > cutoff) & (run.compute >= exclude_below)) for run in runs])
+    if rest.compute.size == 0:
+        raise CurveFitError(
+            f"fit_fraction {fit_fraction} leaves no points above compute {cutoff:g} to predict; use a smaller fraction"
+        )
+    errors = {
+        name: float(np.mean(np.abs(model(rest.compute) - rest.metric))) for name, model in models.items()
+    }
+    return errors, {"from_compute": cutoff, "to_compute": c_max, "points": int(rest.compute.size)}
 
 
 # ----------------------------------------------------------------------------------------------- checks
@@ -304,6 +330,15 @@ def _check_settings(
     if not 0.0 < confidence < 1.0:
         raise CurveFitError(f"confidence {confidence} must lie strictly between 0 and 1 (e.g. 0.95)")
     return low, high
+
+
+def _check_runs(runs: list[ComputeCurve], low: float, high: float) -> None:
+    if not runs:
+        raise CurveFitError("no runs to fit; pass at least one run")
+    for run in runs:
+        if run.compute.size == 0:
+            raise CurveFitError(f"run {run.label!r} has no points; check its metric and compute columns")
+        _check_within_bounds(run, low, high)
 
 
 def _check_within_bounds(run: ComputeCurve, low: float, high: float) -> None:
