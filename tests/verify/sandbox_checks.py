@@ -34,7 +34,7 @@ def listeners_of(uids: range) -> list[str]:
 
 def assert_clean(sandbox: Sandbox) -> None:
     """No process, listener or work folder is left by any run of ``sandbox`` (programs or harnesses)."""
-    uids = range(FIRST_UID, FIRST_UID + 2 * UID_COUNT)
+    uids = range(FIRST_UID, FIRST_UID + UID_COUNT)
     assert processes_of(uids) == []
     assert listeners_of(uids) == []
     assert os.listdir(sandbox.work_root) == []

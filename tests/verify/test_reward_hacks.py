@@ -271,6 +271,45 @@ def test_the_harness_is_invisible_in_proc(sandbox, namespaces):
     assert "FOUND []" in execution.stderr  # no process of another uid, no test code anywhere in /proc
 
 
+MEMORY_SEARCH = (
+    "import gc, sys\n"
+    "def needle():\n"
+    "    return '[0, ' + str(11) + ']'\n"  # from add_one's check; built at run time, not a constant
+    "def scan():\n"
+    "    texts = []\n"
+    "    for o in gc.get_objects():\n"
+    "        items = o.values() if isinstance(o, dict) else o if isinstance(o, (list, tuple, set)) else ()\n"
+    "        texts += [item for item in items if isinstance(item, (str, bytes))]\n"
+    "    for frame in sys._current_frames().values():\n"
+    "        while frame is not None:\n"
+    "            texts += [repr(v) for k, v in frame.f_locals.items() if k != 'texts']\n"
+    "            frame = frame.f_back\n"
+    "    try:\n"
+    "        texts.append(open('/proc/self/cmdline', 'rb').read())\n"
+    "    except OSError:\n"
+    "        pass\n"
+    "    found = sum(needle() in t if isinstance(t, str) else needle().encode() in t for t in texts)\n"
+    "    sys.stderr.write(f'SCANNED {{len(texts)}} FOUND {{found}}\\n')\n"
+    "scan()\n"
+    "def {entry}(*args, **kwargs):\n"
+    "    scan()\n"
+    "    return [0, 0]\n"
+)
+
+
+def test_the_program_holds_no_test_code_in_its_memory(sandbox):
+    from resonance_os.verify.rollout import run_test
+
+    outcome, execution = run_test(sandbox, hacked(ADD_ONE, MEMORY_SEARCH), ADD_ONE.tests[0])
+    assert_clean(sandbox)
+    assert outcome is Outcome.WRONG_ANSWER
+    reports = [line.split() for line in execution.stderr.splitlines() if line.startswith("SCANNED")]
+    assert len(reports) == 2  # at start and during the first call
+    assert all(int(scanned) > 1000 and found == "0" for _, scanned, _, found in reports)
+    control = sandbox.run("KEPT = ['x', '[0, 11]']\n" + hacked(ADD_ONE, MEMORY_SEARCH))  # the search works
+    assert "FOUND 0" not in control.stderr and "FOUND" in control.stderr
+
+
 FILESYSTEM_SEARCH = (
     "import os, sys\n"
     "hits, seen = [], 0\n"

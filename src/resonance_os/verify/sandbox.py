@@ -143,11 +143,12 @@ UID_LOCKS = Path(tempfile.gettempdir()) / "resonance-verify-uids"
 
 
 class _UidPool:
-    """Unprivileged uids, one per concurrent run (process limits and file access are per uid).
+    """Unprivileged uids, two per concurrent run: the program's and its harness's (process limits
+    and file access are per uid, and the harness must be out of the program's reach).
 
-    A uid is held machine-wide through an ``flock`` on ``UID_LOCKS/<uid>``, so sandboxes in other
-    processes (parallel test runs, several trainers) never share one, and a uid freed by a crashed
-    process (its lock dies with it) is reused.
+    Each uid is held machine-wide through an ``flock`` on ``UID_LOCKS/<uid>``, so sandboxes in other
+    processes (parallel test runs, several trainers) never share one, whatever their ranges, and a
+    uid freed by a crashed process (its lock dies with it) is reused.
     """
 
     def __init__(self, first: int, count: int, max_concurrency: int) -> None:
@@ -157,26 +158,35 @@ class _UidPool:
         self._lock = threading.Lock()
         UID_LOCKS.mkdir(mode=0o700, exist_ok=True)
 
-    def acquire(self) -> int:
+    def _try_lock(self, uid: int) -> bool:
+        fd = os.open(UID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._held[uid] = fd
+        return True
+
+    def acquire(self) -> tuple[int, int]:
+        """``(program uid, harness uid)``, both locked."""
         self._available.acquire()
         while True:
             with self._lock:
+                got = []
                 for uid in self._uids:
-                    if uid in self._held:
-                        continue
-                    fd = os.open(UID_LOCKS / str(uid), os.O_RDWR | os.O_CREAT, 0o600)
-                    try:
-                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    except BlockingIOError:
-                        os.close(fd)
-                        continue
-                    self._held[uid] = fd
-                    return uid
-            time.sleep(0.05)  # every uid of the range is held by other processes
+                    if uid not in self._held and self._try_lock(uid):
+                        got.append(uid)
+                        if len(got) == 2:
+                            return got[0], got[1]
+                for uid in got:  # only one free here: give it back and wait
+                    os.close(self._held.pop(uid))
+            time.sleep(0.05)  # the uids of the range are held by other runs and processes
 
-    def release(self, uid: int) -> None:
+    def release(self, uids: tuple[int, int]) -> None:
         with self._lock:
-            os.close(self._held.pop(uid))  # closing the descriptor drops the flock
+            for uid in uids:
+                os.close(self._held.pop(uid))  # closing the descriptor drops the flock
         self._available.release()
 
 
@@ -228,9 +238,9 @@ class Sandbox:
     Args:
         limits: default limits of each run (a run may pass its own).
         max_concurrency: runs allowed at the same time (each holds one uid of the pool).
-        first_uid, uid_count: the uids runs may take, ``[first_uid, first_uid + uid_count)``; a run
-            holding ``uid`` runs its harness (function-call tests) as ``uid + uid_count``, so pick a
-            range of twice that size no real account uses (shared machine-wide through locks).
+        first_uid, uid_count: the uids runs may take, ``[first_uid, first_uid + uid_count)``, two
+            per run (the program's and its harness's); pick a range no real account uses (shared
+            machine-wide with other sandboxes through locks).
         use_namespaces: isolate in new namespaces and a private root when the kernel allows; False
             runs with only the uids, the limits, the seccomp filter and the socket-layer refusal
             (much weaker: the host's filesystem is visible, world-writable folders such as /tmp
@@ -256,15 +266,15 @@ class Sandbox:
                 "the sandbox must start as root to drop each run to its own unprivileged uid and "
                 "to create namespaces; run as root (for example inside a container)"
             )
-        if not 1 <= max_concurrency <= uid_count:
+        if not 1 <= max_concurrency <= uid_count // 2:
             raise ValidationError(
-                f"max_concurrency must be in [1, uid_count={uid_count}], got {max_concurrency}"
+                f"max_concurrency must be in [1, uid_count // 2 = {uid_count // 2}] (each run takes two "
+                f"uids), got {max_concurrency}"
             )
         self.limits = limits or SandboxLimits()
         self.python = python or os.path.realpath(sys._base_executable)  # type: ignore[attr-defined]
         self._root_plan = list(root_plan(self.python)) if use_namespaces else []
         self._uids = _UidPool(first_uid, uid_count, max_concurrency)
-        self._harness_uid_offset = uid_count
         self.use_namespaces = use_namespaces
         root = (
             Path(work_root) if work_root is not None else Path(tempfile.mkdtemp(prefix="resonance-verify-"))
@@ -300,26 +310,26 @@ class Sandbox:
         """Run ``program`` (Python source) with ``stdin`` (and, given ``calls``, the harness judging
         its functions); never raises for anything the program does."""
         limits = limits or self.limits
-        uid = self._uids.acquire()
-        uids = (uid, uid + self._harness_uid_offset)
+        uids = self._uids.acquire()
         workdir = Path(tempfile.mkdtemp(prefix="run-", dir=self.work_root))
         try:
             kill_processes_of(uids)  # a previous holder of these uids left nothing behind, make sure
-            return self._run_in(workdir, uid, program, stdin, limits, calls)
+            return self._run_in(workdir, uids, program, stdin, limits, calls)
         finally:
             kill_processes_of(uids)
             shutil.rmtree(workdir, ignore_errors=True)
-            self._uids.release(uid)
+            self._uids.release(uids)
 
     def _run_in(
         self,
         workdir: Path,
-        uid: int,
+        uids: tuple[int, int],
         program: str,
         stdin: str,
         limits: SandboxLimits,
         calls: CallTests | None,
     ) -> Execution:
+        uid, harness_uid = uids
         main = workdir / "main.py"
         main.write_text(program, encoding="utf-8")
         os.chown(main, uid, uid)
@@ -340,7 +350,7 @@ class Sandbox:
             payload.seek(0)
             pass_fds.append(payload.fileno())
             harness = {
-                "uid": uid + self._harness_uid_offset,
+                "uid": harness_uid,
                 "payload_fd": payload.fileno(),
                 "reply_limit": limits.output_bytes,
             }
