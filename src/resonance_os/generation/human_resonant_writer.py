@@ -24,7 +24,8 @@ profile database.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -38,6 +39,7 @@ from resonance_os.generation.backends.lookup import get_backend
 from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
+from resonance_os.generation.steering_directions import steer_backend
 from resonance_os.generation.topics import validate_prompt
 from resonance_os.quality.reward import WritingReward, WritingScore
 
@@ -223,6 +225,7 @@ class HumanResonantWriter:
         target: Sequence[float],
         previous: Sequence[str] = (),
         seed: int | None = None,
+        steer: Mapping[str, float] | None = None,
     ) -> Paragraph:
         """A first draft of one paragraph of ``outline`` toward ``target`` (no edits).
 
@@ -230,8 +233,12 @@ class HumanResonantWriter:
         advice while off target), keep the best by the writing reward (``llm_writing``) and, with
         ``refine``, rewrite up to ``rewrites`` of its sentences toward the gaps (``llm_rewrite``); the
         built-in composer writes one template draft. ``previous`` paragraphs are checked for copying.
+        ``steer`` (``{dimension: strength in [-1, 1]}``, local backend only) adds the dimensions'
+        steering directions to the model while it samples the candidates
+        (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix).
         """
         target = list(target)
+        steering = steer_backend(self.backend, steer) if steer else nullcontext()
         if isinstance(self.backend, BuiltinComposer):
             composition = self.backend.start(outline.topics, seed=seed)
             composition.sentences.update(s for p in previous for s in sentence_texts(p))
@@ -245,18 +252,19 @@ class HumanResonantWriter:
             return Paragraph(text, self._score(text, target, prompt, previous), trace)
         from resonance_os.generation.llm_writing import write_paragraph
 
-        text, _, log = write_paragraph(
-            self.backend,
-            self.reward,
-            prompt,
-            outline,
-            target,
-            list(previous),
-            max(self.refiner.tolerance, LLM_TOLERANCE),
-            self.rounds if self.refine else 0,
-            seed,
-            self.candidates,
-        )
+        with steering:
+            text, _, log = write_paragraph(
+                self.backend,
+                self.reward,
+                prompt,
+                outline,
+                target,
+                list(previous),
+                max(self.refiner.tolerance, LLM_TOLERANCE),
+                self.rounds if self.refine else 0,
+                seed,
+                self.candidates,
+            )
         trace = {
             "layer": "llm",
             "paragraph": outline.index,
@@ -265,6 +273,8 @@ class HumanResonantWriter:
             "chosen_draft": log.chosen,
             "dropped_drafts": log.dropped,
         }
+        if steer:
+            trace["steer"] = dict(steer)
         judge = self.rewrite_judge() if self.refine and self.rewrites else None
         if judge is not None:
             from resonance_os.generation.llm_rewrite import rewrite_sentences

@@ -30,6 +30,8 @@ class LocalBackend:
         repetition_penalty: CTRL-style penalty on tokens already generated (default 1.15).
         no_repeat_ngram_size: no token 4-gram may occur twice in a reply (default 4).
         model: ``(tokenizer, model)`` to use instead of loading SmolLM2 (tests pass a tiny model).
+        steering_directions: the ``generation.steering_directions.SteeringDirections`` that
+            ``writer.draft(steer=...)`` adds to this model (default ``None``: the shipped SmolLM2 set).
     """
 
     name = "local"
@@ -43,6 +45,7 @@ class LocalBackend:
         repetition_penalty: float = 1.15,
         no_repeat_ngram_size: int = 4,
         model: tuple | None = None,
+        steering_directions: object = None,
     ) -> None:
         self.cache_dir = str(cache_dir or default_cache_dir())
         self.max_new_tokens = max_new_tokens
@@ -56,6 +59,7 @@ class LocalBackend:
             except ReferenceModelError as error:
                 raise BackendError(f"the local backend cannot load its model: {error}") from error
         self.tokenizer, self.model = model
+        self.steering_directions = steering_directions
 
     def sample(
         self,

