@@ -49,7 +49,10 @@ def test_our_shape_taco_and_livecodebench_shapes_load(tmp_path):
     assert taco.problem_id == "p.jsonl:2" and len(taco.tests) == 2
     assert taco.solution == "print(2 * int(input()))" and taco.metadata["difficulty"] == "EASY"
     assert taco_call.entry_point == "add"
-    assert taco_call.tests == (AssertTest("assert add(*[1, 2]) == 3"), AssertTest("assert add(*[3, 4]) == 7"))
+    assert taco_call.tests == (
+        AssertTest("assert add(*[1, 2]) == 3", entry_point="add"),
+        AssertTest("assert add(*[3, 4]) == 7", entry_point="add"),
+    )
     assert lcb.problem_id == "lcb-1" and [t.input for t in lcb.tests] == ["x\n", "y\n"]
 
 

@@ -232,6 +232,21 @@ def test_sleeping_out_the_harness_is_a_timeout(sandbox):
         assert result.outcome is Outcome.TIMEOUT and result.reward == -1.0
 
 
+def test_a_function_named_like_a_builtin_is_still_the_programs(sandbox):
+    from resonance_os.verify.problems import problem_from_record
+
+    record = {
+        "question": "max of two",
+        "input_output": {"fn_name": "max", "inputs": [[1, 2]], "outputs": [2]},
+    }
+    problem = problem_from_record(record)
+    assert (
+        verdict(sandbox, problem, "def max(a, b):\n    return a if a > b else b\n").outcome is Outcome.PASSED
+    )
+    assert verdict(sandbox, problem, "def max(a, b):\n    return a\n").outcome is Outcome.WRONG_ANSWER
+    assert verdict(sandbox, problem, "print('no max defined')\n").outcome is Outcome.WRONG_ANSWER
+
+
 def test_an_exception_the_test_expects_is_still_an_answer(sandbox):
     problem = Problem(
         "raises", "", (AssertTest("try:\n    parse('x')\nexcept ValueError:\n    pass\nelse:\n    assert False"),),

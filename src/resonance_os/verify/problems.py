@@ -195,7 +195,9 @@ def _call_test(fn_name: str, args: Any, expected: Any) -> AssertTest:
         args = [args]
     if isinstance(expected, list) and len(expected) == 1:  # TACO wraps single results in a list
         expected = expected[0]
-    return AssertTest(f"assert {fn_name}(*{args!r}) == {expected!r}")
+    return AssertTest(
+        f"assert {fn_name}(*{args!r}) == {expected!r}", entry_point=fn_name
+    )  # even if a builtin's name
 
 
 def _stdio_tests(cases: Any, where: str, name: str) -> list[TestCase]:
