@@ -116,6 +116,8 @@ class AssertTest:
     pipe and getting back plain data (plain_data.py). It passes only when the test code ran to its
     end in the harness with every call answered; a failing ``assert`` is a wrong answer, an answer
     that is not plain data too, an exception a runtime error, ending before answering a failure.
+    A function named like a builtin (``max``) is the program's only as the ``entry_point``: otherwise
+    the test's ``max`` is the builtin (a program never decides what a test's builtins are).
     """
 
     code: str
