@@ -180,8 +180,11 @@ def cap_ipc(sysctl, cap_bytes):
         ("fs/mqueue/msgsize_max", min(cap_bytes, 8192)),
         ("fs/mqueue/queues_max", 16),
     ):
-        with open(f"{sysctl}/{name}", "w") as setting:
-            setting.write(str(value))
+        try:
+            with open(f"{sysctl}/{name}", "w") as setting:
+                setting.write(str(value))
+        except OSError as exc:  # refuse the run rather than leave its IPC uncapped
+            raise OSError(exc.errno, f"cannot cap the run's IPC namespace ({name}): {exc.strerror}") from None
 
 
 def close_all_but(keep):
