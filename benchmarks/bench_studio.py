@@ -244,7 +244,12 @@ def main() -> None:
                 args.screenshots.mkdir(parents=True, exist_ok=True)
                 for i, text in enumerate(RATED_TEXTS):
                     rating = {"kind": "rating", "item": {"text": text}, "rating": 1 + i % 5}
-                    httpx.post(f"{url}/v1/feedback", json=rating, headers={"Authorization": f"Bearer {key}"})
+                    httpx.post(  # the first waits for the text workers to start (model loading)
+                        f"{url}/v1/feedback",
+                        json=rating,
+                        headers={"Authorization": f"Bearer {key}"},
+                        timeout=WAIT_MS / 1000,
+                    )
                 policy = train_policy(url, key)
                 for width in SETTINGS:
                     for path in screenshots(browser, url, key, args.screenshots, width, policy):
