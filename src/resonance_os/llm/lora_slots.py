@@ -68,7 +68,7 @@ class SlotLinear(torch.nn.Module):
         self.kind = kind
         self.lora_a = torch.nn.ParameterDict()
         self.lora_b = torch.nn.ParameterDict()
-        self.scales: dict[str, float] = {}
+        self.scales: dict[str, tuple[str, float]] = {}  # adapter name -> (parameter key, alpha / rank)
         self._owner = [owner]  # a list, so the owner is not registered as a child module
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -76,13 +76,19 @@ class SlotLinear(torch.nn.Module):
         for name, rows in self._owner[0].active_routes():
             if name not in self.scales:
                 continue
-            a, b = self.lora_a[name], self.lora_b[name]
+            a, b = self.pair(name)
+            scale = self.scales[name][1]
             if rows is None:  # every row
-                out = out + (x.to(a.dtype) @ a.T @ b.T * self.scales[name]).to(out.dtype)
+                out = out + (x.to(a.dtype) @ a.T @ b.T * scale).to(out.dtype)
             else:
-                delta = x[rows].to(a.dtype) @ a.T @ b.T * self.scales[name]
+                delta = x[rows].to(a.dtype) @ a.T @ b.T * scale
                 out = out.index_add(0, rows, delta.to(out.dtype))
         return out
+
+    def pair(self, name: str) -> tuple[torch.nn.Parameter, torch.nn.Parameter]:
+        """Adapter ``name``'s (A, B) in this layer."""
+        key = self.scales[name][0]
+        return self.lora_a[key], self.lora_b[key]
 
 
 class LoraSlots:
@@ -115,6 +121,7 @@ class LoraSlots:
         if not self.layers:
             raise LLMError(f"{type(model).__name__} has no linear layer an adapter can target")
         self.specs: dict[str, LoraSpec] = {}
+        self._next_key = 0
         self._routes: list[tuple[str, torch.Tensor | None]] = []
 
     # ----------------------------------------------------------------------------------- adapters
@@ -132,12 +139,14 @@ class LoraSlots:
             a = torch.empty(spec.rank, layer.base.in_features, dtype=torch.float32)
             bound = 1.0 / math.sqrt(layer.base.in_features)  # kaiming_uniform_(a=sqrt(5)) on (r, d_in)
             a.uniform_(-bound, bound, generator=generator)
-            layer.lora_a[name] = torch.nn.Parameter(a.to(weight.device))
-            layer.lora_b[name] = torch.nn.Parameter(
+            key = f"slot{self._next_key}"  # ParameterDict keys may not hold '.' or shadow its methods
+            layer.lora_a[key] = torch.nn.Parameter(a.to(weight.device))
+            layer.lora_b[key] = torch.nn.Parameter(
                 torch.zeros(layer.base.out_features, spec.rank, dtype=torch.float32, device=weight.device)
             )
-            layer.scales[name] = spec.alpha / spec.rank
-            params += [layer.lora_a[name], layer.lora_b[name]]
+            layer.scales[name] = (key, spec.alpha / spec.rank)
+            params += layer.pair(name)
+        self._next_key += 1
         if not params:
             raise ConfigError(f"{spec} covers no layer of {type(self.model).__name__}")
         self.specs[name] = spec
@@ -147,7 +156,8 @@ class LoraSlots:
         """Uninstall adapter ``name`` (no-op when absent)."""
         for _, layer in self.layers:
             if name in layer.scales:
-                del layer.lora_a[name], layer.lora_b[name], layer.scales[name]
+                key = layer.scales.pop(name)[0]
+                del layer.lora_a[key], layer.lora_b[key]
         self.specs.pop(name, None)
 
     def parameters(self, name: str) -> list[torch.nn.Parameter]:
@@ -156,7 +166,7 @@ class LoraSlots:
         out: list[torch.nn.Parameter] = []
         for _, layer in self.layers:
             if name in layer.scales:
-                out += [layer.lora_a[name], layer.lora_b[name]]
+                out += layer.pair(name)
         return out
 
     def state_dict(self, name: str) -> dict[str, torch.Tensor]:
@@ -166,8 +176,9 @@ class LoraSlots:
         out: dict[str, torch.Tensor] = {}
         for path, layer in self.layers:
             if name in layer.scales:
-                out[f"{path}.lora_A.weight"] = layer.lora_a[name].detach().clone()
-                out[f"{path}.lora_B.weight"] = layer.lora_b[name].detach().clone()
+                a, b = layer.pair(name)
+                out[f"{path}.lora_A.weight"] = a.detach().clone()
+                out[f"{path}.lora_B.weight"] = b.detach().clone()
         return out
 
     def load_state_dict(self, name: str, state: dict[str, torch.Tensor]) -> None:
@@ -182,8 +193,8 @@ class LoraSlots:
             for path, layer in self.layers:
                 if name in layer.scales:
                     for key, param in (
-                        (f"{path}.lora_A.weight", layer.lora_a[name]),
-                        (f"{path}.lora_B.weight", layer.lora_b[name]),
+                        (f"{path}.lora_A.weight", layer.pair(name)[0]),
+                        (f"{path}.lora_B.weight", layer.pair(name)[1]),
                     ):
                         if state[key].shape != param.shape:
                             raise LLMError(

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import threading
 import time
 import uuid
@@ -42,6 +43,7 @@ from resonance_os.api.tinker.store import (
     TinkerFuture,
     TinkerModel,
     TinkerSampler,
+    TinkerSession,
 )
 from resonance_os.api.tinker.wire import decode_forward_backward, encode_forward_backward, encode_sample
 from resonance_os.llm.lora_slots import DEFAULT_ALPHA, LoraSpec
@@ -59,6 +61,15 @@ SNAPSHOTS_KEPT = 4
 """Ephemeral sampler snapshots kept per training run (older ones are dropped, newest first kept)."""
 
 FWD_KINDS = ("forward_backward",)
+
+SWEEP_EVERY_S = 30.0
+"""How often the worker deletes old futures and expired checkpoints and unloads stale sessions."""
+
+FUTURE_KEEP_S = 3600.0
+"""How long a finished future (its request and result) stays retrievable."""
+
+STALE_SESSION_S = 600.0
+"""A session without a heartbeat for this long has its runs and samplers unloaded (checkpoints stay)."""
 
 
 @dataclass
@@ -114,8 +125,12 @@ class TinkerWorker:
         self._wake.set()
 
     def _loop(self) -> None:
+        swept = 0.0
         while not self._stop.is_set():
             try:
+                if time.monotonic() - swept > SWEEP_EVERY_S:
+                    swept = time.monotonic()
+                    self.sweep()
                 busy = self.step()
             except Exception:  # keep serving; the failing futures were failed inside step()
                 log.exception("tinker worker step failed")
@@ -123,6 +138,38 @@ class TinkerWorker:
             if not busy:
                 self._wake.wait(0.5)
                 self._wake.clear()
+
+    def sweep(self) -> None:
+        """Delete finished futures older than FUTURE_KEEP_S and checkpoints past their TTL (files
+        first), and unload the runs of sessions silent for STALE_SESSION_S."""
+        now = utcnow()
+        with self.db.write() as session:
+            session.execute(
+                sa.delete(TinkerFuture).where(
+                    TinkerFuture.state.in_((DONE, FAILED)),
+                    TinkerFuture.finished_at < now - timedelta(seconds=FUTURE_KEEP_S),
+                )
+            )
+            expired = session.scalars(
+                sa.select(TinkerCheckpoint).where(TinkerCheckpoint.expires_at < now)
+            ).all()
+            for record in expired:
+                shutil.rmtree(record.folder, ignore_errors=True)
+                session.delete(record)
+            stale = session.scalars(
+                sa.select(TinkerSession.id).where(
+                    TinkerSession.finished_at.is_(None),
+                    TinkerSession.heartbeat_at < now - timedelta(seconds=STALE_SESSION_S),
+                )
+            ).all()
+        for session_id in stale:
+            if any(m.startswith(f"{session_id}:") for m in self.runs) or any(
+                s.startswith(f"{session_id}:") for s in self.samplers
+            ):
+                log.info(
+                    "unloading the runs of session %s: no heartbeat for %.0f s", session_id, STALE_SESSION_S
+                )
+                self._close_session(session_id)
 
     # ----------------------------------------------------------------------------------- scheduling
     def step(self) -> bool:
@@ -386,8 +433,6 @@ class TinkerWorker:
                 )
             )
             if used + size > self.config.storage_bytes:
-                import shutil
-
                 shutil.rmtree(folder, ignore_errors=True)
                 raise UserError(
                     f"saving {where} ({size} bytes) would take this tenant's checkpoints to {used + size} bytes, "
@@ -609,11 +654,12 @@ class TinkerWorker:
         return encode_sample(sequences, prompt_lp)
 
     def _do_close_session(self, row: TinkerFuture, body: dict[str, Any]) -> dict[str, Any]:
+        self._close_session(body["session_id"])
+        return {"type": "close_session"}
+
+    def _close_session(self, session_id: str) -> None:
         """Unload the session's training runs and samplers (their saved checkpoints stay)."""
-        session_id = body["session_id"]
-        for model_id in [
-            m for m, r in self.runs.items() if r.tenant_id == row.tenant_id and m.startswith(f"{session_id}:")
-        ]:
+        for model_id in [m for m in self.runs if m.startswith(f"{session_id}:")]:
             loaded = self.runs.pop(model_id)
             for sampler_id in self.snapshots.pop(model_id, []):
                 self._drop_sampler(sampler_id)
@@ -621,7 +667,6 @@ class TinkerWorker:
             self._set_model_state(model_id, "closed")
         for sampler_id in [s for s in self.samplers if s.startswith(f"{session_id}:")]:
             self._drop_sampler(sampler_id)
-        return {"type": "close_session"}
 
 
 def _model_of(queue: str) -> str:
