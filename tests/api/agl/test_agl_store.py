@@ -280,3 +280,12 @@ def test_storage_quota_refuses_with_507_and_stores_nothing(db_url):
             client.post("/v1/agl/spans/search", json={"rollout_id": rid}, headers=headers).json()["total"]
             == 3
         )
+
+
+def test_bad_query_strings_are_400s_naming_the_field(agl):
+    ro = agl("POST", "/rollouts", 201, json={"input": 1})
+    assert "sort_order" in agl("GET", "/rollouts", 400, params={"sort_order": "sideways"})["error"]["message"]
+    agl("GET", f"/rollouts/{ro['rollout_id']}/attempts", 400, params={"sort_order": "up"})
+    agl("GET", "/workers", 400, params={"filter_logic": "xor"})
+    agl("GET", "/spans", 400, params={"rollout_id": ro["rollout_id"], "limit": -5})
+    agl("GET", "/rollouts", 422, params={"status_in": "flying"})

@@ -37,7 +37,7 @@ from resonance_os.api.agl.schemas import (
     WaitForRolloutsRequest,
     WorkerStatus,
 )
-from resonance_os.api.agl.store import AgentStore
+from resonance_os.api.agl.store import AgentStore, SpanOutcome
 from resonance_os.api.agl.store_urls import URL_PATH, create_token, list_tokens, revoke_token, store_url
 from resonance_os.api.deps import tenant
 from resonance_os.api.http_errors import ApiError
@@ -65,6 +65,16 @@ def _store(request: Request) -> AgentStore:
 def _set_fields(body: Any) -> dict[str, Any]:
     """The fields a client actually sent (Agent Lightning's ``UNSET`` versus an explicit null)."""
     return {name: getattr(body, name) for name in body.model_fields_set}
+
+
+def _query(model, values: dict[str, Any]):
+    """A query-string request checked like a JSON body: a bad value is a 400 naming it, never a 500."""
+    try:
+        return model.model_validate({k: v for k, v in values.items() if k not in ("request", "ctx")})
+    except PydanticValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"]) or "query"
+        raise ApiError(400, "RequestValidationError", f"{where}: {error['msg']}") from None
 
 
 def _named_resources(resources: dict[str, Any]) -> dict[str, Any]:
@@ -118,9 +128,7 @@ def store_router() -> APIRouter:
         filter_logic: str = "and",
         ctx: TenantContext = Caller,
     ) -> dict:
-        query = QueryRolloutsRequest.model_validate(
-            {k: v for k, v in locals().items() if k not in ("request", "ctx")}
-        )
+        query = _query(QueryRolloutsRequest, locals())
         return _store(request).query_rollouts(ctx.tenant_id, query)
 
     @api.post("/rollouts/search")
@@ -168,7 +176,7 @@ def store_router() -> APIRouter:
         sort_order: str = "asc",
         ctx: TenantContext = Caller,
     ) -> dict:
-        query = QueryAttemptsRequest(limit=limit, offset=offset, sort_by=sort_by, sort_order=sort_order)
+        query = _query(QueryAttemptsRequest, {k: v for k, v in locals().items() if k != "rollout_id"})
         return _store(request).query_attempts(ctx.tenant_id, rollout_id, query)
 
     @api.get("/rollouts/{rollout_id}/attempts/latest")
@@ -201,9 +209,7 @@ def store_router() -> APIRouter:
         filter_logic: str = "and",
         ctx: TenantContext = Caller,
     ) -> dict:
-        query = QueryWorkersRequest.model_validate(
-            {k: v for k, v in locals().items() if k not in ("request", "ctx")}
-        )
+        query = _query(QueryWorkersRequest, locals())
         return _store(request).query_workers(ctx.tenant_id, query)
 
     @api.post("/workers/search")
@@ -237,9 +243,7 @@ def store_router() -> APIRouter:
         sort_order: str = "asc",
         ctx: TenantContext = Caller,
     ) -> dict:
-        query = QueryResourcesRequest.model_validate(
-            {k: v for k, v in locals().items() if k not in ("request", "ctx")}
-        )
+        query = _query(QueryResourcesRequest, locals())
         return _store(request).query_resources(ctx.tenant_id, query)
 
     @api.post("/resources", status_code=201)
@@ -297,9 +301,7 @@ def store_router() -> APIRouter:
         name_contains: str | None = None,
         ctx: TenantContext = Caller,
     ) -> Response:
-        query = QuerySpansRequest.model_validate(
-            {k: v for k, v in locals().items() if k not in ("request", "ctx")}
-        )
+        query = _query(QuerySpansRequest, locals())
         return Response(_store(request).query_spans(ctx.tenant_id, query), media_type="application/json")
 
     @api.post("/spans/search")
@@ -348,15 +350,15 @@ def otlp_router() -> APIRouter:
             return _status_response(exc.status, code, exc.message, exc.headers)
         limit = request.app.state.settings.max_body_bytes * OTLP_INFLATE_FACTOR
         body = await request.body()
+        content_type = request.headers.get("content-type", "")
+        encoding = request.headers.get("content-encoding", "")
+
+        def ingest() -> tuple[otlp.DecodedExport, SpanOutcome]:
+            decoded = otlp.decode_export(otlp.request_bytes(body, content_type, encoding, limit))
+            return decoded, _store(request).add_spans(ctx.tenant_id, decoded.spans)
+
         try:
-            data = otlp.request_bytes(
-                body,
-                request.headers.get("content-type", ""),
-                request.headers.get("content-encoding", ""),
-                limit,
-            )
-            decoded = await run_in_threadpool(otlp.decode_export, data)
-            outcome = await run_in_threadpool(_store(request).add_spans, ctx.tenant_id, decoded.spans)
+            decoded, outcome = await run_in_threadpool(ingest)
         except otlp.OtlpRequestError as exc:
             return _status_response(400, GRPC_INVALID_ARGUMENT, str(exc))
         except StorageQuotaError as exc:

@@ -23,6 +23,7 @@ resources version, worker or span is a row, its JSON its bytes; past the quota, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import threading
@@ -189,6 +190,7 @@ class AgentStore:
         self.quota = quota
         self._last_scan: dict[int, float] = {}
         self._scan_lock = threading.Lock()
+        self._span_writes = threading.Lock() if db.is_sqlite else contextlib.nullcontext()
 
     # rollouts -------------------------------------------------------------------------------------
 
@@ -548,10 +550,11 @@ class AgentStore:
         Spans of rollouts or attempts this tenant does not have are not stored (``unknown``). Two
         writers racing to store one span (PostgreSQL) conflict on its unique key; the loser's whole
         batch is tried again and then counts that span a duplicate."""
-        try:
-            return self._add_spans([dict(span) for span in spans], tenant_id)
-        except IntegrityError:
-            return self._add_spans([dict(span) for span in spans], tenant_id)
+        with self._span_writes:  # SQLite: queue here, not in its busy handler's sleeps (up to 100 ms)
+            try:
+                return self._add_spans([dict(span) for span in spans], tenant_id)
+            except IntegrityError:
+                return self._add_spans([dict(span) for span in spans], tenant_id)
 
     def _add_spans(self, spans: list[dict[str, Any]], tenant_id: int) -> SpanOutcome:
         outcome = SpanOutcome()
