@@ -95,6 +95,35 @@ def _greedy_length(env: GridWorld, policy: np.ndarray) -> int | None:
     return None
 
 
+def _shortest_path_fraction(
+    env: GridWorld, sweep: bool, alpha: float, runs: int, steps: int, every: int, shortest: int
+) -> np.ndarray:
+    """Over ``runs`` seeded Q-learning runs, the fraction whose greedy path is a shortest one, every
+    ``every`` steps."""
+    optimal = np.zeros((runs, steps // every))
+
+    def recorder(row: np.ndarray) -> Callable[[int, np.ndarray, float, bool], None]:
+        def record(step: int, table: np.ndarray, reward: float, over: bool) -> None:
+            if (step + 1) % every == 0:
+                row[(step + 1) // every - 1] = _greedy_length(env, greedy_policy(table)) == shortest
+
+        return record
+
+    for run in range(runs):
+        q_learning(
+            env, steps, alpha=alpha, gamma=0.9, seed=run, sweep_actions=sweep, callback=recorder(optimal[run])
+        )
+    return optimal.mean(axis=0)
+
+
+def _settle(curve: np.ndarray, checkpoints: np.ndarray) -> float:
+    """First checkpoint from which >= 90% of runs keep a shortest greedy path (NaN: never)."""
+    below = np.flatnonzero(curve < 0.9)
+    if len(below) == 0:
+        return float(checkpoints[0])
+    return float("nan") if below[-1] == len(curve) - 1 else float(checkpoints[below[-1] + 1])
+
+
 def figure_gridworld(quick: bool = False, out: Path | None = None) -> FigureResult:
     """Value iteration, the Q-learning greedy path, and how fast the greedy path becomes shortest."""
     env = GridWorld()
@@ -109,35 +138,11 @@ def figure_gridworld(quick: bool = False, out: Path | None = None) -> FigureResu
         "plain Q-learning (alpha 0.5)": (False, 0.5),
     }
 
-    def recorder(row: np.ndarray) -> Callable[[int, np.ndarray, float, bool], None]:
-        def record(step: int, table: np.ndarray, reward: float, over: bool) -> None:
-            if (step + 1) % every == 0:
-                row[(step + 1) // every - 1] = _greedy_length(env, greedy_policy(table)) == shortest
-
-        return record
-
-    curves = {}
-    for name, (sweep, alpha) in variants.items():
-        optimal = np.zeros((runs, steps // every))
-        for run in range(runs):
-            q_learning(
-                env,
-                steps,
-                alpha=alpha,
-                gamma=0.9,
-                seed=run,
-                sweep_actions=sweep,
-                callback=recorder(optimal[run]),
-            )
-        curves[name] = optimal.mean(axis=0)
+    curves = {
+        name: _shortest_path_fraction(env, sweep, alpha, runs, steps, every, shortest)
+        for name, (sweep, alpha) in variants.items()
+    }
     checkpoints = np.arange(1, steps // every + 1) * every
-
-    def settle(curve: np.ndarray) -> float:
-        """First checkpoint from which >= 90% of runs keep a shortest greedy path (NaN: never)."""
-        below = np.flatnonzero(curve < 0.9)
-        if len(below) == 0:
-            return float(every)
-        return float("nan") if below[-1] == len(curve) - 1 else float(checkpoints[below[-1] + 1])
 
     start_value = float(values[env.start[1], env.start[0]])
     rows = [
@@ -159,7 +164,7 @@ def figure_gridworld(quick: bool = False, out: Path | None = None) -> FigureResu
             else "- (not the article's variant)"
         )
         rows += [
-            (f"{name}: steps until 90% of {runs} runs greedy-shortest", settle(curve), claim),
+            (f"{name}: steps until 90% of {runs} runs greedy-shortest", _settle(curve, checkpoints), claim),
             (f"{name}: fraction greedy-shortest at {steps} steps", float(curve[-1]), "-"),
         ]
     result = FigureResult(
