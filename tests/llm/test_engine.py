@@ -241,3 +241,12 @@ def test_penalties_and_top_k(engine):
     params = SamplingParams(max_tokens=12, temperature=0, ignore_eos=True, presence_penalty=2.0)
     penalised = engine.submit(prompt, params).result(timeout=60).choices[0].token_ids
     assert len(set(penalised)) > len(set(looping.choices[0].token_ids))  # greedy loops; the penalty breaks it
+
+
+def test_a_cancelled_request_leaves_the_batch(engine):
+    handle = engine.submit(engine.encode(PROMPTS[2]), SamplingParams(max_tokens=100, ignore_eos=True, n=2))
+    next(iter(handle))  # it is running
+    handle.cancel()
+    with pytest.raises(Exception, match="cancelled"):
+        handle.result(timeout=60)
+    assert engine.stats().running == 0 and len(handle.choices[0].token_ids) < 100

@@ -527,9 +527,10 @@ class GenerationEngine:
         cancelled = [s for s in self._running if s.request.handle.cancelled]
         for seq in cancelled:
             seq.finish_reason = "cancelled"
-            seq.request.handle._fail(EngineClosedError("the request was cancelled"))
         if cancelled:
-            self._compact()
+            self._compact()  # out of the batch before anyone hears of it
+        for seq in cancelled:
+            seq.request.handle._fail(EngineClosedError("the request was cancelled"))
 
     def _next_waiting(self, skip: set[int]) -> _Request | None:
         """The next request in round-robin order over groups, not in ``skip``."""

@@ -9,6 +9,7 @@ auth, limits and malformed bodies, is answered in OpenAI's error shape (:mod:`.e
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -41,6 +42,9 @@ from resonance_os.llm.errors import ConfigError
 from resonance_os.llm.sampling_params import Choice, ChoiceDelta, SamplingParams, TokenLogprob
 
 FINGERPRINT = f"resonance-os-{__version__}"
+DISCONNECT_POLL_S = 0.5
+"""How often a non-streamed request checks that its client is still there (a gone client's sequences
+are cancelled; a streamed one stops when the server can no longer send)."""
 
 
 class OpenAIRoute(APIRoute):
@@ -361,7 +365,9 @@ def _sse(data: dict[str, Any]) -> str:
     return f"data: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
-async def run(job: Job, prompts: list[list[int]], params: SamplingParams, adapter: str | None) -> Response:
+async def run(
+    request: Request, job: Job, prompts: list[list[int]], params: SamplingParams, adapter: str | None
+) -> Response:
     """Submit the prompts and answer with the whole response or the event stream."""
     job.start(prompts, params, adapter)
     if job.body.stream:
@@ -371,8 +377,13 @@ async def run(job: Job, prompts: list[list[int]], params: SamplingParams, adapte
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
     try:
-        for handle in job.handles:
-            await handle.aresult()
+        waiting = asyncio.ensure_future(asyncio.gather(*(handle.aresult() for handle in job.handles)))
+        while not waiting.done():
+            await asyncio.wait({waiting}, timeout=DISCONNECT_POLL_S)
+            if not waiting.done() and await request.is_disconnected():
+                waiting.cancel()  # the client gave up (a timeout): its sequences leave the batch
+                return Response(status_code=499)
+        waiting.result()
         return JSONResponse(job.response())
     finally:
         job.end()
@@ -396,7 +407,7 @@ async def chat_completions(request: Request, ctx: TenantContext = Depends(tenant
         body, engine, svc, len(prompt), max_tokens=body.max_completion_tokens or body.max_tokens,
         logprobs=body.logprobs, top_logprobs=body.top_logprobs or 0, prompt_field="messages",
     )  # fmt: skip
-    return await run(Job(svc, ctx, engine, body, chat=True), [prompt], params, adapter)
+    return await run(request, Job(svc, ctx, engine, body, chat=True), [prompt], params, adapter)
 
 
 @router.post("/completions")
@@ -420,4 +431,4 @@ async def completions(request: Request, ctx: TenantContext = Depends(tenant)) ->
         body, engine, svc, max(len(p) for p in prompts), max_tokens=body.max_tokens,
         logprobs=body.logprobs is not None, top_logprobs=body.logprobs or 0, prompt_field="prompt",
     )  # fmt: skip
-    return await run(Job(svc, ctx, engine, body, chat=False), prompts, params, adapter)
+    return await run(request, Job(svc, ctx, engine, body, chat=False), prompts, params, adapter)
