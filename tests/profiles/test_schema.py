@@ -22,10 +22,15 @@ from resonance_os.api.tenants import authenticate, list_tenants
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 from resonance_os.profiles.storage import MIGRATIONS
 
-HEAD = "0005"
+HEAD = "0007"
 SERVICE = ("api_keys", "api_items", "api_feedback", "api_reward_models", "api_jobs")
 PROFILES = ("profiles", "profile_versions")
-LATER_TABLES = ("api_usage",)
+LATER_TABLES = (
+    "api_usage",
+    *("tinker_sessions", "tinker_models", "tinker_futures", "tinker_checkpoints", "tinker_samplers"),
+    *("api_agl_rollouts", "api_agl_attempts", "api_agl_spans", "api_agl_resources", "api_agl_workers"),
+    "api_agl_store_urls",
+)
 LATER_COLUMNS = {"api_jobs": {"checkpoint_timesteps", "resumed_from", "curve"}}
 """Tables and columns revisions after 0003 added (empty or NULL after an upgrade; left out of snapshots)."""
 TS = sa.DateTime(timezone=True)
