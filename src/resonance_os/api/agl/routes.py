@@ -17,6 +17,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from resonance_os.api.agl import otlp
 from resonance_os.api.agl.auth import STORE_TOKEN_PARAM, store_tenant
+from resonance_os.api.agl.recording import recording_router
 from resonance_os.api.agl.schemas import (
     DequeueManyRolloutsRequest,
     EnqueueManyRolloutsRequest,
@@ -424,6 +425,7 @@ def install_agent_store(app: FastAPI) -> None:
     app.state.agl_store = AgentStore(app.state.service.db, app.state.service.quota)
     app.state.agl_started = time.time()
     app.include_router(store_urls_router())
-    for prefix in ("/v1", f"{URL_PATH}/{{{STORE_TOKEN_PARAM}}}/v1"):
-        app.include_router(store_router(), prefix=prefix)
-        app.include_router(otlp_router(), prefix=prefix)
+    for root in ("", f"{URL_PATH}/{{{STORE_TOKEN_PARAM}}}"):
+        app.include_router(store_router(), prefix=f"{root}/v1")
+        app.include_router(otlp_router(), prefix=f"{root}/v1")
+        app.include_router(recording_router(), prefix=root)

@@ -538,6 +538,21 @@ class AgentStore:
 
     # spans ----------------------------------------------------------------------------------------
 
+    def require_attempt(self, tenant_id: int, rollout_id: str, attempt_id: str) -> None:
+        """``NotFoundError`` unless the tenant has this attempt of this rollout."""
+        with self.db.read() as session:
+            found = session.scalar(
+                sa.select(AglAttempt.id).where(
+                    AglAttempt.tenant_id == tenant_id,
+                    AglAttempt.rollout_id == rollout_id,
+                    AglAttempt.attempt_id == attempt_id,
+                )
+            )
+        if found is None:
+            raise NotFoundError(
+                f"no attempt {attempt_id!r} of rollout {rollout_id!r}; dequeue or start the rollout first"
+            )
+
     def next_sequence_id(self, tenant_id: int, rollout_id: str) -> int:
         with self.db.write() as session:
             rollout = self._rollout(session, tenant_id, rollout_id)
