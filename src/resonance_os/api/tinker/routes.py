@@ -171,6 +171,14 @@ async def _submit(
     return future_id
 
 
+def _seq(body: dict[str, Any], name: str) -> int:
+    """An integer field of the body (default 0), or a 400 naming it."""
+    value = body.get(name, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**31:
+        raise Refused(400, f"{name}={value!r} must be an integer in [0, 2^31)")
+    return value
+
+
 def _folder_of(config: TinkerConfig, base_model: str) -> str | None:
     """The local folder of a configured base model (the tokenizer the SDK loads), or None if unknown."""
     if base_model not in config.base_models:
@@ -181,6 +189,14 @@ def _folder_of(config: TinkerConfig, base_model: str) -> str | None:
 
         return str(reference_lm.default_cache_dir())
     return str(Path(folder).expanduser().resolve())
+
+
+def _model_config(folder: str | None) -> dict[str, Any]:
+    """The folder's Hugging Face config.json ({} when unreadable: the model is not converted yet)."""
+    try:
+        return json.loads((Path(str(folder)) / "config.json").read_text())
+    except (OSError, ValueError):
+        return {}
 
 
 # --------------------------------------------------------------------------------------- client set-up
@@ -215,12 +231,7 @@ async def capabilities(request: Request, tenant: TenantContext = Depends(caller)
     config = _state(request)[0]
     models = []
     for name in config.base_models:
-        context = None
-        folder = _folder_of(config, name)
-        try:
-            context = json.loads((Path(folder) / "config.json").read_text()).get("max_position_embeddings")
-        except (OSError, ValueError, TypeError):
-            pass
+        context = _model_config(_folder_of(config, name)).get("max_position_embeddings")
         models.append(
             {"model_name": name, "max_context_length": context, "trainable": True, "sampleable": True}
         )
@@ -299,7 +310,7 @@ async def finish_session(
 async def create_model(request: Request, tenant: TenantContext = Depends(limited)) -> dict[str, Any]:
     body = await _json(request)
     _own_session(request, tenant, body.get("session_id"))
-    model_id = f"{body['session_id']}:train:{int(body.get('model_seq_id', 0))}"
+    model_id = f"{body['session_id']}:train:{_seq(body, 'model_seq_id')}"
     lora = dict(body.get("lora_config") or {"rank": 32})
     lora.setdefault("train_mlp", True)
     lora.setdefault("train_attn", True)
@@ -349,7 +360,11 @@ async def get_info(request: Request, tenant: TenantContext = Depends(caller)) ->
     return {
         "type": "get_info",
         "model_id": model.id,
-        "model_data": {"arch": "llama", "model_name": folder or model.base_model, "tokenizer_id": folder},
+        "model_data": {
+            "arch": _model_config(folder).get("model_type"),
+            "model_name": folder or model.base_model,
+            "tokenizer_id": folder,
+        },
         "is_lora": True,
         "lora_rank": model.lora.get("rank"),
         "model_name": model.base_model,
@@ -371,8 +386,10 @@ async def forward_backward(request: Request, tenant: TenantContext = Depends(lim
     return {"request_id": str(future_id), "model_id": parsed.model_id}
 
 
-async def _model_request(request: Request, tenant: TenantContext, kind: str) -> dict[str, Any]:
-    body = await _json(request)
+async def _model_request(
+    request: Request, tenant: TenantContext, kind: str, body: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    body = await _json(request) if body is None else body
     model_id = str(body.get("model_id"))
     future_id = await _submit(request, tenant, model_id, body.get("seq_id"), kind, body)
     return {"request_id": str(future_id), "model_id": model_id}
@@ -399,9 +416,9 @@ async def save_weights_for_sampler(
 async def load_weights(request: Request, tenant: TenantContext = Depends(limited)) -> dict[str, Any]:
     body = await _json(request)
     if body.get("model_id") is not None:  # load_state on an existing client
-        return await _model_request_with(request, tenant, body)
+        return await _model_request(request, tenant, "load_weights", body)
     _own_session(request, tenant, body.get("session_id"))
-    model_id = f"{body['session_id']}:train:{int(body.get('model_seq_id', 0))}"
+    model_id = f"{body['session_id']}:train:{_seq(body, 'model_seq_id')}"
     meta = _checkpoint_meta(request, tenant, str(body.get("path")))
     with _db(request).write() as session:
         if session.get(TinkerModel, model_id) is None:
@@ -419,14 +436,6 @@ async def load_weights(request: Request, tenant: TenantContext = Depends(limited
     future_id = await _submit(
         request, tenant, model_id, 0, "load_weights", {**body, "model_id": model_id, "new_client": True}
     )
-    return {"request_id": str(future_id), "model_id": model_id}
-
-
-async def _model_request_with(
-    request: Request, tenant: TenantContext, body: dict[str, Any]
-) -> dict[str, Any]:
-    model_id = str(body.get("model_id"))
-    future_id = await _submit(request, tenant, model_id, body.get("seq_id"), "load_weights", body)
     return {"request_id": str(future_id), "model_id": model_id}
 
 
@@ -473,7 +482,7 @@ async def create_sampling_session(
             )
     except UserError as exc:
         raise Refused(400, str(exc)) from None
-    sampler_id = f"{body['session_id']}:sampler:{int(body.get('sampling_session_seq_id', 0))}"
+    sampler_id = f"{body['session_id']}:sampler:{_seq(body, 'sampling_session_seq_id')}"
     with _db(request).write() as session:
         session.merge(
             TinkerSampler(
