@@ -250,3 +250,16 @@ def test_a_cancelled_request_leaves_the_batch(engine):
     with pytest.raises(Exception, match="cancelled"):
         handle.result(timeout=60)
     assert engine.stats().running == 0 and len(handle.choices[0].token_ids) < 100
+
+
+def test_precision_is_detected_and_overridable(monkeypatch):
+    from resonance_os.llm import precision
+
+    monkeypatch.delenv(precision.DTYPE_ENV, raising=False)
+    expected = torch.bfloat16 if "amx_bf16" in precision.cpu_flags() else torch.float32
+    assert precision.fast_dtype("cpu") == expected
+    monkeypatch.setenv(precision.DTYPE_ENV, "bfloat16")
+    assert precision.fast_dtype("cpu") == torch.bfloat16
+    monkeypatch.setenv(precision.DTYPE_ENV, "int8")
+    with pytest.raises(ConfigError, match="int8"):
+        precision.fast_dtype("cpu")
