@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -18,10 +19,12 @@ LiveServer = _api.LiveServer
 
 @pytest.fixture(scope="module", name="agl_server")
 def agl_server_fixture(tmp_path_factory):
-    """``resonance serve`` on 127.0.0.1 with its own data home and SQLite file, for one module."""
+    """``resonance serve`` on 127.0.0.1 with its own data home, for one module: on
+    ``$RESONANCE_TEST_DB_URL`` (``make test-postgres``), else its own SQLite file."""
     home = tmp_path_factory.mktemp("home")
     env = {"RESONANCE_HOME": str(home)}
-    server = LiveServer(f"sqlite:///{home / 'service.db'}", env=env).start(timeout=180.0)
+    db_url = os.environ.get("RESONANCE_TEST_DB_URL") or f"sqlite:///{home / 'service.db'}"
+    server = LiveServer(db_url, env=env).start(timeout=180.0)
     server.home = home
     yield server
     server.stop()

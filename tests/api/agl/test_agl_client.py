@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import uuid
 from pathlib import Path
 
 import httpx
@@ -79,7 +80,7 @@ def test_agentlightning_runner_works_unmodified_through_a_store_url(agl_server, 
     require_agentlightning()
     monkeypatch.setenv("RESONANCE_HOME", str(agl_server.home))
     db = Database(agl_server.db_url)
-    key = create_tenant(db, "agl-client")
+    key = create_tenant(db, f"agl-client-{uuid.uuid4().hex[:8]}")
     db.dispose()
     headers = {"Authorization": f"Bearer {key}"}
     url = httpx.post(f"{agl_server.url}/v1/agl-store-urls", headers=headers).json()["url"]

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 
@@ -31,7 +32,7 @@ def test_a_runner_killed_mid_rollout_loses_no_span_and_its_rollout_is_retried(
 ):
     monkeypatch.setenv("RESONANCE_HOME", str(agl_server.home))
     db = Database(agl_server.db_url)
-    key = create_tenant(db, "reliability")
+    key = create_tenant(db, f"reliability-{uuid.uuid4().hex[:8]}")
     db.dispose()
     store = httpx.Client(
         base_url=f"{agl_server.url}/v1/agl", headers={"Authorization": f"Bearer {key}"}, timeout=60
