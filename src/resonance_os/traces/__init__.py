@@ -7,10 +7,13 @@
   ids, reward), one per LLM call.
 - :mod:`~resonance_os.traces.credit`: credit assignment across the calls of one rollout (Agent
   Lightning's identical assignment, or a discounted return).
+- :mod:`~resonance_os.traces.advantages`: GRPO advantages across the rollouts of one task, as Agent
+  Lightning's trainer (verl) computes them.
 - :mod:`~resonance_os.traces.air`: automatic intermediate rewards from what the runtime saw (a tool call
   whose span ended in error).
 """
 
+from resonance_os.traces.advantages import RolloutReturns, task_advantages
 from resonance_os.traces.air import AirConfig, tool_error_rewards
 from resonance_os.traces.credit import assign_credit, final_reward
 from resonance_os.traces.spans import Span
@@ -20,6 +23,7 @@ from resonance_os.traces.tree import RewardMatchPolicy, TraceTree
 __all__ = [
     "AirConfig",
     "RewardMatchPolicy",
+    "RolloutReturns",
     "Span",
     "TraceTree",
     "Transition",
@@ -27,5 +31,6 @@ __all__ = [
     "assign_credit",
     "final_reward",
     "spans_to_transitions",
+    "task_advantages",
     "tool_error_rewards",
 ]
