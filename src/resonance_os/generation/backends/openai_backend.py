@@ -2,7 +2,9 @@
 
 Works with any server that speaks the chat-completions API (OpenAI, vLLM, llama.cpp, Ollama, ...).
 Configuration: arguments, else ``RESONANCE_LLM_BASE_URL`` / ``RESONANCE_LLM_MODEL`` /
-``RESONANCE_LLM_API_KEY`` (or ``OPENAI_API_KEY``), else OpenAI's endpoint and ``gpt-4o-mini``.
+``RESONANCE_LLM_API_KEY`` (or ``OPENAI_API_KEY``), else OpenAI's endpoint and ``gpt-4o-mini``;
+``RESONANCE_LLM_TIMEOUT`` (seconds per request) and ``RESONANCE_LLM_MAX_TOKENS`` (reply limit) for a
+slower server, such as ``resonance serve`` on a CPU (docs/serving.md).
 Each request has a timeout; connection errors, timeouts, 429 and 5xx responses are retried with
 exponential backoff by the SDK (``max_retries``). Failures become a ``BackendError`` naming the
 server and the fix.
@@ -16,6 +18,22 @@ from resonance_os.generation.backends.base import BackendError
 
 DEFAULT_MODEL = "gpt-4o-mini"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_MAX_TOKENS = 400
+
+
+def _positive_env(name: str, default: float, kind: type) -> float:
+    """``$name`` as a positive ``kind`` (int or float), ``default`` when unset; ``BackendError`` otherwise."""
+    raw = os.environ.get(name)
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise BackendError(f"${name}={raw!r} must be a positive {'whole ' if kind is int else ''}number")
+    return value
 
 
 class OpenAIBackend:
@@ -26,8 +44,9 @@ class OpenAIBackend:
         model: model name; default ``$RESONANCE_LLM_MODEL`` or ``gpt-4o-mini``.
         api_key: default ``$RESONANCE_LLM_API_KEY`` or ``$OPENAI_API_KEY``; servers without auth
             (a local vLLM or llama.cpp) get the placeholder ``"none"``.
-        timeout: seconds per request (default 30). max_retries: retries with backoff (default 2).
-        temperature: sampling temperature (default 0.7). max_tokens: reply limit (default 400).
+        timeout: seconds per request (default ``$RESONANCE_LLM_TIMEOUT`` or 30). max_retries: retries
+            with backoff (default 2). temperature: sampling temperature (default 0.7). max_tokens: reply
+            limit (default ``$RESONANCE_LLM_MAX_TOKENS`` or 400).
     """
 
     name = "openai"
@@ -37,10 +56,10 @@ class OpenAIBackend:
         base_url: str | None = None,
         model: str | None = None,
         api_key: str | None = None,
-        timeout: float = 30.0,
+        timeout: float | None = None,
         max_retries: int = 2,
         temperature: float = 0.7,
-        max_tokens: int = 400,
+        max_tokens: int | None = None,
     ) -> None:
         try:
             import openai
@@ -59,8 +78,10 @@ class OpenAIBackend:
                     "RESONANCE_LLM_BASE_URL at your own OpenAI-compatible server"
                 )
             key = "none"
+        if timeout is None:
+            timeout = _positive_env("RESONANCE_LLM_TIMEOUT", DEFAULT_TIMEOUT_S, float)
         self.temperature = temperature
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens or _positive_env("RESONANCE_LLM_MAX_TOKENS", DEFAULT_MAX_TOKENS, int)
         self.client = openai.OpenAI(
             base_url=self.base_url, api_key=key, timeout=timeout, max_retries=max_retries
         )
