@@ -1,8 +1,10 @@
 """Per-tenant storage quotas: how many rows a tenant stores and how many bytes of text they hold.
 
 Counted rows are the tenant's items (generated and submitted texts), feedback (which copies the texts it
-judges), profile versions and reward model versions; counted bytes are the UTF-8 bytes of their texts,
-prompts and descriptions, and a reward model version's weights and parameters. Each tenant's usage is one ``api_usage`` row, changed by a single conditional
+judges), profile versions, reward model versions and the agent store's rows (rollouts, attempts, spans,
+resources, workers: :mod:`resonance_os.api.agl.store`); counted bytes are the UTF-8 bytes of their texts,
+prompts and descriptions, a reward model version's weights and parameters, and the store rows' JSON
+(plus ``AGENT_ROW_BYTES`` each). Each tenant's usage is one ``api_usage`` row, changed by a single conditional
 ``UPDATE ... SET rows = rows + n WHERE rows + n <= limit AND bytes + b <= limit``: O(1) per write, and
 atomic, since concurrent writers of one tenant queue on that row (PostgreSQL re-checks the condition
 after the wait; SQLite writes one at a time), so a flood cannot overshoot a limit. Items and feedback are
@@ -21,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from resonance_os.api.agl.tables import AglAttempt, AglResources, AglRollout, AglSpan, AglWorker
 from resonance_os.api.db import Database, Feedback, Item, RewardModelVersion, Usage
 from resonance_os.core.errors import ResonanceError
 from resonance_os.profiles.schema import ProfileRow, ProfileVersionRow
@@ -51,6 +54,26 @@ def _octets(session: Session, column):
     return sa.func.coalesce(sa.func.length(sa.cast(column, sa.LargeBinary)), 0)
 
 
+AGENT_ROW_BYTES = 64
+"""Bytes counted for each agent-store row on top of its JSON (ids, times, statuses)."""
+
+
+def _agent_store_queries(session: Session, tenant_id: int) -> tuple:
+    n = lambda column: _octets(session, column)  # noqa: E731
+    json_text = lambda column: n(sa.cast(column, sa.Text))  # noqa: E731
+    counted = (
+        (AglRollout, json_text(AglRollout.input) + json_text(AglRollout.config) + json_text(AglRollout.meta)),
+        (AglAttempt, sa.literal(0)),
+        (AglSpan, n(AglSpan.body)),
+        (AglResources, json_text(AglResources.resources)),
+        (AglWorker, sa.literal(0)),
+    )
+    return tuple(
+        sa.select(sa.func.count(), sa.func.sum(size + AGENT_ROW_BYTES)).where(model.tenant_id == tenant_id)
+        for model, size in counted
+    )
+
+
 def stored(session: Session, tenant_id: int) -> tuple[int, int]:
     """(rows, bytes) the tenant stores now, counted from the tables themselves."""
     n = lambda column: _octets(session, column)  # noqa: E731
@@ -69,6 +92,7 @@ def stored(session: Session, tenant_id: int) -> tuple[int, int]:
             sa.func.count(),
             sa.func.sum(n(RewardModelVersion.weights) + n(sa.cast(RewardModelVersion.params, sa.Text))),
         ).where(RewardModelVersion.tenant_id == tenant_id),
+        *_agent_store_queries(session, tenant_id),
     )
     rows = nbytes = 0
     for query in queries:

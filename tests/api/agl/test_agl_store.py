@@ -289,3 +289,35 @@ def test_bad_query_strings_are_400s_naming_the_field(agl):
     agl("GET", "/workers", 400, params={"filter_logic": "xor"})
     agl("GET", "/spans", 400, params={"rollout_id": ro["rollout_id"], "limit": -5})
     agl("GET", "/rollouts", 422, params={"status_in": "flying"})
+
+
+def test_a_recount_of_the_tenants_storage_counts_the_store_rows(client, agl):
+    import sqlalchemy as sa
+
+    from resonance_os.api.db import Usage
+    from resonance_os.api.quotas import StorageQuota, usage
+    from resonance_os.profiles.schema import Tenant
+
+    ro = agl("POST", "/rollouts", 201, json={"input": {"q": "x" * 500}, "worker_id": "w"})
+    for i in range(3):
+        agl(
+            "POST",
+            "/spans",
+            201,
+            json=_span(ro["rollout_id"], ro["attempt"]["attempt_id"], f"{i:016x}", i + 1),
+        )
+    agl(
+        "POST",
+        "/resources",
+        201,
+        json={"p": {"resource_type": "prompt_template", "template": "{q}", "engine": "f-string"}},
+    )
+    db = client.app.state.service.db
+    with db.read() as session:
+        tenant_id = session.scalar(sa.select(Tenant.id).where(Tenant.name == agl.tenant.name))
+    charged = usage(db, tenant_id, StorageQuota())
+    with db.write() as session:  # as in a database made before the usage row existed
+        session.execute(sa.delete(Usage).where(Usage.tenant_id == tenant_id))
+    recounted = usage(db, tenant_id, StorageQuota())
+    assert charged["rows"] == recounted["rows"] == 7  # rollout, attempt, 3 spans, resources, worker
+    assert recounted["bytes"] == pytest.approx(charged["bytes"], rel=0.1) and recounted["bytes"] > 500

@@ -52,7 +52,7 @@ from resonance_os.api.agl.schemas import (
 )
 from resonance_os.api.agl.tables import AglAttempt, AglResources, AglRollout, AglSpan, AglWorker
 from resonance_os.api.db import Database
-from resonance_os.api.quotas import StorageQuota, charge
+from resonance_os.api.quotas import AGENT_ROW_BYTES, StorageQuota, charge
 from resonance_os.core.errors import NotFoundError, ValidationError
 
 QUEUED = ("queuing", "requeuing")
@@ -60,7 +60,6 @@ RUNNING = ("preparing", "running")
 FINISHED = ("failed", "succeeded", "cancelled")
 SPAN_SORT_COLUMNS = ("sequence_id", "trace_id", "span_id", "parent_id", "name")
 SCAN_EVERY_S = 1.0
-ROW_OVERHEAD_BYTES = 64
 
 
 def _id(prefix: str, nbytes: int) -> str:
@@ -68,7 +67,7 @@ def _id(prefix: str, nbytes: int) -> str:
 
 
 def _json_bytes(*values: Any) -> int:
-    return sum(len(json.dumps(v, separators=(",", ":"), default=str)) for v in values) + ROW_OVERHEAD_BYTES
+    return sum(len(json.dumps(v, separators=(",", ":"), default=str)) for v in values) + AGENT_ROW_BYTES
 
 
 def rollout_json(row: AglRollout, attempt: AglAttempt | None = None) -> dict[str, Any]:
@@ -256,7 +255,7 @@ class AgentStore:
             status="preparing",
             worker_id=worker_id,
         )
-        charge(session, tenant_id, self.quota, 1, ROW_OVERHEAD_BYTES)
+        charge(session, tenant_id, self.quota, 1, AGENT_ROW_BYTES)
         session.add(attempt)
         rollout.status = "preparing"
         rollout.queued_at = None
@@ -799,7 +798,7 @@ class AgentStore:
             sa.select(AglWorker).where(AglWorker.tenant_id == tenant_id, AglWorker.worker_id == worker_id)
         )
         if row is None:
-            charge(session, tenant_id, self.quota, 1, ROW_OVERHEAD_BYTES)
+            charge(session, tenant_id, self.quota, 1, AGENT_ROW_BYTES)
             row = AglWorker(tenant_id=tenant_id, worker_id=worker_id, status="unknown")
             session.add(row)
         for name, value in values.items():
