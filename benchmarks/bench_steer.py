@@ -1,0 +1,245 @@
+"""Steering SmolLM2 along each HRV dimension: dose-response, crosstalk, fluency and topic on held-out prompts.
+
+For every dimension with a direction (``generation.steering_directions``; default the package's own,
+``--directions FOLDER`` for candidates from ``scripts/build_steering_directions.py``), the local
+SmolLM2 backend writes a short paragraph for each HELD-OUT prompt (``HELDOUT_PROMPTS``: never used to
+build the directions or choose their layer and gain) at strengths -1, -0.5, 0, 0.5, 1, ``--samples``
+replies per cell, all of one dimension's rows in one batched ``generate`` (per-row strengths). Each
+reply is measured with the ``HRVExtractor`` and scored by the writing reward (``quality.reward``:
+fluency, the n-gram SLOR term; topic, mention and relatedness to the prompt).
+
+Printed, side by side with unsteered (strength 0) in the same run:
+* dose-response: the mean measured dimension at each strength; Spearman rho between strength and
+  that mean (the dose-response curve, 5 points) and rho over every reply (pooled, per-text noise in);
+* fluency and topic at each strength, and fluency at +-0.5 as a ratio of unsteered;
+* crosstalk: row = dimension steered, column = dimension measured, mean at +1 minus mean at -1
+  (the diagonal is the intended effect); and each row's largest off-diagonal move over its diagonal.
+
+A dimension PASSES when the curve's rho >= 0.8, its effect is positive, and fluency at -0.5 and at
++0.5 is within 10% of unsteered. ``--json`` writes the tables and the passed/failed lists, which
+``scripts/build_steering_directions.py --ship`` turns into the package data.
+
+    OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_steer.py [--directions build/steering] \
+        [--prompts 6] [--samples 1] [--tokens 48] [--json build/steer.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+
+from scipy.stats import spearmanr  # noqa: E402
+
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
+from resonance_os.generation.steering_directions import (  # noqa: E402
+    TRAIN_PROMPTS,
+    SteeringDirections,
+    sample_steered,
+    writing_messages,
+)
+
+STRENGTHS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+HELDOUT_PROMPTS = (
+    "the first snow of winter in a small town",
+    "why people keep houseplants",
+    "a night shift at a hospital",
+    "learning to play the violin",
+    "the closing of a local factory",
+    "tea ceremonies around the world",
+    "fixing a leaking roof",
+    "a ferry crossing in rough weather",
+)
+RHO_GOAL, FLUENCY_GOAL = 0.8, 0.9
+SHORT = {
+    "sentence_variance": "sent_var",
+    "emotional_valence": "valence",
+    "emotional_intensity": "intensity",
+    "assertiveness_index": "assert",
+    "curiosity_index": "curiosity",
+    "metaphor_density": "metaphor",
+    "storytelling_index": "story",
+    "active_voice_ratio": "active",
+}
+assert not set(HELDOUT_PROMPTS) & set(TRAIN_PROMPTS)
+
+
+def measure(directions: SteeringDirections, prompts: list[str], samples: int, tokens: int, seed: int) -> dict:
+    """Per steered dimension: arrays of strength, measured HRV (N, 8), fluency, topic over all replies."""
+    from resonance_os.generation.backends.local import LocalBackend
+    from resonance_os.quality.reward import WritingReward
+
+    backend, reward = LocalBackend(), WritingReward()
+    out = {}
+    for dim in directions.available:
+        rows = [(p, s) for s in STRENGTHS for p in prompts for _ in range(samples)]
+        started = time.perf_counter()
+        replies = sample_steered(
+            backend,
+            [writing_messages(p) for p, _ in rows],
+            [{dim: s} for _, s in rows],
+            directions,
+            seed,
+            tokens,
+        )
+        scores = [
+            reward.score(r, [0.5] * 8, prompt=p) if r.strip() else None for r, (p, _) in zip(replies, rows)
+        ]
+        kept = [i for i, s in enumerate(scores) if s is not None]
+        out[dim] = {
+            "strength": np.array([rows[i][1] for i in kept]),
+            "hrv": np.array([scores[i].hrv for i in kept]),
+            "fluency": np.array([scores[i].fluency for i in kept]),
+            "topic": np.array([scores[i].topic for i in kept]),
+            "empty": len(rows) - len(kept),
+            "seconds": time.perf_counter() - started,
+            "examples": {
+                s: next(r for r, (p, st) in zip(replies, rows) if st == s and p == prompts[0])
+                for s in (-1.0, 0.0, 1.0)
+            },
+        }
+        print(f"  {dim}: {len(rows)} replies in {out[dim]['seconds']:.0f} s", file=sys.stderr)
+    return out
+
+
+def summarise(dim: str, m: dict, layer: int) -> dict:
+    d = HRV_DIMENSIONS.index(dim)
+    at = {s: m["strength"] == s for s in STRENGTHS}
+    curve = [float(m["hrv"][at[s], d].mean()) for s in STRENGTHS]
+    fluency = [float(m["fluency"][at[s]].mean()) for s in STRENGTHS]
+    topic = [float(m["topic"][at[s]].mean()) for s in STRENGTHS]
+    rho_curve = float(spearmanr(STRENGTHS, curve).statistic)
+    rho_pooled = float(spearmanr(m["strength"], m["hrv"][:, d]).statistic)
+    base = fluency[2]
+    ratio = {"-0.5": fluency[1] / base, "+0.5": fluency[3] / base}
+    crosstalk = (m["hrv"][at[1.0]].mean(0) - m["hrv"][at[-1.0]].mean(0)).tolist()
+    passed = rho_curve >= RHO_GOAL and crosstalk[d] > 0 and min(ratio.values()) >= FLUENCY_GOAL
+    return {
+        "curve": curve, "rho_curve": rho_curve, "rho_pooled": rho_pooled, "fluency": fluency, "topic": topic,
+        "fluency_ratio_half": ratio, "crosstalk": crosstalk, "passed": bool(passed), "empty": m["empty"],
+        "layer": layer, "seconds": round(m["seconds"]), "examples": {f"{k:+.0f}": v for k, v in m["examples"].items()},
+    }  # fmt: skip
+
+
+def print_tables(summary: dict, prompts: list[str]) -> None:
+    head = " ".join(f"{s:>+6.1f}" for s in STRENGTHS)
+    print(
+        f"\nDose-response: mean measured dimension at each strength (held-out prompts: {', '.join(prompts)})"
+    )
+    print(f"| {'dimension':<20} | layer | {head} | rho (curve) | rho (pooled) | pass |")
+    for dim, s in summary.items():
+        cells = " ".join(f"{v:6.3f}" for v in s["curve"])
+        print(f"| {dim:<20} | {s['layer']:>5} | {cells} | {s['rho_curve']:>11.2f} | "
+              f"{s['rho_pooled']:>12.2f} | {'yes' if s['passed'] else 'no':>4} |")  # fmt: skip
+
+    print(
+        "\nFluency (writing reward's n-gram term) and topic at each strength; fluency at -0.5/+0.5 over unsteered"
+    )
+    print(f"| {'dimension':<20} | fluency {head} | topic {head} | -0.5 | +0.5 |")
+    for dim, s in summary.items():
+        flu = " ".join(f"{v:6.3f}" for v in s["fluency"])
+        top = " ".join(f"{v:6.3f}" for v in s["topic"])
+        r = s["fluency_ratio_half"]
+        print(f"| {dim:<20} | {flu} | {top} | {r['-0.5']:.2f} | {r['+0.5']:.2f} |")
+
+    print("\nCrosstalk: measured(+1) - measured(-1); row = steered, column = measured")
+    print(
+        f"| {'steered':<20} | "
+        + " | ".join(f"{SHORT[d]:>9}" for d in HRV_DIMENSIONS)
+        + " | worst off-diag / diag |"
+    )
+    for dim, s in summary.items():
+        d = HRV_DIMENSIONS.index(dim)
+        off = max(abs(v) for e, v in enumerate(s["crosstalk"]) if e != d)
+        diag = s["crosstalk"][d]
+        ratio = off / abs(diag) if diag else float("inf")
+        print(f"| {dim:<20} | " + " | ".join(f"{v:>+9.3f}" for v in s["crosstalk"]) + f" | {ratio:>20.2f} |")
+
+    print("\nExamples (first prompt, strength -1 / 0 / +1):")
+    for dim, s in summary.items():
+        for strength, text in s["examples"].items():
+            print(f"  {dim} {strength}: {text[:160]!r}")
+    passed = [d for d, s in summary.items() if s["passed"]]
+    failed = [d for d in HRV_DIMENSIONS if d not in passed]
+    print(f"\npassed: {', '.join(passed) or 'none'}; not passed: {', '.join(failed)}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--directions", type=Path, default=None, help="folder with <model>.json (default: package data)"
+    )
+    parser.add_argument(
+        "--dims", nargs="+", default=None, help="only these dimensions (default: every direction)"
+    )
+    parser.add_argument("--prompts", type=int, default=6, help=f"held-out prompts, 1-{len(HELDOUT_PROMPTS)}")
+    parser.add_argument("--samples", type=int, default=1, help="replies per prompt and strength")
+    parser.add_argument("--tokens", type=int, default=48, help="new tokens per reply")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None, help="write tables and passed/failed here")
+    parser.add_argument(
+        "--merge",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="print and join the --json files of runs over disjoint --dims",
+    )
+    args = parser.parse_args()
+    if args.merge:
+        runs = [json.loads(p.read_text()) for p in args.merge]
+        summary = {d: r["summary"][d] for r in runs for d in HRV_DIMENSIONS if d in r["summary"]}
+        prompts = runs[0]["summary"]["prompts"]
+        print_tables(summary, prompts)
+        print(
+            f"time: {' + '.join(str(r['summary']['seconds']) for r in runs)} s wall in {len(runs)} processes run side by side"
+        )
+        if args.json is not None:
+            write_report(args.json, summary, prompts, max(r["summary"]["seconds"] for r in runs))
+        return
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    directions = SteeringDirections.load(args.directions)
+    if args.dims:
+        directions = SteeringDirections(
+            directions.model, {d: directions.layers[d] for d in args.dims}, {d: directions.vectors[d] for d in args.dims},
+            directions.manifest,
+        )  # fmt: skip
+    prompts = list(HELDOUT_PROMPTS[: args.prompts])
+    started = time.perf_counter()
+    print(f"bench_steer: {len(directions.available)} directions ({directions.model}), {len(prompts)} held-out "
+          f"prompts x {len(STRENGTHS)} strengths x {args.samples} samples, {args.tokens} new tokens, "
+          f"{torch.get_num_threads()} threads, load {os.getloadavg()[0]:.1f}", file=sys.stderr)  # fmt: skip
+    measured = measure(directions, prompts, args.samples, args.tokens, args.seed)
+    summary = {dim: summarise(dim, m, directions.layers[dim]) for dim, m in measured.items()}
+    elapsed = time.perf_counter() - started
+    print_tables(summary, prompts)
+    print(
+        f"time: {elapsed:.0f} s wall ({torch.get_num_threads()} threads, load {os.getloadavg()[0]:.1f} at the end)"
+    )
+    if args.json is not None:
+        write_report(args.json, summary, prompts, elapsed)
+
+
+def write_report(path: Path, summary: dict, prompts: list[str], seconds: float) -> None:
+    passed = [d for d, s in summary.items() if s["passed"]]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    report = {
+        "passed": passed,
+        "failed": [d for d in HRV_DIMENSIONS if d not in passed],
+        "summary": {**summary, "prompts": prompts, "seconds": round(seconds)},
+    }
+    path.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
