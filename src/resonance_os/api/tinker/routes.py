@@ -311,7 +311,12 @@ async def create_model(request: Request, tenant: TenantContext = Depends(limited
     body = await _json(request)
     _own_session(request, tenant, body.get("session_id"))
     model_id = f"{body['session_id']}:train:{_seq(body, 'model_seq_id')}"
-    lora = dict(body.get("lora_config") or {"rank": 32})
+    lora = body.get("lora_config") or {"rank": 32}
+    if not isinstance(lora, dict):
+        raise Refused(
+            400, f"lora_config={lora!r} must be an object with rank, train_mlp, train_attn, train_unembed"
+        )
+    lora = dict(lora)
     lora.setdefault("train_mlp", True)
     lora.setdefault("train_attn", True)
     lora.setdefault("train_unembed", True)

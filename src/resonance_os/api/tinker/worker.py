@@ -394,8 +394,8 @@ class TinkerWorker:
     def _do_optim_step(self, row: TinkerFuture, body: dict[str, Any]) -> dict[str, Any]:
         loaded = self._loaded(row.tenant_id, body["model_id"])
         params = body.get("adam_params")
-        if params is None:
-            raise UserError("optim_step: only adam_params (AdamW) is supported, got optimizer_params")
+        if not isinstance(params, dict):
+            raise UserError("optim_step: send adam_params (AdamParams); other optimizers are not supported")
         return {"metrics": backend.optim_step(loaded.run, params), "type": "optim_step"}
 
     # ----------------------------------------------------------------------------------- checkpoints
@@ -633,17 +633,22 @@ class TinkerWorker:
         if not 1 <= n <= 128:
             raise UserError(f"num_samples={n} must be between 1 and 128")
         params = body.get("sampling_params") or {}
-        stop = params.get("stop")
+        stop = params.get("stop") if isinstance(params, dict) else None
         if isinstance(stop, str):
             stop = [stop]
-        sample_params = backend.SampleParams(
-            max_tokens=params.get("max_tokens"),
-            temperature=float(params.get("temperature", 1.0)),
-            top_k=int(params.get("top_k", -1)),
-            top_p=float(params.get("top_p", 1.0)),
-            seed=params.get("seed"),
-            stop=stop,
-        )
+        try:
+            sample_params = backend.SampleParams(
+                max_tokens=None if params.get("max_tokens") is None else int(params["max_tokens"]),
+                temperature=float(params.get("temperature", 1.0)),
+                top_k=int(params.get("top_k", -1)),
+                top_p=float(params.get("top_p", 1.0)),
+                seed=None if params.get("seed") is None else int(params["seed"]),
+                stop=None if stop is None else list(stop),
+            )
+        except (AttributeError, TypeError, ValueError) as exc:
+            raise UserError(
+                f"sampling_params: {exc}; send max_tokens, temperature, top_k, top_p, seed, stop"
+            ) from None
         if not 0 < sample_params.top_p <= 1:
             raise UserError(f"sampling_params.top_p={sample_params.top_p} must be in (0, 1]")
         base.check_tokens(np.asarray(prompt), "prompt")
