@@ -1,0 +1,203 @@
+"""HRV steering directions: contrastive building, the package format, and writer.draft(steer=...)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from test_llm_writing import GOOD, PROMPT, outlines, tiny_chat_model  # noqa: E402, F401
+
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
+from resonance_os.generation.steering_directions import (  # noqa: E402
+    MODEL_NAME,
+    SteeringDirections,
+    SteeringError,
+    contrast_directions,
+    reply_means,
+    sample_steered,
+    steer_backend,
+)
+
+H = 32  # tiny_chat_model's hidden size
+
+
+@pytest.fixture
+def chat(request):
+    """``(tokenizer, model)``: test_llm_writing's tiny random chat model."""
+    return request.getfixturevalue("tiny_chat_model")
+
+
+def _directions(
+    dims=("curiosity_index", "storytelling_index"), layers=(1, 0), scale=1.0
+) -> SteeringDirections:
+    gen = torch.Generator().manual_seed(5)
+    return SteeringDirections(
+        "tiny",
+        dict(zip(dims, layers)),
+        {d: scale * torch.randn(H, generator=gen) for d in dims},
+        {"built_by": "test"},
+    )
+
+
+def test_contrast_recovers_a_planted_direction_and_ignores_the_source():
+    gen = torch.Generator().manual_seed(0)
+    n, d = 400, HRV_DIMENSIONS.index("curiosity_index")
+    planted, offset = torch.randn(H, generator=gen), 5 * torch.randn(H, generator=gen)
+    hrvs = torch.rand(n, 8, generator=gen)
+    sources = ["a"] * (n // 2) + ["b"] * (n // 2)
+    # Source b sits far away and is also more curious on average: a plain high-minus-low contrast
+    # would be mostly the source offset; within-source contrast is the planted direction.
+    hrvs[n // 2 :, d] = (hrvs[n // 2 :, d] + 1) / 2
+    means = hrvs[:, d : d + 1] * planted + torch.tensor([s == "b" for s in sources])[:, None] * offset
+    means = means + 0.1 * torch.randn(n, H, generator=gen)
+    unit = contrast_directions({3: means}, hrvs, sources)["curiosity_index"][3]
+    assert torch.nn.functional.cosine_similarity(unit, planted, dim=0) > 0.98
+    assert float(unit.norm()) == pytest.approx(1.0)
+    naive = means[hrvs[:, d] > 0.75].mean(0) - means[hrvs[:, d] < 0.25].mean(0)
+    assert torch.nn.functional.cosine_similarity(naive, planted, dim=0) < 0.9  # what the source would do
+
+
+def test_a_dimension_without_spread_gets_no_direction():
+    hrvs = torch.zeros(20, 8)
+    hrvs[:, 0] = torch.linspace(0, 1, 20)
+    out = contrast_directions({0: torch.randn(20, H)}, hrvs, ["a"] * 20)
+    assert set(out["sentence_variance"]) == {0} and out["curiosity_index"] == {}
+
+
+def test_additions_sum_per_row_at_each_dimensions_layer():
+    directions = _directions()
+    cur, story = directions.vectors["curiosity_index"], directions.vectors["storytelling_index"]
+    adds = directions.additions(
+        [{"curiosity_index": 0.5}, {}, {"curiosity_index": -1.0, "storytelling_index": 0.25}]
+    )
+    assert set(adds) == {0, 1}
+    torch.testing.assert_close(adds[1], torch.stack([0.5 * cur, torch.zeros(H), -cur]))
+    torch.testing.assert_close(adds[0], torch.stack([torch.zeros(H), torch.zeros(H), 0.25 * story]))
+
+
+@pytest.mark.parametrize(
+    ("steer", "message"),
+    [
+        ({"curiosity": 0.5}, "not an HRV dimension; steerable: curiosity_index, storytelling_index"),
+        ({"metaphor_density": 0.5}, "metaphor_density has no steering direction.*steerable: curiosity_index"),
+        ({"curiosity_index": 1.5}, "outside \\[-1, 1\\]"),
+        ({"curiosity_index": True}, "must be a number"),
+        ({"curiosity_index": float("nan")}, "must be a number"),
+        ([("curiosity_index", 0.5)], "must be a mapping"),
+    ],
+)
+def test_bad_steer_requests_name_the_fix(steer, message):
+    with pytest.raises(SteeringError, match=message):
+        _directions().validate(steer)
+
+
+def test_save_and_load_round_trip_with_a_manifest(tmp_path):
+    directions = _directions()
+    manifest_path = directions.save(tmp_path)
+    manifest = json.loads(manifest_path.read_text())
+    assert manifest["dims"] == ["curiosity_index", "storytelling_index"] and manifest["built_by"] == "test"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.json", "tiny.npz"]  # no temporary left
+    loaded = SteeringDirections.load(tmp_path, model="tiny")
+    assert loaded.layers == directions.layers and loaded.available == directions.available
+    for dim, vector in directions.vectors.items():
+        assert torch.equal(loaded.vectors[dim], vector)
+    with pytest.raises(SteeringError, match="build_steering_directions.py"):
+        SteeringDirections.load(tmp_path / "missing")
+
+
+def test_the_shipped_set_is_smollm2_with_held_out_figures_for_each_dimension():
+    shipped = SteeringDirections.load()
+    assert shipped.model == MODEL_NAME and shipped.available
+    check = shipped.manifest["heldout_check"]
+    for dim in shipped.available:
+        assert shipped.vectors[dim].shape == (576,) and 0 <= shipped.layers[dim] < 30
+        assert check[dim]["passed"] and check[dim]["rho_curve"] >= 0.8
+    assert set(shipped.available).isdisjoint(shipped.manifest["not_shipped"])
+
+
+def test_reply_means_read_only_the_reply_tokens(chat):
+    tokenizer, model = chat
+    means, norms = reply_means(tokenizer, model, ["a cat", "a cat sat on the mat"], [0, 1], batch_size=1)
+    assert means[0].shape == (2, H) and set(norms) == {0, 1} and norms[1] > 0
+    alone, _ = reply_means(tokenizer, model, ["a cat"], [0])
+    torch.testing.assert_close(means[0][0], alone[0][0])  # padding in a batch changes nothing
+
+
+def test_sample_steered_strength_zero_rows_match_unsteered(chat):
+    from resonance_os.generation.backends.local import LocalBackend
+
+    backend = LocalBackend(max_new_tokens=10, model=chat)
+    directions = _directions(scale=50.0)
+    msgs = [[{"role": "user", "content": "hi"}]] * 3
+    plain = sample_steered(backend, msgs, [{}, {}, {}], directions, seed=1)
+    mixed = sample_steered(
+        backend, msgs, [{}, {"curiosity_index": 0.0}, {"curiosity_index": 1.0}], directions, seed=1
+    )
+    assert mixed[:2] == plain[:2] and mixed[2] != plain[2]
+    with pytest.raises(SteeringError, match="one per row"):
+        sample_steered(backend, msgs, [{}], directions)
+
+
+def _recording_backend(chat, directions):
+    """The local backend on the tiny model, whose ``sample`` records the model's next-token logits for
+    a fixed input (so a test sees whether steering was on while the writer sampled) and replies with
+    real prose (the random model writes bytes)."""
+    from resonance_os.generation.backends.local import LocalBackend
+
+    tokenizer, model = chat
+    backend = LocalBackend(model=chat, steering_directions=directions)
+    probe = tokenizer("a cat sat", return_tensors="pt")
+    seen = []
+
+    def sample(messages, n=1, seed=None, max_tokens=None):
+        with torch.no_grad():
+            seen.append(model(**probe).logits[0, -1].clone())
+        return [GOOD] * n
+
+    backend.sample = sample
+    return backend, seen
+
+
+def test_writer_draft_steers_the_local_model_while_it_samples(chat):
+    from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+
+    backend, seen = _recording_backend(chat, _directions(scale=20.0))
+    writer = HumanResonantWriter(backend, candidates=2)
+    outline, target = outlines()[0][0], [0.5] * 8
+    plain = writer.draft(PROMPT, outline, target, seed=3)
+    off = writer.draft(PROMPT, outline, target, seed=3, steer={"curiosity_index": 0.0})
+    on = writer.draft(
+        PROMPT, outline, target, seed=3, steer={"curiosity_index": 1.0, "storytelling_index": -0.5}
+    )
+    assert torch.equal(seen[0], seen[1])  # strength 0 is the unsteered model, bit for bit
+    assert not torch.allclose(seen[0], seen[2])
+    assert (
+        on.trace["steer"] == {"curiosity_index": 1.0, "storytelling_index": -0.5}
+        and "steer" not in plain.trace
+    )
+    assert off.text == plain.text
+    writer.draft(PROMPT, outline, target, seed=3)
+    assert torch.equal(seen[-1], seen[0])  # the hooks are gone after the draft
+
+
+def test_writer_draft_refuses_what_it_cannot_steer(chat):
+    from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+
+    outline, target = outlines()[0][0], [0.5] * 8
+    with pytest.raises(SteeringError, match="'builtin' backend cannot be steered.*backend='local'"):
+        HumanResonantWriter("builtin").draft(PROMPT, outline, target, steer={"curiosity_index": 0.5})
+    backend, _ = _recording_backend(chat, _directions())
+    with pytest.raises(SteeringError, match="steerable: curiosity_index, storytelling_index"):
+        HumanResonantWriter(backend).draft(PROMPT, outline, target, steer={"metaphor_density": 0.5})
+
+
+def test_steer_backend_refuses_a_server_backend():
+    class Server:
+        name = "openai"
+        model = "gpt-4o-mini"
+
+    with pytest.raises(SteeringError, match="'openai' backend cannot be steered.*model in this process"):
+        steer_backend(Server(), {"curiosity_index": 0.5})
