@@ -263,3 +263,18 @@ def test_precision_is_detected_and_overridable(monkeypatch):
     monkeypatch.setenv(precision.DTYPE_ENV, "int8")
     with pytest.raises(ConfigError, match="int8"):
         precision.fast_dtype("cpu")
+
+
+def test_prompts_sharing_a_prefix_start_in_the_same_step(tokenizer):
+    engine = GenerationEngine(
+        make_model(len(tokenizer), context=128), tokenizer, EngineConfig(min_prefix_tokens=4)
+    )
+    system = {"role": "system", "content": "one two three four five six seven eight nine zero"}
+    prompts = [
+        engine.encode_chat([system, {"role": "user", "content": q}]) for q in ("the cat", "a dog", "red bird")
+    ]
+    handles = [engine.submit(p, SamplingParams(max_tokens=4, ignore_eos=True)) for p in prompts]
+    with engine:  # all three wait before the first step
+        computed = [h.result(timeout=60).prefill_tokens for h in handles]
+        assert engine.stats().decode_steps == 3  # admitted together, decoded in lockstep
+    assert computed[0] == len(prompts[0]) and all(c < len(p) - 10 for c, p in zip(computed[1:], prompts[1:]))

@@ -11,8 +11,9 @@ Prefix sharing: a prompt is computed once for its ``n`` choices (its keys/values
 other choices' slots), and each computed prompt is kept in a :class:`~resonance_os.llm.kv_slots.PrefixStore`,
 so a later prompt that starts with it (the same chat system prompt, a GRPO group, a resubmitted
 prompt) computes only its new tokens. ``stats().prefill_tokens`` counts the prompt tokens actually
-computed, ``stats().prefix_hit_tokens`` those reused. Two prompts that share a prefix and arrive in
-the same step are admitted one step apart, so the second finds the first's prefix stored.
+computed, ``stats().prefix_hit_tokens`` those reused. Of prompts that share a prefix and arrive
+together, the first is computed alone and the others in a second pass of the same step, which finds
+the first's prefix stored.
 
 Sampling per sequence: temperature, top-k, top-p, presence/frequency penalties, stop strings and stop
 token ids, ``max_tokens``; each choice draws from its own ``torch.Generator`` seeded from
@@ -510,9 +511,13 @@ class GenerationEngine:
 
     def _step(self) -> None:
         self._drop_cancelled()
-        admitted = self._admit()
-        if admitted:
+        budget = self.config.prefill_tokens
+        while budget > 0:  # rounds: a prompt deferred for a shared prefix finds it stored in the next
+            admitted, cost = self._admit(budget, first=budget == self.config.prefill_tokens)
+            if not admitted:
+                break
             self._prefill(admitted)
+            budget -= cost
         if self._running:
             self._decode()
 
@@ -543,10 +548,12 @@ class GenerationEngine:
                 break
         return None
 
-    def _admit(self) -> list[tuple[_Request, int, Any]]:
-        """Requests to prefill now: (request, tokens reused from the prefix store, its entry)."""
+    def _admit(self, budget: int, first: bool) -> tuple[list[tuple[_Request, int, Any]], int]:
+        """Requests to prefill in one pass, as (request, tokens reused from the prefix store, its entry),
+        and the prompt tokens they compute: within ``budget`` tokens, except that the step's ``first``
+        pass always takes one request."""
         free = self.config.max_batch - len(self._running)
-        budget = self.config.prefill_tokens
+        spent = 0
         admitted: list[tuple[_Request, int, Any]] = []
         skip: set[int] = set()
         while free > 0:
@@ -562,7 +569,7 @@ class GenerationEngine:
                 request.prefix_key, request.prompt, len(request.prompt) - 1
             )
             cost = len(request.prompt) - reused
-            if admitted and cost > budget:
+            if (admitted or not first) and spent + cost > budget:
                 break
             self._waiting[request.group].remove(request)
             if not self._waiting[request.group]:
@@ -570,8 +577,8 @@ class GenerationEngine:
                 self._turn.remove(request.group)
             admitted.append((request, reused, entry))
             free -= request.params.n
-            budget -= cost
-        return admitted
+            spent += cost
+        return admitted, spent
 
     def _shares_prefix(self, a: _Request, b: _Request) -> bool:
         if a.prefix_key != b.prefix_key:
