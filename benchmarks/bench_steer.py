@@ -120,7 +120,8 @@ def summarise(dim: str, m: dict, layer: int) -> dict:
     base = fluency[2]
     ratio = {"-0.5": fluency[1] / base, "+0.5": fluency[3] / base}
     crosstalk = (m["hrv"][at[1.0]].mean(0) - m["hrv"][at[-1.0]].mean(0)).tolist()
-    passed = rho_curve >= RHO_GOAL and crosstalk[d] > 0 and min(ratio.values()) >= FLUENCY_GOAL
+    # rho of 5 points takes discrete values (0.8 = two adjacent swaps); float error must not fail it
+    passed = rho_curve >= RHO_GOAL - 1e-9 and crosstalk[d] > 0 and min(ratio.values()) >= FLUENCY_GOAL
     return {
         "curve": curve, "rho_curve": rho_curve, "rho_pooled": rho_pooled, "fluency": fluency, "topic": topic,
         "fluency_ratio_half": ratio, "crosstalk": crosstalk, "passed": bool(passed), "empty": m["empty"],
