@@ -150,6 +150,7 @@ def test_sqlite_database_file_is_private(tmp_path, db_url):
     if not db_url.startswith("sqlite"):
         pytest.skip("file mode is a SQLite matter")
     path = tmp_path / "private" / "service.db"
+    path.parent.mkdir()  # a .db path names a file: its folder must exist (core.home)
     database = Database(path)
     database.migrate()
     database.dispose()
