@@ -274,7 +274,7 @@ class Job:
         return out
 
     def _choice(self, p: int, handle: RequestHandle, choice: Choice) -> dict[str, Any]:
-        wants_logprobs = handle.choices and any(choice.logprobs for choice in handle.choices)
+        wants_logprobs = bool(choice.logprobs)
         if self.chat:
             out = {
                 "index": choice.index,
