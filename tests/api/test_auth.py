@@ -7,8 +7,8 @@ import time
 
 import pytest
 import sqlalchemy as sa
-from conftest import Tenant, unique
 from fastapi.testclient import TestClient
+from service_helpers import Tenant, unique
 
 from resonance_os.api.db import ApiKey
 from resonance_os.api.hr_server import create_app

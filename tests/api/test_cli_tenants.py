@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from conftest import unique
 from fastapi.testclient import TestClient
+from service_helpers import unique
 from typer.testing import CliRunner
 
 from resonance_os.api.hr_server import create_app

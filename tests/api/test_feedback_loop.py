@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import train_reward_model
+from service_helpers import train_reward_model
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.evolution.resonance_reward_model import BASELINE_TERMS

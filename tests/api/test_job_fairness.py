@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
-from conftest import unique
+from service_helpers import unique
 
 from resonance_os.api import jobs
 from resonance_os.api.db import Database, Job

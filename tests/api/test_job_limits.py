@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from conftest import Tenant, unique
 from fastapi.testclient import TestClient
+from service_helpers import Tenant, unique
 
 from resonance_os.api.db import Database, Job
 from resonance_os.api.hr_server import create_app

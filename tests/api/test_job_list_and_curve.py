@@ -8,7 +8,7 @@ import time
 
 import httpx
 import pytest
-from conftest import HERE, unique
+from service_helpers import HERE, unique
 
 from resonance_os.api.db import Database
 from resonance_os.api.job_worker import curve_points

@@ -4,8 +4,8 @@ Retry-After, and injection- or traversal-shaped names that stay harmless."""
 from __future__ import annotations
 
 import pytest
-from conftest import unique
 from fastapi.testclient import TestClient
+from service_helpers import unique
 
 from resonance_os.api.hr_server import create_app
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS

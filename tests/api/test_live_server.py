@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
-from conftest import unique
+from service_helpers import unique
 
 from resonance_os.api.db import Database, Job
 from resonance_os.api.jobs import JOB_STATES

@@ -10,7 +10,8 @@ import time
 
 import httpx
 import pytest
-from conftest import free_port, unique
+from live_server import free_port
+from service_helpers import unique
 
 from resonance_os.api.db import Database
 from resonance_os.api.tenants import create_tenant

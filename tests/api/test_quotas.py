@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 import sqlalchemy as sa
-from conftest import Tenant, unique
 from fastapi.testclient import TestClient
+from service_helpers import Tenant, unique
 
 from resonance_os.api.db import Database, Feedback, Item, Usage
 from resonance_os.api.hr_server import create_app

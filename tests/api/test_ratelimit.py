@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import httpx
-from conftest import unique
+from service_helpers import unique
 
 from resonance_os.api.db import Database
 from resonance_os.api.ratelimit import PROBES, SLOTS, RateLimiter, SharedRateLimiter

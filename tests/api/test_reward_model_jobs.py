@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import sqlalchemy as sa
-from conftest import Tenant, train_reward_model, unique
 from fastapi.testclient import TestClient
+from service_helpers import Tenant, train_reward_model, unique
 
 from resonance_os.api.db import Job, RewardModelVersion
 from resonance_os.api.feedback import version_bytes

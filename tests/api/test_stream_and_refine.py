@@ -9,7 +9,8 @@ import os
 import httpx
 import pytest
 import sqlalchemy as sa
-from conftest import LiveServer, unique
+from live_server import LiveServer
+from service_helpers import unique
 
 from resonance_os.api.db import Database
 from resonance_os.api.tenants import create_tenant

@@ -10,7 +10,7 @@ import os
 import threading
 
 import pytest
-from conftest import unique
+from service_helpers import unique
 
 from resonance_os.api.db import Database
 from resonance_os.api.hr_server import create_app

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -54,3 +58,24 @@ def sandbox_without_namespaces() -> Sandbox:
         assert probe.outcome is Outcome.SANDBOX_ERROR and "cannot enter" in probe.detail
         plain.close()
     pytest.skip("no interpreter here that an unprivileged uid can read without a mount namespace")
+
+
+@contextmanager
+def accepting(listener: socket.socket) -> Iterator[list]:
+    """Accept one connection on ``listener`` (with its timeout) in a thread while the block runs; yields
+    the list the connection lands in (empty when nothing reached the listener). Closes the listener."""
+    accepted: list = []
+
+    def accept() -> None:
+        try:
+            accepted.append(listener.accept())
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        yield accepted
+    finally:
+        thread.join()
+        listener.close()

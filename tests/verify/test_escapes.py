@@ -8,7 +8,7 @@ import threading
 import time
 
 import pytest
-from sandbox_checks import QUICK_TIMEOUT, SHORT, assert_clean, sandbox_without_namespaces
+from sandbox_checks import QUICK_TIMEOUT, SHORT, accepting, assert_clean, sandbox_without_namespaces
 
 from resonance_os.verify import Outcome
 from resonance_os.verify.sandbox import SandboxLimits
@@ -106,24 +106,11 @@ def test_a_socket_cannot_reach_a_listener_on_the_host(sandbox, namespaces):
     listener = socket.create_server(("127.0.0.1", 0))
     listener.settimeout(0.2)
     port = listener.getsockname()[1]
-    accepted = []
-
-    def accept():
-        try:
-            accepted.append(listener.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
-    try:
+    with accepting(listener) as accepted:
         program = (
             f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2).sendall(b'leak')\n"
         )
         execution = run(sandbox, program)
-    finally:
-        thread.join()
-        listener.close()
     assert execution.outcome is Outcome.RUNTIME_ERROR
     assert accepted == []
     assert execution.network == "namespace"

@@ -17,11 +17,10 @@ import functools
 import os
 import socket
 import tempfile
-import threading
 from pathlib import Path
 
 import pytest
-from sandbox_checks import QUICK_TIMEOUT, assert_clean, sandbox_without_namespaces
+from sandbox_checks import QUICK_TIMEOUT, accepting, assert_clean, sandbox_without_namespaces
 
 from resonance_os.verify import (
     AssertTest,
@@ -450,24 +449,13 @@ def test_a_host_unix_socket_in_tmp_is_unreachable(sandbox, namespaces):
     os.chmod(path, 0o777)
     listener.listen()
     listener.settimeout(0.2)
-    accepted = []
-
-    def accept():
-        try:
-            accepted.append(listener.accept())
-        except OSError:
-            pass
-
-    thread = threading.Thread(target=accept)
-    thread.start()
     try:
-        program = (
-            f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({path!r})\ns.sendall(b'leak')\n"
-        )
-        execution = sandbox.run(program)
+        with accepting(listener) as accepted:
+            program = (
+                f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({path!r})\ns.sendall(b'leak')\n"
+            )
+            execution = sandbox.run(program)
     finally:
-        thread.join()
-        listener.close()
         Path(path).unlink()
         os.rmdir(folder)
     assert execution.outcome is Outcome.RUNTIME_ERROR and "FileNotFoundError" in execution.detail

@@ -10,9 +10,9 @@ import httpx
 import numpy as np
 import pytest
 import tinker
-from conftest import BASE, TinkerServer
 from tinker import types
 from tinker.types import RequestErrorCategory
+from tinker_server import BASE, TinkerServer
 
 
 def datum(tokens, **inputs) -> types.Datum:

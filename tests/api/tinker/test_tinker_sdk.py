@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tinker
-from conftest import BASE
 from tinker import types
+from tinker_server import BASE
 
 SENTENCES = [
     "the cat sat on the mat .",
