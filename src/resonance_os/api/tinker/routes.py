@@ -14,7 +14,7 @@ import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Depends, FastAPI, Request
@@ -255,18 +255,24 @@ async def create_session(request: Request, tenant: TenantContext = Depends(limit
     return {"type": "create_session", "session_id": session_id}
 
 
-def _own_session(request: Request, tenant: TenantContext, session_id: Any) -> TinkerSession:
+Row = TypeVar("Row", TinkerSession, TinkerModel, TinkerSampler)
+
+
+def _owned(request: Request, tenant: TenantContext, table: type[Row], row_id: Any, missing: str) -> Row:
+    """The tenant's row of ``table`` (sessions, runs, samplers) with id ``row_id``; a 404 saying
+    ``missing`` when there is none, so another tenant's ids read as unknown."""
     with _db(request).read() as session:
         row = session.scalar(
-            sa.select(TinkerSession).where(
-                TinkerSession.id == str(session_id), TinkerSession.tenant_id == tenant.tenant_id
-            )
+            sa.select(table).where(table.id == str(row_id), table.tenant_id == tenant.tenant_id)
         )
     if row is None:
-        raise Refused(
-            404, f"session_id={session_id!r}: no such session of this tenant; create one with create_session"
-        )
+        raise Refused(404, missing)
     return row
+
+
+def _own_session(request: Request, tenant: TenantContext, session_id: Any) -> TinkerSession:
+    missing = f"session_id={session_id!r}: no such session of this tenant; create one with create_session"
+    return _owned(request, tenant, TinkerSession, session_id, missing)
 
 
 @router.post("/session_heartbeat")
@@ -346,15 +352,8 @@ async def create_model(request: Request, tenant: TenantContext = Depends(limited
 
 
 def _own_model(request: Request, tenant: TenantContext, model_id: Any) -> TinkerModel:
-    with _db(request).read() as session:
-        row = session.scalar(
-            sa.select(TinkerModel).where(
-                TinkerModel.id == str(model_id), TinkerModel.tenant_id == tenant.tenant_id
-            )
-        )
-    if row is None:
-        raise Refused(404, f"model_id={model_id!r}: no such training run of this tenant")
-    return row
+    missing = f"model_id={model_id!r}: no such training run of this tenant"
+    return _owned(request, tenant, TinkerModel, model_id, missing)
 
 
 @router.post("/get_info")
@@ -505,14 +504,8 @@ async def create_sampling_session(
 async def get_sampler(
     sampler_id: str, request: Request, tenant: TenantContext = Depends(caller)
 ) -> dict[str, Any]:
-    with _db(request).read() as session:
-        row = session.scalar(
-            sa.select(TinkerSampler).where(
-                TinkerSampler.id == sampler_id, TinkerSampler.tenant_id == tenant.tenant_id
-            )
-        )
-    if row is None:
-        raise Refused(404, f"sampler {sampler_id!r}: no such sampling session of this tenant")
+    missing = f"sampler {sampler_id!r}: no such sampling session of this tenant"
+    row = _owned(request, tenant, TinkerSampler, sampler_id, missing)
     return {"sampler_id": row.id, "base_model": row.base_model, "model_path": row.model_path}
 
 
