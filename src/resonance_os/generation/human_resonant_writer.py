@@ -39,7 +39,6 @@ from resonance_os.generation.backends.lookup import get_backend
 from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
-from resonance_os.generation.steering_directions import steer_backend
 from resonance_os.generation.topics import validate_prompt
 from resonance_os.quality.reward import WritingReward, WritingScore
 
@@ -238,7 +237,12 @@ class HumanResonantWriter:
         (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix).
         """
         target = list(target)
-        steering = steer_backend(self.backend, steer) if steer else nullcontext()
+        if steer:
+            from resonance_os.generation.steering_directions import steer_backend  # torch: only to steer
+
+            steering = steer_backend(self.backend, steer)
+        else:
+            steering = nullcontext()
         if isinstance(self.backend, BuiltinComposer):
             composition = self.backend.start(outline.topics, seed=seed)
             composition.sentences.update(s for p in previous for s in sentence_texts(p))

@@ -12,11 +12,14 @@ engine series come from the process answering the scrape (``resonance serve`` ru
 from __future__ import annotations
 
 import weakref
+from typing import TYPE_CHECKING
 
 from prometheus_client import REGISTRY, Counter, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from resonance_os.llm.engine import GenerationEngine, RequestHandle
+if TYPE_CHECKING:  # the engine (and torch) load with the first request, not with the app
+    from resonance_os.llm.engine import GenerationEngine, RequestHandle
+
 
 PROMPT_TOKENS = Counter("resonance_llm_prompt_tokens_total", "Prompt tokens of OpenAI-API requests")
 COMPLETION_TOKENS = Counter(

@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jinja2
 from fastapi import APIRouter, Depends, Request
@@ -37,9 +37,11 @@ from resonance_os.api.openai.schemas import (
 )
 from resonance_os.api.openai.serving import OpenAIServing, ServingSettings
 from resonance_os.api.tenants import TenantContext
-from resonance_os.llm.engine import GenerationEngine, RequestHandle
 from resonance_os.llm.errors import ConfigError
 from resonance_os.llm.sampling_params import Choice, ChoiceDelta, SamplingParams, TokenLogprob
+
+if TYPE_CHECKING:  # the engine (and torch) load with the first request, not with the app
+    from resonance_os.llm.engine import GenerationEngine, RequestHandle
 
 FINGERPRINT = f"resonance-os-{__version__}"
 DISCONNECT_POLL_S = 0.5

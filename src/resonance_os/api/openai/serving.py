@@ -29,7 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
@@ -40,9 +40,11 @@ from resonance_os.api.openai.limits import TenantLedger, TenantLimits
 from resonance_os.api.settings import env_int
 from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import ResonanceError
-from resonance_os.llm.engine import EngineConfig, GenerationEngine
 from resonance_os.llm.errors import LLMError
 from resonance_os.rl.errors import RLError
+
+if TYPE_CHECKING:
+    from resonance_os.llm.engine import GenerationEngine
 
 SMOLLM2 = "smollm2"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
@@ -161,6 +163,8 @@ class OpenAIServing:
                     folder = default_cache_dir()
                     if not (folder / "config.json").is_file():
                         load_model(str(folder))  # converts the GGUF file once
+                from resonance_os.llm.engine import EngineConfig, GenerationEngine  # torch: on first use
+
                 config = EngineConfig(max_batch=self.settings.max_batch)
                 self._engine = GenerationEngine.from_pretrained(folder, config).start()
                 metrics.watch(self._engine)
