@@ -82,9 +82,11 @@ def studio(tmp_path_factory) -> Iterator[Studio]:
         log.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Chromium from the system, or a skip saying what is missing."""
+    """Headless Chromium from the system, or a skip saying what is missing. One per test module: the
+    sync Playwright API holds an asyncio loop as running in this thread while it is open, so a
+    session-wide browser made every later test's ``asyncio.run`` fail (tests/llm/test_engine.py)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
