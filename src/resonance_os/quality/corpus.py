@@ -179,3 +179,91 @@ def mixed_paragraphs(n: int, seed: int = 0, split: Split = "all") -> list[str]:
     chosen = pool_p[: n // 2] + pool_f[: n - n // 2]
     rng.shuffle(chosen)
     return chosen
+
+
+# --- Books: public-domain prose by domain, for the sentence-order readers -------------------------------
+
+ORDER_TRAIN_DOMAINS = ("novels", "children", "philosophy")
+"""Book domains the order readers train on (``scripts/build_order_corpus.py`` assigns them)."""
+ORDER_HELDOUT_DOMAINS = ("history", "essays", "programming")
+"""Book domains kept for evaluation only; "programming" is a book that teaches a programming language,
+never trained or tuned on."""
+_ENGLISH = frozenset("the and of to a in that is was he it for with as his on be at by i".split())
+_GUTENBERG_START = re.compile(r"^\*\*\* ?START OF TH(?:E|IS) PROJECT GUTENBERG.*$", re.M)
+_GUTENBERG_END = re.compile(r"^\*\*\* ?END OF TH(?:E|IS) PROJECT GUTENBERG", re.M)
+_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)|\[([^\]]+)\]\[[^\]]*\]")
+_MD_NOTE = re.compile(r"\[\^[^\]]*\]")
+
+
+def is_english(text: str, share: float = 0.12) -> bool:
+    """Whether at least ``share`` of the words of ``text`` are very common English function words."""
+    words = re.findall(r"[a-z]+", text.lower())
+    return bool(words) and sum(w in _ENGLISH for w in words) >= share * len(words)
+
+
+def gutenberg_paragraphs(text: str) -> list[str]:
+    """Prose paragraphs of a Project Gutenberg plain-text book: the body between the START and END
+    lines (the licence header and footer dropped), blank-line blocks joined onto one line, without
+    indented blocks (verse, letters, tables), headings in capitals and ``_italic_`` underscores."""
+    start, end = _GUTENBERG_START.search(text), _GUTENBERG_END.search(text)
+    body = text[start.end() if start else 0 : end.start() if end else len(text)]
+    out = []
+    for block in PARAGRAPH_BREAK.split(body.replace("\r", "")):
+        lines = [line for line in block.split("\n") if line.strip()]
+        if not lines or any(line.startswith((" ", "\t")) for line in lines):
+            continue
+        joined = " ".join(line.strip() for line in lines).replace("_", "")
+        letters = [c for c in joined if c.isalpha()]
+        if letters and sum(c.isupper() for c in letters) > 0.5 * len(letters):
+            continue
+        out.append(joined)
+    return out
+
+
+def markdown_paragraphs(text: str) -> list[str]:
+    """Prose paragraphs of a Markdown chapter: code fences, headings, lists, tables, quotes and HTML
+    dropped; links reduced to their text, inline code kept as written without backticks."""
+    out, fenced = [], False
+    for block in PARAGRAPH_BREAK.split(text):
+        lines = block.strip("\n").split("\n")
+        fences = sum(line.lstrip().startswith(("```", "~~~")) for line in lines)
+        if fenced or fences:
+            fenced = fenced != (fences % 2 == 1)
+            continue
+        if not lines or any(
+            line.startswith((" ", "\t", "#", "*", "-", "+", ">", "|", "<", "{{", "!"))
+            or line[:2].rstrip(".").isdigit()
+            for line in lines
+        ):
+            continue
+        joined = " ".join(line.strip() for line in lines)
+        joined = _MD_NOTE.sub("", _MD_LINK.sub(lambda m: m.group(1) or m.group(2), joined))
+        out.append(joined.replace("`", "").replace("**", "").replace("*", "").replace("_", " ").strip())
+    return out
+
+
+def order_paragraphs(
+    blocks: list[str], min_words: int = 40, sentences_range: tuple[int, int] = (3, 8)
+) -> list[str]:
+    """The English blocks with ``min_words`` words and a sentence count in ``sentences_range``."""
+    low, high = sentences_range
+    return [
+        b
+        for b in blocks
+        if len(b.split()) >= min_words and low <= len(sentence_texts(b)) <= high and is_english(b)
+    ]
+
+
+def order_corpus(folder: str | Path, split: Literal["train", "heldout"]) -> list[dict[str, str]]:
+    """The book paragraphs ``scripts/build_order_corpus.py`` wrote to ``folder/<split>.jsonl``: one
+    ``{"domain", "source", "text"}`` per real paragraph, in book order. Raises ``FileNotFoundError``
+    naming the build command when it is missing."""
+    import json
+
+    path = Path(folder) / f"{split}.jsonl"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path} is missing: build it with `python scripts/build_order_corpus.py BOOKS_DIR --out {folder}`"
+        )
+    with path.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
