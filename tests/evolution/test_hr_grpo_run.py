@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.sft import SFT, SFTConfig  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.rl.logger import read_metrics  # noqa: E402
+from resonance_os.rl.run import open_run  # noqa: E402
 
 TOPICS = ["making bread at home", "the history of the bicycle"]
 PARAGRAPH = "the big dog sat on the mat . then the red bird flew over the tree ."
@@ -73,8 +75,14 @@ def logits(model, ids: torch.Tensor) -> torch.Tensor:
 
 def test_run_folder_reloads_the_trained_adapter_and_drafts_with_it(trained_run, tiny_folder):
     out, trained = trained_run
-    assert is_hr_grpo_run(out) and (out / "policy" / "weights" / "adapter.safetensors").is_file()
-    settings = json.loads((out / "run.json").read_text())
+    assert is_hr_grpo_run(out) and (out / "checkpoint" / "weights" / "adapter.safetensors").is_file()
+    run = open_run(out)
+    assert (run.kind, run.layout, run.checkpoint) == ("hr_grpo", "run", out / "checkpoint")
+    settings = {
+        **json.loads((out / "config.json").read_text()),
+        **json.loads((out / "task.json").read_text()),
+    }
+    settings.pop("run_format"), settings.pop("kind")
     assert settings["method"] == "grpo" and settings["steps"] == 1
     assert settings["target_hrv"] == pytest.approx(BUILTIN_TEMPLATES["creative"].vector.to_list())
     policy, loaded = load_hr_grpo_run(out)
@@ -107,7 +115,7 @@ def test_cli_train_method_grpo_then_generate_with_the_policy(tiny_folder, traine
     assert "early stopping: ran to the end; kept the weights of step" in " ".join(result.output.split())
     assert f"--policy {out}" in " ".join(result.output.split())  # rich wraps long lines
     assert is_hr_grpo_run(out) and (out / "metrics.jsonl").is_file()
-    assert json.loads((out / "run.json").read_text())["base_model"] == str(tiny_folder)
+    assert open_run(out).config["base_model"] == str(tiny_folder)
 
     # a run whose model writes sentences (the warmed-up one) drafts the article
     run, _ = trained_run
@@ -176,3 +184,25 @@ def test_bad_runs_and_options_are_one_line_errors(trained_run, tmp_path):
     with pytest.raises(ValidationError, match="not an HR-GRPO run"):
         load_hr_grpo_run(tmp_path)
     assert not is_hr_grpo_run(tmp_path)
+
+
+def test_a_run_in_the_layout_before_the_run_seam_still_loads(trained_run, tmp_path):
+    """An HR-GRPO run as ``save_hr_grpo_run`` wrote it before (``policy/`` + ``run.json``)."""
+    out, _ = trained_run
+    old = tmp_path / "old"
+    shutil.copytree(out / "checkpoint", old / "policy")
+    settings = {**open_run(out).config, **open_run(out).task}
+    (old / "run.json").write_text(json.dumps(settings, indent=2))
+    run = open_run(old)
+    assert (run.kind, run.layout, run.checkpoint, run.task["target_hrv"]) == (
+        "hr_grpo",
+        "hr_grpo_run",
+        old / "policy",
+        settings["target_hrv"],
+    )
+    assert is_hr_grpo_run(old)
+    policy, loaded = load_hr_grpo_run(old)
+    assert loaded == settings
+    ids = torch.tensor([[5, 9, 7, 12, 30, 31]])
+    reloaded, _ = load_hr_grpo_run(out)
+    assert torch.allclose(logits(policy.base_model, ids), logits(reloaded.base_model, ids), atol=1e-6)

@@ -16,6 +16,7 @@ from resonance_os.evolution.hr_rl_trainer import (
 from resonance_os.generation.human_resonant_writer import DRAFT_MODE
 from resonance_os.rl.algorithms.ppo import PPOConfig
 from resonance_os.rl.logger import read_metrics
+from resonance_os.rl.run import open_run
 
 SMALL = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
 
@@ -58,6 +59,15 @@ def test_training_logs_the_spec_metrics_and_the_run_reloads(run_dir):
         assert name in rows[-1]
     model, env = load_run(run_dir)
     assert env.observation == "gap" and model.observation_space.shape == (8,)
+    run = open_run(run_dir)  # the one run shape: config.json, task.json, checkpoint/, metrics.jsonl
+    assert (run.kind, run.layout, run.config) == ("hr_ppo", "run", {"algorithm": "PPO"})
+    assert run.task == env.settings() and run.metrics() == rows
+    assert sorted(p.name for p in run_dir.iterdir()) == [
+        "checkpoint",
+        "config.json",
+        "metrics.jsonl",
+        "task.json",
+    ]
     obs, _ = env.reset(seed=0)
     action, _ = model.predict(obs)
     assert action.shape == (8,) and np.all(np.abs(action) <= 1.0)
@@ -101,13 +111,18 @@ def test_the_writers_between_paragraphs_hook_runs_with_a_policy(run_dir):
         write_with_policy(run_dir, "community gardens", num_paragraphs=3, seed=1, between_paragraphs=stop)
 
 
-def test_a_run_trained_on_the_full_observation_before_it_was_recorded_still_loads(tmp_path):
+def test_a_run_in_the_old_layout_trained_on_the_full_observation_still_loads(tmp_path):
+    """A run as ``save_run`` wrote it before the run seam (``model/`` + ``env.json``), from before the
+    observation was recorded (it saw the 17 floats)."""
     env = HRWritingEnv(observation="full")
-    model = train_hr_ppo(env, timesteps=64, config=SMALL, seed=0, progress_bar=False)
-    save_run(model, env, tmp_path)
-    settings = json.loads((tmp_path / "env.json").read_text())
+    model = train_hr_ppo(env, timesteps=64, config=SMALL, seed=0, log_dir=tmp_path, progress_bar=False)
+    model.save(tmp_path / "model")
+    settings = env.settings()
     assert settings.pop("observation") == "full"
-    (tmp_path / "env.json").write_text(json.dumps(settings))  # as runs saved before issue 39 wrote it
+    (tmp_path / "env.json").write_text(json.dumps(settings, indent=2))
+    run = open_run(tmp_path)
+    assert (run.kind, run.layout, run.checkpoint) == ("hr_ppo", "hr_policy", tmp_path / "model")
+    assert run.metrics() == model.history
     loaded, loaded_env = load_run(tmp_path)
     obs, _ = loaded_env.reset(seed=0)
     assert obs.shape == (17,)
@@ -130,8 +145,8 @@ def test_bad_runs_and_arguments_are_clear_errors(tmp_path, run_dir):
         load_run(tmp_path)
     old = tmp_path / "old"
     shutil.copytree(run_dir, old)
-    settings = json.loads((old / "env.json").read_text())
-    (old / "env.json").write_text(json.dumps({**settings, "calibration_seed": 0}))
+    settings = json.loads((old / "task.json").read_text())
+    (old / "task.json").write_text(json.dumps({**settings, "calibration_seed": 0}))
     with pytest.raises(ValidationError, match="older HRWritingEnv"):
         load_run(old)
     with pytest.raises(ValidationError, match="timesteps"):

@@ -86,11 +86,11 @@ def generate(
                 report.step(f"writing paragraph {written} of {paragraphs}")
 
             if policy is not None:
-                from resonance_os.evolution.hr_grpo_run import is_hr_grpo_run
-                from resonance_os.evolution.hr_policy import write_with_policy
+                from resonance_os.evolution.hr_grpo_run import KIND as HR_GRPO
+                from resonance_os.evolution.hr_policy import open_writing_run, write_with_policy
 
                 # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
-                grpo = is_hr_grpo_run(policy)
+                grpo = open_writing_run(policy).kind == HR_GRPO
                 writer = None if grpo and backend is None else HumanResonantWriter(backend=backend)
                 report.step(f"writing paragraph 1 of {paragraphs} with the policy in {policy}")
                 return write_with_policy(  # without --profile/--hrv: the run's own target

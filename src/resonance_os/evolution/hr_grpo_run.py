@@ -1,15 +1,17 @@
 """HR-GRPO run folders: the trained drafting model on disk, and a writer backend that drafts with it.
 
-``resonance train --method grpo --out runs/NAME`` writes::
+``resonance train --method grpo --out runs/NAME`` writes an ``rl.run`` run of kind ``"hr_grpo"``::
 
-    policy/         the GRPO.save checkpoint (LoRA adapter, GRPO config, optimiser state; llm.policy layout)
-    run.json        {"method": "grpo", "base_model": "smollm2" or a local Hugging Face folder,
-                     "target_hrv": [8 floats], "target_source": "...", "steps": N}
+    config.json     {"kind": "hr_grpo", "method": "grpo", "base_model": "smollm2" or a local Hugging
+                     Face folder, "steps": N}
+    task.json       {"target_hrv": [8 floats], "target_source": "..."}
+    checkpoint/     the GRPO.save checkpoint (LoRA adapter, GRPO config, optimiser state; llm.policy layout)
     metrics.jsonl   one row per GRPO step (``resonance plot``)
 
-``resonance generate --policy runs/NAME`` loads the base model, applies the adapter and drafts with
-that policy (``generation.backends.policy.PolicyBackend``, sampled as in training), so the article is
-written by the fine-tuned model, toward the run's target unless another is given.
+Runs saved before it (run.json + policy/) still load. ``resonance generate --policy runs/NAME`` loads
+the base model, applies the adapter and drafts with that policy
+(``generation.backends.policy.PolicyBackend``, sampled as in training), so the article is written by
+the fine-tuned model, toward the run's target unless another is given.
 
 Usage::
 
@@ -24,64 +26,61 @@ Usage::
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.evolution.base_models import SMOLLM2, base_model
+from resonance_os.rl.run import Run, RunError, open_run
 
-RUN_FILE = "run.json"
-POLICY_DIR = "policy"
+KIND = "hr_grpo"
+"""The ``rl.run`` kind of an HR-GRPO run."""
 METHOD = "grpo"
 
 
 def save_hr_grpo_run(trainer: Any, out_dir: str | os.PathLike[str], base: str = SMOLLM2) -> Path:
-    """Save a ``train_hr_grpo`` trainer as a run folder: ``policy/`` (``GRPO.save``) and ``run.json``
-    (method, base model, resolved target), each written atomically. Returns the folder."""
-    root = Path(out_dir)
-    root.mkdir(parents=True, exist_ok=True)
-    trainer.save(root / POLICY_DIR)
-    settings = {
-        "method": METHOD,
-        "base_model": str(base),
-        "target_hrv": [float(v) for v in trainer.hr_target],
-        "target_source": trainer.hr_source,
-        "steps": trainer.num_timesteps,
-    }
-    tmp = root / f".{RUN_FILE}.tmp"
-    tmp.write_text(json.dumps(settings, indent=2))
-    tmp.replace(root / RUN_FILE)
-    return root
+    """Save a ``train_hr_grpo`` trainer as a run folder (``rl.run``): its checkpoint (``GRPO.save``),
+    the base model and the resolved target, each written atomically. Returns the folder."""
+    run = Run.create(
+        out_dir,
+        KIND,
+        config={"method": METHOD, "base_model": str(base), "steps": trainer.num_timesteps},
+        task={"target_hrv": [float(v) for v in trainer.hr_target], "target_source": trainer.hr_source},
+        overwrite=True,
+    )
+    run.save_checkpoint(trainer.save)
+    return run.path
 
 
 def is_hr_grpo_run(run_dir: str | os.PathLike[str]) -> bool:
-    """Whether ``run_dir`` is an HR-GRPO run folder (its ``run.json`` says method "grpo")."""
-    file = Path(run_dir) / RUN_FILE
+    """Whether ``run_dir`` is an HR-GRPO run folder (of this layout or the one before it)."""
     try:
-        return file.is_file() and json.loads(file.read_text()).get("method") == METHOD
-    except (OSError, json.JSONDecodeError, AttributeError):
+        return open_run(run_dir).kind == KIND
+    except RunError:
         return False
 
 
 def load_hr_grpo_run(
     run_dir: str | os.PathLike[str], device: str | None = None
 ) -> tuple[Any, dict[str, Any]]:
-    """The run's ``LMPolicy`` (base model + the trained adapter) and its ``run.json`` settings."""
+    """The run's ``LMPolicy`` (base model + the trained adapter) and its settings (``method``,
+    ``base_model``, ``steps``, ``target_hrv``, ``target_source``)."""
     from resonance_os.llm.policy import LMPolicy
 
-    root = Path(run_dir)
-    if not is_hr_grpo_run(root) or not (root / POLICY_DIR).is_dir():
+    try:
+        run = open_run(run_dir).expect(KIND)
+    except RunError as exc:
         raise ValidationError(
-            f"{root} is not an HR-GRPO run (it needs {RUN_FILE} with method 'grpo' and {POLICY_DIR}/); "
-            "create one with: resonance train --method grpo --out RUN_DIR"
-        )
-    settings = json.loads((root / RUN_FILE).read_text())
+            f"{run_dir} is not an HR-GRPO run ({exc}); create one with: resonance train --method grpo --out RUN_DIR"
+        ) from None
+    settings = {**run.config, **run.task}
+    if not run.has_checkpoint:
+        raise ValidationError(f"{run.path} has no trained policy ({run.checkpoint}); train the run again")
     if not isinstance(settings.get("target_hrv"), list) or not isinstance(settings.get("base_model"), str):
-        raise ValidationError(f"{root / RUN_FILE} lacks target_hrv or base_model; train the run again")
+        raise ValidationError(f"{run.path} lacks target_hrv or base_model; train the run again")
     tokenizer, model = base_model(settings["base_model"], device)
-    policy = LMPolicy.load(root / POLICY_DIR, tokenizer, model)
+    policy = LMPolicy.load(run.checkpoint, tokenizer, model)
     return policy, settings
 
 

@@ -1,11 +1,15 @@
 """Trained writing policies on disk, and articles written with one.
 
-A run folder (``resonance train --out runs/NAME``) holds::
+A PPO run folder (``resonance train --out runs/NAME``) is an ``rl.run`` run of kind ``"hr_ppo"``::
 
-    model/          the PPO checkpoint (rl/checkpoint.py layout)
-    env.json        HRWritingEnv.settings(): the task, writer dynamics and observation the policy was
-                    trained on (a run saved before ``observation`` was recorded saw the "full" one)
+    config.json     {"kind": "hr_ppo", "algorithm": "PPO"}
+    task.json       HRWritingEnv.settings(): the task, writer dynamics and observation the policy was
+                    trained on
+    checkpoint/     the PPO checkpoint (rl/checkpoint.py layout), replaced atomically
     metrics.jsonl   the training metrics, one row per PPO update
+
+Runs saved before it (env.json + model/) still load; one saved before ``observation`` was recorded
+saw the "full" one.
 
 ``write_with_policy`` writes an article with ``HumanResonantWriter.generate``, the policy revising
 each drafted paragraph as in the env (``PolicyReviser``); given an HR-GRPO run folder
@@ -15,56 +19,62 @@ each drafted paragraph as in the env (``PolicyReviser``); given an HR-GRPO run f
 from __future__ import annotations
 
 import inspect
-import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from resonance_os.core.errors import ValidationError
-from resonance_os.evolution.hr_grpo_run import is_hr_grpo_run, load_hr_grpo_run, policy_backend
+from resonance_os.evolution.hr_grpo_run import KIND as HR_GRPO_KIND
+from resonance_os.evolution.hr_grpo_run import load_hr_grpo_run, policy_backend
 from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, RewardModel
 from resonance_os.generation.human_resonant_writer import Article, HumanResonantWriter, Paragraph
 from resonance_os.profiles.targets import resolve_target
 from resonance_os.rl.algorithms.ppo import PPO
+from resonance_os.rl.run import Run, RunError, open_run
 
-MODEL_DIR = "model"
-ENV_FILE = "env.json"
+KIND = "hr_ppo"
+"""The ``rl.run`` kind of a PPO writing-policy run."""
 
 
 def save_run(model: PPO, env: HRWritingEnv, out_dir: str | os.PathLike[str]) -> Path:
-    """Save ``model`` and ``env``'s settings into the run folder ``out_dir`` (created if missing)."""
-    root = Path(out_dir)
-    model.save(root / MODEL_DIR)
-    tmp = root / f".{ENV_FILE}.tmp"
-    tmp.write_text(json.dumps(env.settings(), indent=2))
-    tmp.replace(root / ENV_FILE)
-    return root
+    """Save ``model`` and ``env``'s settings as the run in ``out_dir`` (created if missing; a run
+    already there is replaced: its metrics log is kept and appended to)."""
+    run = Run.create(out_dir, KIND, config={"algorithm": "PPO"}, task=env.settings(), overwrite=True)
+    run.save_checkpoint(model.save)
+    return run.path
+
+
+def open_writing_run(run_dir: str | os.PathLike[str]) -> Run:
+    """The run in ``run_dir`` (``rl.run.open_run``), which must be a writing policy (PPO or HR-GRPO);
+    a ``ValidationError`` saying how to make one otherwise."""
+    try:
+        run = open_run(run_dir)
+        return run.expect(KIND, HR_GRPO_KIND)
+    except RunError as exc:
+        raise ValidationError(f"{exc}; create one with: resonance train --out RUN_DIR") from None
 
 
 def load_run(
     run_dir: str | os.PathLike[str], reward_model: RewardModel | None = None
 ) -> tuple[PPO, HRWritingEnv]:
     """The trained model and a fresh env with the run's settings (and ``reward_model``, so drafts are
-    judged as in training); a clear error if the folder is not a run."""
-    root = Path(run_dir)
-    if not (root / ENV_FILE).is_file() or not (root / MODEL_DIR).is_dir():
+    judged as in training); a clear error if the folder is not a PPO run."""
+    run = open_writing_run(run_dir)
+    if run.kind != KIND or not run.has_checkpoint:
         raise ValidationError(
-            f"{root} is not a training run (it needs {ENV_FILE} and {MODEL_DIR}/); "
-            "create one with: resonance train --out RUN_DIR"
+            f"{run.path} is not a trained PPO writing run (a {run.kind} run"
+            f"{'' if run.has_checkpoint else ' without a checkpoint'}); create one with: resonance train --out RUN_DIR"
         )
-    try:
-        settings = json.loads((root / ENV_FILE).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValidationError(f"{root / ENV_FILE} is unreadable ({exc}); train the run again") from exc
+    settings = dict(run.task)
     unknown = sorted(set(settings) - set(inspect.signature(HRWritingEnv).parameters))
     if unknown:
         raise ValidationError(
-            f"{root} was trained on an older HRWritingEnv (settings {', '.join(unknown)} no longer exist); "
+            f"{run.path} was trained on an older HRWritingEnv (settings {', '.join(unknown)} no longer exist); "
             "train it again with: resonance train --out RUN_DIR"
         )
     settings.setdefault("observation", "full")  # runs saved before it was recorded saw the 17 floats
     env = HRWritingEnv(**settings, reward_model=reward_model)
-    return PPO.load(root / MODEL_DIR, env=env), env
+    return PPO.load(run.checkpoint, env=env), env
 
 
 class PolicyReviser:
@@ -130,7 +140,7 @@ def write_with_policy(
     ``HumanResonantWriter.generate``: called before every paragraph after the first (a service reports
     progress there, or stops the writing by raising).
     """
-    if isinstance(run, (str, os.PathLike)) and is_hr_grpo_run(run):
+    if isinstance(run, (str, os.PathLike)) and open_writing_run(run).kind == HR_GRPO_KIND:
         if writer is not None:
             raise ValidationError(
                 f"{run} is an HR-GRPO run: its fine-tuned model drafts the article, so no other writer "

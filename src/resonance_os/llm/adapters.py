@@ -4,7 +4,8 @@
 
 - a ``peft`` folder: ``adapter_config.json`` + ``adapter_model.safetensors`` (``save_pretrained``);
 - an ``LMPolicy`` / ``GRPO`` / ``SFT`` checkpoint: ``weights/adapter.safetensors`` + ``config.json``;
-- a run folder holding one of those in ``policy/`` or ``checkpoint/`` (HR-GRPO, ``resonance train``).
+- a training run (``rl.run.open_run``: its checkpoint, in any run layout), or a folder holding one of
+  those in ``policy/`` or ``checkpoint/``.
 
 Nothing is unpickled (safetensors and JSON only). The result, an :class:`Adapter`, holds for every
 adapted layer (by its module path in the transformers model) ``A`` (r x in), ``B`` (out x r) and the
@@ -29,6 +30,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from resonance_os.llm.errors import LLMError
+from resonance_os.rl.run import RunError, is_run, open_run
 
 RUN_SUBFOLDERS = ("policy", "checkpoint")
 PEFT_PREFIX = "base_model.model."
@@ -66,6 +68,11 @@ def _lora_settings_peft(config: dict) -> tuple[float, int, bool]:
 
 def _find_layout(folder: Path) -> Path:
     candidates = [folder, *(folder / sub for sub in RUN_SUBFOLDERS)]
+    if is_run(folder):
+        try:
+            candidates.insert(1, open_run(folder).checkpoint)
+        except RunError as exc:
+            raise AdapterError(str(exc)) from None
     for candidate in candidates:
         if (candidate / "adapter_config.json").is_file() or (
             candidate / "weights" / "adapter.safetensors"

@@ -88,7 +88,7 @@ def save_checkpoint(
         }
         (tmp / "config.json").write_text(json.dumps(config, indent=2, sort_keys=True))
         (tmp / "metadata.json").write_text(json.dumps(meta, indent=2, sort_keys=True, default=float))
-        _replace_folder(tmp, target)
+        replace_folder(tmp, target)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         raise CheckpointError(f"cannot write the checkpoint {target}: {exc}; choose a writable path") from exc
@@ -98,8 +98,9 @@ def save_checkpoint(
     return target
 
 
-def _replace_folder(new: Path, target: Path) -> None:
-    """Move ``new`` to ``target``, replacing an existing folder only once ``new`` is complete."""
+def replace_folder(new: Path, target: Path) -> None:
+    """Move the complete folder ``new`` to ``target``, replacing an existing folder only now (what makes a
+    checkpoint atomic; ``rl.run`` replaces a run's ``checkpoint/`` the same way)."""
     if target.exists():
         if not target.is_dir():
             raise CheckpointError(f"{target} exists and is not a checkpoint folder; choose another path")
