@@ -64,13 +64,22 @@ def generate(
         "GRPO run (--method grpo) drafts with its fine-tuned language model (base model + LoRA adapter).",
     ),
     store: str = StoreOpt,
+    no_adapter: bool = typer.Option(
+        False,
+        "--no-adapter",
+        help="Draft with the bare local model even when the profile has a voice adapter (a LoRA "
+        "adapter trained toward it; the built-in profiles ship one).",
+    ),
 ) -> None:
     """Write an article toward a target HRV and print it with a target-vs-measured table.
+
+    With the local model and a profile that has a voice adapter, the adapter drafts (it says so).
 
     Progress (loading the model, each paragraph, the time so far) goes to standard error."""
 
     def run():
         from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+        from resonance_os.generation.voice_adapter import profile_key_of
         from resonance_os.profiles.targets import resolve_target
 
         if profile is not None and hrv is not None:
@@ -103,8 +112,12 @@ def generate(
                     target_source=source if given else None,
                     between_paragraphs=next_paragraph,
                 )
-            writer = HumanResonantWriter(backend=backend)
-            report.step(f"writing paragraph 1 of {paragraphs} with {writer.backend_name}")
+            writer = HumanResonantWriter(backend=backend, adapter=not no_adapter, adapter_store=store)
+            voice = writer.voice_backend(source)
+            drafter = writer.backend_name if voice is None else voice.name
+            if voice is not None:
+                report.note(f"using the {profile_key_of(source)} voice adapter (--no-adapter: without it)")
+            report.step(f"writing paragraph 1 of {paragraphs} with {drafter}")
             return writer.generate(
                 prompt,
                 target_hrv=target,

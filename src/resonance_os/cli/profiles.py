@@ -15,6 +15,14 @@ from rich.table import Table
 
 from resonance_os.cli.errors import error_console, run_reporting_user_errors
 from resonance_os.cli.hrv_option import StoreOpt, parse_hrv_option
+from resonance_os.cli.profile_adapter import (
+    AdapterModelOpt,
+    AdapterOpt,
+    AdapterStepsOpt,
+    check_adapter_text,
+    split_paragraphs,
+    train_profile_adapter,
+)
 from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import AlreadyExistsError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
@@ -195,18 +203,30 @@ def from_text(
     overwrite: bool = OverwriteOpt,
     store: str = StoreOpt,
     as_json: bool = JsonOpt,
+    adapter: bool = AdapterOpt,
+    adapter_steps: int = AdapterStepsOpt,
+    adapter_model: str = AdapterModelOpt,
 ) -> None:
     """Measure a sample text's HRV and save it as the profile (an existing name needs --overwrite).
 
-    A sample under 150 words is saved with a warning: too few sentences to measure a voice."""
+    A sample under 150 words is saved with a warning: too few sentences to measure a voice. With
+    --adapter a voice adapter is trained on the sample's paragraphs (blank-line separated) and stored
+    with the profile."""
 
     def run() -> None:
         text = read_source(source)
+        if adapter:  # refused before the profile is saved
+            check_adapter_text(split_paragraphs(text))
         with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
             profile = manager.profile_from_text(tenant, name, text, description, must_exist=must_exist)
         warning = sample_warning(text)
         if warning is not None:
             error_console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+        if adapter:
+            train_profile_adapter(
+                profile.key, profile.vector.to_list(), split_paragraphs(text), store,
+                grpo_steps=adapter_steps, base=adapter_model,
+            )  # fmt: skip
         if as_json:
             _print_json(profile.to_dict())
         else:

@@ -24,6 +24,10 @@ class Progress:
         else:
             error_console.print(line, markup=False, highlight=False)
 
+    def note(self, message: str) -> None:
+        """A line that stays (above the live status line on a terminal)."""
+        error_console.print(message, markup=False, highlight=False)
+
 
 @contextmanager
 def progress(first: str) -> Iterator[Progress]:

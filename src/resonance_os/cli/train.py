@@ -336,12 +336,18 @@ def demo(
     console.print(table)
 
     writer = run_reporting_user_errors(HumanResonantWriter)
+    source = f"profile {DEFAULT_PROFILE.key}"
+    voice = run_reporting_user_errors(lambda: writer.voice_backend(source))
+    drafter = writer.backend_name if voice is None else voice.name
     console.print(
-        f"\n[bold]2. An article drafted by the default backend ({writer.backend_name}) toward "
-        f"{DEFAULT_PROFILE.key}[/bold]"
+        f"\n[bold]2. An article drafted by the default backend ({drafter}) toward {DEFAULT_PROFILE.key}[/bold]"
     )
+    if voice is not None:
+        console.print(f"using the {DEFAULT_PROFILE.key} voice adapter")
     print_article(
-        run_reporting_user_errors(lambda: writer.generate(DEMO_PROMPT, target_hrv=target, seed=seed))
+        run_reporting_user_errors(
+            lambda: writer.generate(DEMO_PROMPT, target_hrv=target, seed=seed, target_source=source)
+        )
     )
 
     console.print(
@@ -350,13 +356,16 @@ def demo(
     result = run_reporting_user_errors(lambda: _train(None, None, timesteps, out, seed, None, None, True))
     _report(result, out)
 
-    console.print(
-        f"\n[bold]4. The same prompt drafted by {writer.backend_name}, revised by the trained policy[/bold]"
-    )
+    console.print(f"\n[bold]4. The same prompt drafted by {drafter}, revised by the trained policy[/bold]")
     article = run_reporting_user_errors(
         lambda: write_with_policy(
-            (result["model"], result["env"]), DEMO_PROMPT, target_hrv=target, seed=seed, writer=writer
-        )
+            (result["model"], result["env"]),
+            DEMO_PROMPT,
+            target_hrv=target,
+            seed=seed,
+            writer=writer,
+            target_source=source,
+        )  # fmt: skip
     )
     console.print(article.text, markup=False)
     console.print(article_table(article))

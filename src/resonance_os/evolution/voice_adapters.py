@@ -1,0 +1,227 @@
+"""Voice adapters: a LoRA adapter that makes the drafting model write toward one profile's HRV.
+
+Two stages, chosen for how far they move the style per CPU-minute on a 2-core machine:
+
+1. **SFT on the paragraphs nearest the target** (rejection sampling): from candidate paragraphs
+   (the model's own first drafts of the draft pool's training topics for a built-in profile, or a
+   writer's own paragraphs), keep the ``keep`` whose measured HRV is nearest the target and whose
+   writing quality holds, and fine-tune on them, each paired with the writer's own chat prompt toward
+   the target (``hr_grpo.hr_messages``). An SFT step is one forward and backward pass over real text
+   (2-4 s here); it needs no sampling, which is most of an HR-GRPO step (15-25 s).
+2. **HR-GRPO toward the target** (``hr_grpo.train_hr_grpo``) from that start, with the KL term to the
+   base model (beta 0.04) and style power 8 that kept fluency on the GPU runs (docs/llm_rl.md), and
+   the held-out early stopping that keeps the best check's weights.
+
+``train_voice_adapter`` returns the trained ``LMPolicy``; ``save_voice_adapter`` writes the adapter
+folder the writer loads (``generation.voice_adapter``): ``weights/adapter.safetensors`` in float16
++ ``config.json`` (an ``LMPolicy`` checkpoint, read by ``llm.adapters.read_adapter`` too) and
+``voice.json`` (target, base model, how it was trained).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from resonance_os.core.errors import ValidationError
+from resonance_os.evolution.base_models import SMOLLM2
+from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo
+from resonance_os.quality.reward import WritingReward
+
+__all__ = [
+    "VOICE_FILE",
+    "VoiceTraining",
+    "nearest_paragraphs",
+    "pool_candidates",
+    "save_voice_adapter",
+    "train_voice_adapter",
+    "voice_policy",
+    "writer_candidates",
+]
+
+VOICE_FILE = "voice.json"
+LORA_RANK = 8
+LORA_ALPHA = 16.0
+
+
+@dataclass(frozen=True)
+class VoiceTraining:
+    """Settings of one voice adapter's training (defaults sized for a 2-core CPU, about 8 minutes)."""
+
+    keep: int = 48
+    sft_steps: int = 18
+    sft_learning_rate: float = 3e-4
+    sft_batch_size: int = 8
+    grpo_steps: int = 12
+    grpo_learning_rate: float = 2e-4
+    beta: float = 0.04
+    style_power: float = 8.0
+    early_stop_every: int | None = 4
+    min_quality: float = 0.25
+    seed: int = 0
+
+
+def voice_policy(device: str | None = None, base: str = SMOLLM2) -> Any:
+    """``base`` (``"smollm2"`` or a local Hugging Face folder, a private copy) with a fresh LoRA adapter
+    (rank 8, alpha 16, attention and MLP projections)."""
+    from resonance_os.evolution.base_models import base_model
+    from resonance_os.llm.policy import LMPolicy, PolicyConfig
+
+    tokenizer, model = base_model(base, device)
+    return LMPolicy(tokenizer, model, PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
+
+
+def pool_candidates() -> list[tuple[str, str]]:
+    """``(topic, paragraph)`` of the shipped draft pool's training split: SmolLM2's own first drafts
+    (never the held-out topics the benchmarks write about)."""
+    from resonance_os.evolution.draft_pool import load_drafts
+
+    return [(d.prompt, d.text) for d in load_drafts(split="train")]
+
+
+def writer_candidates(paragraphs: Sequence[str], min_words: int = 25) -> list[tuple[str, str]]:
+    """``(topic, paragraph)`` for a writer's own paragraphs of at least ``min_words`` words: the topic
+    is the paragraph's two leading topic phrases (``generation.topics.topic_phrases``), so the SFT
+    prompt asks for a paragraph about what the writer wrote about."""
+    from resonance_os.generation.topics import topic_phrases
+
+    out = []
+    for text in paragraphs:
+        text = " ".join(text.split())
+        if len(text.split()) >= min_words:
+            out.append((" and ".join(topic_phrases(text[:600], 2)), text))
+    if not out:
+        raise ValidationError(
+            f"no paragraph of at least {min_words} words in the writer's text; separate paragraphs with "
+            "blank lines and give a few thousand words of the writer's prose"
+        )
+    return out
+
+
+def nearest_paragraphs(
+    candidates: Sequence[tuple[str, str]],
+    target: Sequence[float],
+    keep: int,
+    *,
+    min_quality: float = 0.25,
+    reward: WritingReward | None = None,
+) -> list[tuple[str, str, float]]:
+    """The ``keep`` candidates whose measured HRV is nearest ``target`` (``(topic, text, gap)``, nearest
+    first), among those whose writing quality (the reward without its style term) is at least
+    ``min_quality``: a paragraph near the style but badly written would teach the bad writing too."""
+    scorer = reward if reward is not None else WritingReward()
+    scored = []
+    for topic, text in candidates:
+        score = scorer.score(text, list(target), prompt=topic)
+        quality = score.reward / score.resonance if score.resonance > 0 else 0.0
+        if quality >= min_quality:
+            scored.append((topic, text, 1.0 - score.resonance))
+    if not scored:
+        raise ValidationError(
+            f"none of the {len(candidates)} paragraphs writes well enough to learn from (writing quality "
+            f">= {min_quality}); give longer paragraphs of ordinary prose"
+        )
+    scored.sort(key=lambda row: row[2])
+    return scored[:keep]
+
+
+def train_voice_adapter(
+    target: Sequence[float],
+    candidates: Sequence[tuple[str, str]],
+    *,
+    prompts: Sequence[str] | None = None,
+    settings: VoiceTraining | None = None,
+    policy: Any = None,
+    log_dir: str | os.PathLike[str] | None = None,
+    report: Callable[[str], None] | None = None,
+) -> tuple[Any, dict[str, Any]]:
+    """SFT on the candidates nearest ``target``, then HR-GRPO toward it; returns ``(policy, summary)``.
+
+    ``candidates``: ``(topic, paragraph)`` pairs to choose the SFT data from. ``prompts``: the HR-GRPO
+    topics (default: the draft pool's training topics). ``policy``: default :func:`voice_policy`.
+    The summary holds the chosen paragraphs' mean gap, the SFT losses and the HR-GRPO steps run.
+    """
+    from resonance_os.llm.sft import SFT, SFTConfig
+
+    cfg = settings or VoiceTraining()
+    say = report or (lambda _msg: None)
+    target = [float(v) for v in target]
+    chosen = nearest_paragraphs(candidates, target, cfg.keep, min_quality=cfg.min_quality)
+    mean_gap = sum(g for _, _, g in chosen) / len(chosen)
+    say(f"SFT data: {len(chosen)} paragraphs, mean |gap| {mean_gap:.3f}")
+    if policy is None:
+        policy = voice_policy()
+    pairs = [(hr_messages(topic, target), text) for topic, text, _ in chosen]
+    sft = SFT(
+        policy,
+        pairs,
+        SFTConfig(
+            batch_size=min(cfg.sft_batch_size, len(pairs)), learning_rate=cfg.sft_learning_rate, seed=cfg.seed
+        ),
+        log_dir=None if log_dir is None else Path(log_dir) / "sft",
+    )
+
+    def sft_step(_trainer: Any, row: dict[str, Any]) -> None:
+        say(f"sft step {row.get('timesteps')}: loss {row.get('loss', float('nan')):.3f}")
+
+    sft.learn(cfg.sft_steps, callback=sft_step)
+    summary: dict[str, Any] = {
+        "sft_paragraphs": len(chosen),
+        "sft_mean_gap": mean_gap,
+        "sft_loss": [r.get("loss") for r in sft.history],
+    }
+    if cfg.grpo_steps:
+
+        def grpo_step(_trainer: Any, row: dict[str, Any]) -> None:
+            say(
+                f"grpo step {row['timesteps']}: reward {row['episode_reward_mean']:.3f} resonance "
+                f"{row['reward_resonance']:.3f} fluency {row['reward_fluency']:.3f} ({row['time_step']:.0f} s)"
+            )
+
+        trainer = train_hr_grpo(
+            target_hrv=target, prompts=prompts, steps=cfg.grpo_steps, policy=policy,
+            config={"learning_rate": cfg.grpo_learning_rate, "beta": cfg.beta}, seed=cfg.seed,
+            style_power=cfg.style_power, early_stop_every=cfg.early_stop_every, callback=grpo_step,
+            log_dir=None if log_dir is None else Path(log_dir) / "grpo",
+        )  # fmt: skip
+        stop = trainer.hr_early_stopping
+        summary["grpo_steps"] = len(trainer.history)
+        summary["grpo_kept_step"] = None if stop is None or stop.best is None else stop.best.get("step")
+        summary["grpo_checks"] = None if stop is None else stop.checks
+    return policy, summary
+
+
+def save_voice_adapter(
+    policy: Any,
+    out_dir: str | os.PathLike[str],
+    target: Sequence[float],
+    *,
+    source: str,
+    base: str = SMOLLM2,
+    summary: dict[str, Any] | None = None,
+) -> Path:
+    """Write ``policy``'s adapter (float16) and ``voice.json`` to ``out_dir``; returns the folder."""
+    import torch
+
+    root = Path(out_dir)
+    for parameter in policy.trainable_parameters():  # halve the shipped size; loading casts back
+        parameter.data = parameter.data.to(torch.float16)
+    try:
+        policy.save(root, metadata={"voice": source})
+    finally:
+        for parameter in policy.trainable_parameters():
+            parameter.data = parameter.data.to(torch.float32)
+    info = {
+        "target_hrv": [float(v) for v in target],
+        "target_source": source,
+        "base_model": str(base),
+        "training": summary or {},
+    }
+    tmp = root / f".{VOICE_FILE}.tmp"
+    tmp.write_text(json.dumps(info, indent=1))
+    tmp.replace(root / VOICE_FILE)
+    return root

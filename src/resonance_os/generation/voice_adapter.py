@@ -1,0 +1,145 @@
+"""Voice adapters the writer drafts with: a LoRA adapter on SmolLM2 trained toward one profile.
+
+A built-in profile's adapter ships in the package (``data/voice_adapters/<name>/``, built by
+``scripts/build_profile_adapters.py``); a stored profile's adapter (``resonance profiles from-corpus
+DIR --adapter``) lives in the data home, ``<home>/adapters/<tenant>/<name>/``. A folder holds an
+``LMPolicy`` checkpoint (``weights/adapter.safetensors`` + ``config.json``) and ``voice.json`` (the
+target it was trained toward, the base model, how it was trained; ``evolution.voice_adapters``).
+
+:func:`find_adapter` says whether a profile has one; :func:`load_voice_backend` is the one place an
+adapter folder becomes a writer backend (a ``PolicyBackend`` over a private copy of the local model
+with the adapter applied, sampled as HR-GRPO trained it). Every failure to read one is a
+:class:`VoiceAdapterError` naming the folder and the fix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from resonance_os.core.errors import ValidationError
+from resonance_os.core.home import classify_location, default_store, resonance_home
+
+__all__ = [
+    "BUILTIN_ADAPTERS",
+    "VOICE_FILE",
+    "VoiceAdapterError",
+    "adapter_dir",
+    "builtin_adapter_dir",
+    "find_adapter",
+    "load_voice_backend",
+    "profile_key_of",
+]
+
+BUILTIN_ADAPTERS = Path(__file__).parent / "data" / "voice_adapters"
+VOICE_FILE = "voice.json"
+ADAPTERS_FOLDER = "adapters"
+SAMPLING = {"temperature": 0.8, "top_p": 0.95}
+"""How the adapters are sampled: HR-GRPO's training values (``evolution.hr_grpo.HR_GRPO_DEFAULTS``)."""
+
+
+class VoiceAdapterError(ValidationError):
+    """A voice adapter folder is missing, unreadable or does not fit the local model."""
+
+
+def builtin_adapter_dir(name: str) -> Path:
+    """Where the built-in profile ``name``'s shipped adapter lives (it may not exist)."""
+    return BUILTIN_ADAPTERS / name
+
+
+def adapter_dir(profile_key: str, store: str | os.PathLike[str] | None = None) -> Path:
+    """The adapter folder of profile ``tenant/name``: the package's for ``builtin/...``, else
+    ``<data home>/adapters/<tenant>/<name>`` of ``store`` (a data-home folder, or a SQLite file beside
+    which the folder lives; a database URL: ``$RESONANCE_HOME``; None: the profile commands' default
+    store, ``core.home.default_store``)."""
+    tenant, _, name = profile_key.rpartition("/")
+    if not tenant or not name:
+        raise ValidationError(f"profile {profile_key!r} is not 'tenant/name'; e.g. 'acme/newsletter'")
+    if tenant == "builtin":
+        return builtin_adapter_dir(name)
+    home = resonance_home()
+    location = classify_location(str(default_store() if store is None else store))
+    if location.home is not None:
+        home = location.home
+    elif location.file is not None:
+        home = location.file.parent
+    return home / ADAPTERS_FOLDER / tenant / name
+
+
+def find_adapter(profile_key: str | None, store: str | os.PathLike[str] | None = None) -> Path | None:
+    """The adapter folder of ``profile_key`` when it has one (its ``voice.json`` exists), else None."""
+    if not profile_key:
+        return None
+    folder = adapter_dir(profile_key, store)
+    return folder if (folder / VOICE_FILE).is_file() else None
+
+
+def profile_key_of(target_source: str | None) -> str | None:
+    """The profile key in a target source from ``profiles.targets.resolve_target`` (``"profile
+    acme/newsletter"``, ``"default profile builtin/professional"``); None for an explicit HRV."""
+    if not target_source:
+        return None
+    for prefix in ("default profile ", "profile "):
+        if target_source.startswith(prefix):
+            key = target_source[len(prefix) :].strip()
+            return key if "/" in key else None
+    return None
+
+
+def read_voice(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """``voice.json`` of an adapter folder, checked (target, base model)."""
+    root = Path(folder)
+    file = root / VOICE_FILE
+    if not root.is_dir() or not file.is_file():
+        raise VoiceAdapterError(
+            f"no voice adapter in {root} ({VOICE_FILE} missing); train one with "
+            "`resonance profiles from-corpus DIR --adapter`, or write without it (--no-adapter)"
+        )
+    try:
+        info = json.loads(file.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise VoiceAdapterError(
+            f"the voice adapter's {file} cannot be read ({exc}); train the adapter again, or write "
+            "without it (--no-adapter)"
+        ) from None
+    if not isinstance(info, dict) or not isinstance(info.get("target_hrv"), list):
+        raise VoiceAdapterError(
+            f"{file} lacks the target it was trained toward (target_hrv); train the adapter again, or "
+            "write without it (--no-adapter)"
+        )
+    return info
+
+
+def load_voice_backend(
+    folder: str | os.PathLike[str], label: str, base: tuple[Any, Any] | None = None
+) -> Any:
+    """A writer backend drafting with the adapter in ``folder`` on a private copy of ``base``
+    (``(tokenizer, model)``, default the local SmolLM2; the original keeps serving the quality terms
+    unadapted); its ``name`` is ``local+voice (<label>)``. Raises :class:`VoiceAdapterError` for a
+    missing or corrupt adapter, or one trained on another model."""
+    import copy
+
+    from resonance_os.generation.backends.base import BackendError
+    from resonance_os.generation.backends.policy import PolicyBackend
+    from resonance_os.llm.errors import RLError  # the engine's user-error base (checkpoints, LLMError)
+    from resonance_os.llm.policy import LMPolicy
+    from resonance_os.quality.reference_lm import ReferenceModelError, default_cache_dir, load_model
+
+    read_voice(folder)
+    if base is None:
+        try:
+            base = load_model(str(default_cache_dir()))
+        except ReferenceModelError as error:
+            raise BackendError(f"the voice adapter needs the local model: {error}") from error
+    tokenizer, model = base
+    try:
+        policy = LMPolicy.load(folder, copy.deepcopy(tokenizer), copy.deepcopy(model))
+    except (RLError, OSError, ValueError, RuntimeError, KeyError) as exc:
+        raise VoiceAdapterError(
+            f"the voice adapter in {folder} cannot be loaded ({exc}); train it again, or write without "
+            "it (--no-adapter)"
+        ) from None
+    policy.eval()
+    return PolicyBackend(policy, name=f"local+voice ({label})", **SAMPLING)

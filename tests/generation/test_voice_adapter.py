@@ -1,0 +1,187 @@
+"""Voice adapters: trained toward a profile (SFT on the nearest paragraphs, then HR-GRPO), stored with
+the profile, picked up by the writer (which says so), turned off with ``adapter=False``, and a broken
+one refused with a clear error. On the tiny seeded Llama, taught by SFT to answer with two sentences."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("transformers", reason="voice adapters need the local extra (transformers, peft)")
+pytest.importorskip("peft", reason="voice adapters need the local extra (transformers, peft)")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+from tiny_lm import make_model, make_tokenizer  # noqa: E402
+
+from resonance_os.evolution.base_models import base_model  # noqa: E402
+from resonance_os.evolution.voice_adapters import (  # noqa: E402
+    VoiceTraining,
+    nearest_paragraphs,
+    save_voice_adapter,
+    train_voice_adapter,
+    voice_policy,
+)
+from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
+from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.generation.voice_adapter import (  # noqa: E402
+    VoiceAdapterError,
+    adapter_dir,
+    builtin_adapter_dir,
+    find_adapter,
+    profile_key_of,
+)
+from resonance_os.llm.adapters import read_adapter  # noqa: E402
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
+
+PARAGRAPH = "the big dog sat on the mat . then the red bird flew over the tree ."
+OTHER = "one two three four five six seven eight nine . zero one two three four five ."
+TOPICS = ["making bread at home", "the history of the bicycle"]
+TARGET = BUILTIN_TEMPLATES["creative"].vector.to_list()
+FAST = VoiceTraining(keep=3, sft_steps=30, sft_learning_rate=1e-2, sft_batch_size=3, grpo_steps=1,
+                     grpo_learning_rate=1e-3, early_stop_every=None, min_quality=0.0)  # fmt: skip
+pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
+
+
+@pytest.fixture(scope="module")
+def tiny_folder(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("tiny") / "tiny"
+    tok = make_tokenizer()
+    make_model(len(tok), seed=0, context=512).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("home")
+
+
+@pytest.fixture(scope="module")
+def adapter(tiny_folder, home) -> Path:
+    """acme/newsletter's voice adapter on the tiny model, stored where the writer looks for it."""
+    policy = voice_policy(base=str(tiny_folder))
+    candidates = [(topic, PARAGRAPH) for topic in TOPICS + ["walking meetings"]]
+    policy, summary = train_voice_adapter(TARGET, candidates, prompts=TOPICS, settings=FAST, policy=policy)
+    assert summary["sft_paragraphs"] == 3 and summary["grpo_steps"] == 1
+    assert summary["sft_loss"][-1] < summary["sft_loss"][0]
+    folder = adapter_dir("acme/newsletter", home)
+    save_voice_adapter(
+        policy, folder, TARGET, source="acme/newsletter", base=str(tiny_folder), summary=summary
+    )
+    return folder
+
+
+def tiny_writer(tiny_folder, home, **kwargs) -> HumanResonantWriter:
+    return HumanResonantWriter(
+        backend=LocalBackend(model=base_model(str(tiny_folder))), adapter_store=home, **kwargs
+    )
+
+
+def test_nearest_paragraphs_keeps_the_closest_to_the_target_that_write_well_enough():
+    story = (
+        "Once, on a cold morning, my grandmother baked bread. Why did it smell like a summer garden? It did."
+    )
+    flat = "The function returns the value. The value is stored. The result is passed to the caller."
+    chosen = nearest_paragraphs([("bread", flat), ("bread", story)], TARGET, keep=1, min_quality=0.0)
+    assert [text for _, text, _ in chosen] == [story]  # the creative profile: the story is nearer
+    with pytest.raises(Exception, match="writes well enough"):
+        nearest_paragraphs([("bread", "dog dog dog dog")], TARGET, keep=1, min_quality=0.99)
+
+
+def test_the_adapter_is_stored_with_the_profile_and_readable_by_the_engine(adapter, home):
+    assert find_adapter("acme/newsletter", home) == adapter
+    assert find_adapter("acme/other", home) is None and find_adapter(None) is None
+    voice = json.loads((adapter / "voice.json").read_text())
+    assert voice["target_hrv"] == TARGET and voice["target_source"] == "acme/newsletter"
+    assert read_adapter(adapter).layers  # the serving engine reads the same folder (llm.adapters)
+    assert adapter_dir("builtin/creative") == builtin_adapter_dir("creative")
+
+
+def test_the_writer_drafts_with_the_profiles_adapter_and_says_so(adapter, tiny_folder, home):
+    writer = tiny_writer(tiny_folder, home)
+    article = writer.generate("making bread at home", TARGET, num_paragraphs=2, seed=3,
+                              target_source="profile acme/newsletter")  # fmt: skip
+    assert article.backend == "local+voice (acme/newsletter)"
+    assert {"layer": "voice", "backend": "local+voice (acme/newsletter)"} in article.trace
+    assert "dog sat on the mat" in article.text  # the adapter's sentences, not the random model's
+    # the writer's own model is untouched: the adapter sits on a private copy
+    assert not any("lora" in name for name, _ in writer.backend.model.named_parameters())
+
+
+def test_adapter_false_and_targets_without_an_adapter_draft_with_the_bare_model(adapter, tiny_folder, home):
+    assert tiny_writer(tiny_folder, home, adapter=False).voice_backend("profile acme/newsletter") is None
+    writer = tiny_writer(tiny_folder, home)
+    assert writer.voice_backend("target_hrv") is None  # an explicit HRV names no profile
+    assert writer.voice_backend("profile acme/other") is None
+    assert HumanResonantWriter(backend="builtin").voice_backend("profile acme/newsletter") is None
+    assert profile_key_of("default profile builtin/professional") == "builtin/professional"
+
+
+def test_an_explicit_adapter_folder_drafts_whatever_the_target(adapter, tiny_folder, home):
+    writer = tiny_writer(tiny_folder, home, adapter=adapter)
+    assert writer.voice_backend("target_hrv").name == "local+voice (newsletter)"
+    with pytest.raises(Exception, match="drafts with the local model"):
+        HumanResonantWriter(backend="builtin", adapter=adapter)
+
+
+@pytest.mark.parametrize("damage", ["voice", "weights", "missing"])
+def test_a_broken_adapter_is_a_clear_error_not_a_traceback(adapter, tiny_folder, tmp_path, damage):
+    import shutil
+
+    broken = tmp_path / "adapters" / "acme" / "broken"
+    shutil.copytree(adapter, broken)
+    if damage == "voice":
+        (broken / "voice.json").write_text("{not json")
+    elif damage == "weights":
+        (broken / "weights" / "adapter.safetensors").write_bytes(b"\x00" * 64)
+    writer = tiny_writer(tiny_folder, tmp_path, adapter=broken / "gone" if damage == "missing" else broken)
+    with pytest.raises(VoiceAdapterError, match="--no-adapter") as info:
+        writer.generate("making bread at home", TARGET, num_paragraphs=1, seed=0)
+    assert str(broken) in str(info.value)
+
+
+ESSAY = (
+    "When I was a child my grandmother kept a garden behind the house, and every summer evening we "
+    "walked along its rows together, counting the beans and pulling the weeds she could no longer reach.\n\n"
+    "She told me stories about the village where she grew up, about the river that flooded every spring "
+    "and the baker who gave the children warm bread when the water finally went down again.\n\n"
+    "Years later I planted a garden of my own, far from that village, and I found myself telling my "
+    "daughter the same stories while we knelt in the soil and watched the first green shoots appear."
+)
+
+
+def test_from_text_adapter_trains_one_and_stores_it_with_the_profile(tiny_folder, tmp_path):
+    from typer.testing import CliRunner
+
+    from resonance_os.cli.hr_main import app
+
+    sample = tmp_path / "essays.txt"
+    sample.write_text(ESSAY)
+    store = tmp_path / "home"
+    result = CliRunner().invoke(app, ["profiles", "from-text", "acme", "essays", str(sample), "--store", str(store),
+                                      "--adapter", "--adapter-steps", "0", "--adapter-model", str(tiny_folder)])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    folder = find_adapter("acme/essays", store)
+    assert folder == store / "adapters" / "acme" / "essays"
+    assert json.loads((folder / "voice.json").read_text())["training"]["sft_paragraphs"] == 3
+    assert read_adapter(folder).layers
+
+
+def test_from_text_adapter_refuses_a_text_without_paragraphs_before_saving(tmp_path):
+    from typer.testing import CliRunner
+
+    from resonance_os.cli.hr_main import app
+
+    sample = tmp_path / "short.txt"
+    sample.write_text("Too short.\n\nAlso short.")
+    store = tmp_path / "home"
+    result = CliRunner().invoke(
+        app, ["profiles", "from-text", "acme", "short", str(sample), "--store", str(store), "--adapter"]
+    )
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert "no paragraph of at least 25 words" in result.output
+    shown = CliRunner().invoke(app, ["profiles", "show", "acme", "short", "--store", str(store)])
+    assert shown.exit_code != 0  # nothing was saved
