@@ -1,4 +1,4 @@
-"""Build the writers' corpora the voice check ships, and the larger paragraph pool, from Gutenberg texts.
+"""Build the writers' corpora the voice check ships from Project Gutenberg texts.
 
 The source is a checkout (or a bare git mirror) of a repository holding Project Gutenberg plain-text
 books in one folder per author, ``"Surname, Forename/Title.txt"`` (the one used here is named in
@@ -10,12 +10,9 @@ are dropped, line breaks and ``_italic_`` marks are undone, curly quotes become 
 
 Writers (``WRITERS``) are split into train and held-out BY BOOK: no paragraph of a held-out book is in
 train. Each split keeps at most ``TRAIN_PARAGRAPHS`` / ``HELDOUT_PARAGRAPHS`` paragraphs, drawn with a
-fixed seed and kept in book order, so a rebuild from the same source gives the same bytes. The pool
-(``--pool``) takes every kept paragraph of ``POOL_BOOKS`` (fiction, essays, science, history,
-philosophy), held out by book too (``POOL_HELDOUT``).
+fixed seed and kept in book order, so a rebuild from the same source gives the same bytes.
 
-    .venv/bin/python scripts/build_writer_corpora.py --source /path/to/Gutenberg_Text \\
-        [--pool build/paragraph_pool]
+    .venv/bin/python scripts/build_writer_corpora.py --source /path/to/Gutenberg_Text
 
 Writes ``src/resonance_os/voice/data/<writer>.<split>.jsonl.gz`` (one ``{"book", "text"}`` object per
 line) and ``manifest.json`` (books, paragraph and sentence counts, the source commit).
@@ -80,60 +77,6 @@ WRITERS: dict[str, Writer] = {
 vernacular humour and travel writing (Twain), Gothic tales and ratiocination (Poe). Volume 1 of Poe's
 works is left out: it opens with two memoirs by other writers."""
 
-POOL_BOOKS: dict[str, tuple[str, ...]] = {
-    "Dickens, Charles": (
-        "Great Expectations",
-        "A Tale of Two Cities",
-        "Hard Times",
-        "David Copperfield",
-        "Bleak House",
-        "Little Dorrit",
-        "Martin Chuzzlewit",
-        "American Notes",
-    ),
-    "Doyle, Arthur Conan": (
-        "The Adventures of Sherlock Holmes",
-        "A Study in Scarlet",
-        "Rodney Stone",
-        "The Great Boer War",
-        "Sir Nigel",
-    ),
-    "Hardy, Thomas": (),
-    "Stevenson, Robert Louis": (),
-    "Wells, H. G. (Herbert George)": (),
-    "Conrad, Joseph": (),
-    "Hawthorne, Nathaniel": (),
-    "Melville, Herman": (),
-    "Collins, Wilkie": (),
-    "Trollope, Anthony": (),
-    "Darwin, Charles": (),
-    "Thoreau, Henry David": (),
-    "Russell, Bertrand": (),
-    "Franklin, Benjamin": (),
-    "Gibbon, Edward": (),
-    "Swift, Jonathan": (),
-    "Defoe, Daniel": (),
-    "Irving, Washington": (),
-    "James, Henry": (),
-    "Wharton, Edith": (),
-    "London, Jack": (),
-    "Kipling, Rudyard": (),
-    "Jowett, Benjamin": (),
-}
-"""Authors of the paragraph pool, with their books named, or ``()`` for every book of theirs whose text
-is at least ``POOL_MIN_CHARS`` long (anthologies and collections with other authors are skipped by
-``POOL_SKIP``). The three writers' books are not in the pool."""
-POOL_MIN_CHARS = 150_000
-POOL_MAX_PER_BOOK = 1500
-POOL_SKIP = re.compile(
-    r"anthology|best american|great english short|lock and key|stories by english|oxford book|"
-    r"ghost stories|lords of the housetops|index of|quotations|letters|volume \d+|part \d+|"
-    r"chapters \d+|budget of|miscellany|sequel|dramatized|adapted|illustrat",
-    re.IGNORECASE,
-)
-POOL_HELDOUT = 7
-"""Every POOL_HELDOUT-th book of an author (in title order, starting with the 3rd) is held out."""
-
 _START = re.compile(r"^\*\*\* ?START OF (THE|THIS) PROJECT GUTENBERG", re.IGNORECASE | re.MULTILINE)
 _END = re.compile(
     r"^(\*\*\* ?END OF (THE|THIS) PROJECT GUTENBERG|End of (the )?Project Gutenberg)",
@@ -158,14 +101,6 @@ class Source:
 
     def commit(self) -> str:
         return self._git("rev-parse", "HEAD").strip()
-
-    def books(self, folder: str) -> list[str]:
-        """Titles of the ``.txt`` books in an author's folder, sorted."""
-        if self.bare:
-            names = self._git("ls-tree", "--name-only", "-z", f"HEAD:{folder}").split("\0")
-        else:
-            names = [p.name for p in (self.root / folder).iterdir()]
-        return sorted(n[: -len(".txt")] for n in names if n.endswith(".txt"))
 
     def read(self, folder: str, title: str) -> str:
         path = f"{folder}/{title}.txt"
@@ -274,48 +209,12 @@ def build_writers(source: Source, out: Path) -> dict[str, object]:
     return manifest
 
 
-def _pool_titles(source: Source, folder: str, named: tuple[str, ...]) -> list[str]:
-    if named:
-        return list(named)
-    titles = []
-    for title in source.books(folder):
-        if POOL_SKIP.search(title):
-            continue
-        if len(book_body(source.read(folder, title))) >= POOL_MIN_CHARS:
-            titles.append(title)
-    return titles
-
-
-def build_pool(source: Source, out: Path) -> None:
-    """Every author's books' paragraphs into ``train.jsonl.gz`` / ``heldout.jsonl.gz`` (split by book)."""
-    splits: dict[str, list[dict[str, str]]] = {"train": [], "heldout": []}
-    books: dict[str, list[str]] = {"train": [], "heldout": []}
-    for folder, named in POOL_BOOKS.items():
-        for i, title in enumerate(_pool_titles(source, folder, named)):
-            split = "heldout" if i % POOL_HELDOUT == 2 else "train"
-            paragraphs = prose_paragraphs(book_body(source.read(folder, title)))
-            kept = _sample([{"book": title, "text": p} for p in paragraphs], POOL_MAX_PER_BOOK, title)
-            splits[split].extend({"author": folder, **r} for r in kept)
-            books[split].append(f"{folder}/{title}")
-    for split, records in splits.items():
-        _write_jsonl_gz(out / f"{split}.jsonl.gz", records)
-        print(f"pool {split}: {len(records)} paragraphs from {len(books[split])} books", file=sys.stderr)
-    manifest = {"source_commit": source.commit() if source.bare else None, "books": books}
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--source", type=Path, required=True, help="Gutenberg_Text checkout or bare mirror")
     parser.add_argument("--out", type=Path, default=DATA, help="where the writers' files go")
-    parser.add_argument("--pool", type=Path, default=None, help="also build the paragraph pool here")
-    parser.add_argument("--no-writers", action="store_true", help="build only the pool")
     args = parser.parse_args()
-    source = Source(args.source)
-    if not args.no_writers:
-        build_writers(source, args.out)
-    if args.pool is not None:
-        build_pool(source, args.pool)
+    build_writers(Source(args.source), args.out)
 
 
 if __name__ == "__main__":

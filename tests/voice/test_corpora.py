@@ -9,7 +9,6 @@ from resonance_os.core.text import sentence_texts
 from resonance_os.voice.corpora import (
     WRITERS,
     corpus_summary,
-    load_pool,
     load_writer,
     load_writer_records,
 )
@@ -48,8 +47,3 @@ def test_bad_names_are_refused_with_the_choices() -> None:
         load_writer("shakespeare")
     with pytest.raises(ValidationError, match="heldout"):
         load_writer("austen", "test")  # type: ignore[arg-type]
-
-
-def test_missing_pool_names_the_build_command(tmp_path) -> None:
-    with pytest.raises(ValidationError, match="build_writer_corpora.py"):
-        load_pool(tmp_path / "nowhere")

@@ -14,9 +14,7 @@ they come from. ``scripts/build_writer_corpora.py`` builds the files determinist
     corpus_summary()                          # books, paragraphs, sentences, words per writer/split
 
 Use ``train`` for fitting anything (classifiers, profiles, adapters by SFT) and keep ``heldout`` for
-measuring. The larger pool of paragraphs across authors and domains (fiction, essays, science,
-history; tens of thousands) is built by the same script with ``--pool DIR`` and read with
-:func:`load_pool`; it is not shipped with the package.
+measuring. (The order readers' larger pool of paragraphs across domains is ``quality.corpus``.)
 """
 
 from __future__ import annotations
@@ -79,18 +77,3 @@ def load_writer_records(name: str, split: Split = "train") -> tuple[WriterParagr
 def load_writer(name: str, split: Split = "train") -> list[str]:
     """A writer's paragraphs of one split (``"train"`` or ``"heldout"``), in book order."""
     return [p.text for p in load_writer_records(name, split)]
-
-
-def load_pool(root: Path, split: Split = "train") -> list[dict[str, str]]:
-    """The paragraph pool's records (``author``, ``book``, ``text``) of one split, from the folder
-    ``scripts/build_writer_corpora.py --pool ROOT`` wrote."""
-    if split not in SPLITS:
-        raise ValidationError(f"unknown split {split!r}; choose 'train' or 'heldout'")
-    path = Path(root) / f"{split}.jsonl.gz"
-    if not path.is_file():
-        raise ValidationError(
-            f"no paragraph pool at {path}; build it with "
-            "`python scripts/build_writer_corpora.py --source GUTENBERG_TEXT --no-writers --pool "
-            f"{root}`"
-        )
-    return read_jsonl_gz(path)
