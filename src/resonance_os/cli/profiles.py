@@ -1,4 +1,5 @@
-"""``resonance profiles ...``: list, show, create, measure, delete, trace and import tenants' target profiles."""
+"""``resonance profiles ...``: list, show, create, measure (one text or a writer's corpus), delete, trace and
+import tenants' target profiles."""
 
 from __future__ import annotations
 
@@ -233,6 +234,40 @@ def from_text(
             _print_profile(profile)
 
     run_reporting_user_errors(run)
+
+
+@app.command("from-corpus")
+def from_corpus(
+    tenant: str = TenantArg,
+    folder: Path = typer.Argument(
+        ...,
+        metavar="DIR",
+        help="Folder of the writer's UTF-8 .txt files (subfolders too).",
+        show_default=False,
+    ),
+    name: str = typer.Option(..., "--name", "-n", help="Profile name: letters, digits, '-', '_', '.'."),
+    description: str = typer.Option(None, "--description", "-d", help="What the profile is for."),
+    overwrite: bool = OverwriteOpt,
+    store: str = StoreOpt,
+    as_json: bool = JsonOpt,
+) -> None:
+    """Measure a writer's whole corpus (every .txt file in DIR) and save it as the profile.
+
+    Needs at least 1,000 words; an existing name needs --overwrite."""
+    from resonance_os.voice.corpus_folder import profile_from_corpus, read_corpus_folder
+
+    def run() -> tuple[HRVProfile, int, int]:
+        corpus = read_corpus_folder(folder)
+        with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
+            profile = profile_from_corpus(manager, tenant, name, corpus, description, must_exist=must_exist)
+        return profile, len(corpus.files), corpus.words
+
+    profile, files, words = run_reporting_user_errors(run)
+    error_console.print(f"measured {files} file{'s' if files != 1 else ''}, {words:,} words", markup=False)
+    if as_json:
+        _print_json(profile.to_dict())
+    else:
+        _print_profile(profile)
 
 
 @app.command("delete")
