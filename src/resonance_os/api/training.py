@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -18,6 +17,9 @@ from resonance_os.api import feedback, policies
 from resonance_os.api.job_worker import JobReport, TrainingResult
 from resonance_os.api.serving_gate import request_yield_from_env
 from resonance_os.core.errors import ResonanceError
+from resonance_os.rl import resume
+from resonance_os.rl.resume import ResumeHooks
+from resonance_os.rl.run import Run, is_run, open_run
 
 if TYPE_CHECKING:
     import gymnasium as gym
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
 POLICY_MODULE = "resonance_os.evolution.hr_policy"
+JOB_RUN = "run"
+"""The job's run folder inside its work folder (``rl.run``)."""
 
 
 class TrainingUnavailableError(ResonanceError):
@@ -73,16 +77,18 @@ def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
     params: ``target_hrv`` (8 floats), ``timesteps``, ``seed``, ``reward_model_version`` (the tenant's
     reward model blended into the env's reward, or ``None``). Checkpoints and resumes through
     :func:`learn_resumable`; progress comes from the run's metrics log; the result carries the final
-    metrics and the run folder (``hr_policy.save_run``: model and env settings) as a zip.
+    metrics and the run folder (``hr_policy.save_run``: an ``rl.run`` run of kind ``hr_ppo``) as a zip.
     """
     hr = _import(TRAINING_MODULE)
+    hr_policy = _import(POLICY_MODULE)
     reward_model = None
     if params.get("reward_model_version") is not None:
         reward_model = feedback.load_version(report.db, report.tenant_id, params["reward_model_version"])
     env = hr.HRWritingEnv(target_hrv=params["target_hrv"], reward_model=reward_model, seed=params["seed"])
-    model = learn_resumable(env, hr.hr_ppo_config(None, params["seed"]), int(params["timesteps"]), report)
-    run_dir = _import(POLICY_MODULE).save_run(model, env, report.work_dir / "run")
-    rows = _metrics_rows(report.work_dir / "logs")
+    config = hr.hr_ppo_config(None, params["seed"])
+    model = learn_resumable(env, config, int(params["timesteps"]), report, kind=hr_policy.KIND)
+    run_dir = hr_policy.save_run(model, env, report.work_dir / JOB_RUN)
+    rows = open_run(run_dir).metrics()
     final = rows[-1] if rows else {}
     return TrainingResult(metrics=final, artifact=policies.pack(run_dir))
 
@@ -93,56 +99,51 @@ def learn_resumable(
     total: int,
     report: JobReport,
     pause: Callable[..., None] | None = None,
+    kind: str = "ppo",
 ) -> PPO:
-    """PPO trained on ``env`` until ``total`` timesteps, surviving a killed worker.
+    """PPO trained on ``env`` until ``total`` timesteps in the job's run folder, surviving a killed
+    worker (``rl.resume.learn_resumable``).
 
-    Starts from the checkpoint in ``report.work_dir/checkpoint`` when an earlier attempt left one
-    (``report.resumed``), else from a new ``PPO("MlpPolicy", env, **config)``; saves the checkpoint
-    (an atomic folder, ``PPO.save``) every ``report.checkpoint_every`` updates (``report.checkpointed``).
-    Metrics go to ``report.work_dir/logs`` and become the job's progress and learning curve.
-    ``pause`` is called before every env step and every optimiser step (default: the launching
-    server's :class:`~resonance_os.api.serving_gate.RequestYield`, when it named one).
+    The run is ``report.work_dir/run`` (``rl.run``, of ``kind``; a work folder an older build left,
+    ``checkpoint/`` + ``logs/``, is continued in place). It starts from the run's checkpoint when an
+    earlier attempt left one (``report.resumed``), else from a new ``PPO("MlpPolicy", env, **config)``,
+    and saves the checkpoint every ``report.checkpoint_every`` updates (``report.checkpointed``). The
+    run's metrics become the job's progress and learning curve. ``pause`` is called before every env
+    step and every optimiser step (default: the launching server's
+    :class:`~resonance_os.api.serving_gate.RequestYield`, when it named one).
     """
     from resonance_os.rl.algorithms.ppo import PPO
 
     pause = pause or request_yield_from_env()
     if pause is not None:
         env = _yielding(env, pause)
-    checkpoint, log_dir = report.work_dir / "checkpoint", report.work_dir / "logs"
-    if checkpoint.is_dir():
-        model = PPO.load(checkpoint, env=env, log_dir=log_dir)
-        report.resumed(model.num_timesteps)
-    else:
-        model = PPO("MlpPolicy", env, log_dir=log_dir, **config)
-    if pause is not None:
-        model.optimizer.register_step_pre_hook(pause)
-    updates = 0
+    run = job_run(report.work_dir, kind, config={"algorithm": "PPO", "ppo": config})
+    log_dir = run.metrics_path.parent
 
-    def save_every_n(model: PPO, _metrics: dict) -> None:
-        nonlocal updates
-        updates += 1
-        if updates % report.checkpoint_every == 0 and model.num_timesteps < total:
-            model.save(checkpoint)
-            report.checkpointed(model.num_timesteps)
+    def ready(model: PPO) -> PPO:
+        if pause is not None:
+            model.optimizer.register_step_pre_hook(pause)
+        return model
 
-    stop = threading.Event()
-    follower = threading.Thread(target=_follow_metrics, args=(log_dir, total, report, stop), daemon=True)
-    follower.start()
-    try:
-        if model.num_timesteps < total:
-            model.learn(
-                total - model.num_timesteps,
-                callback=save_every_n,
-                progress_bar=False,
-                reset_num_timesteps=False,
-            )
-    finally:
-        stop.set()
-        follower.join()
-    rows = _metrics_rows(log_dir)
-    if rows:  # the follower polls each second: record the last updates' metrics too
-        report.progress(model.num_timesteps / total, rows[-1], curve=rows, force=True)
-    return model
+    def progress(fraction: float, rows: list[dict], final: bool) -> None:
+        report.progress(fraction, rows[-1], curve=rows, force=final)
+
+    hooks = ResumeHooks(report.checkpoint_every, report.resumed, report.checkpointed, progress)
+    return resume.learn_resumable(
+        run,
+        total,
+        build=lambda: ready(PPO("MlpPolicy", env, log_dir=log_dir, **config)),
+        load=lambda path: ready(PPO.load(path, env=env, log_dir=log_dir)),
+        hooks=hooks,
+    )
+
+
+def job_run(work_dir: Path, kind: str, config: dict[str, Any]) -> Run:
+    """The training run of a job's work folder: ``work_dir/run``, created on the first attempt; a
+    work folder an older build checkpointed into (``checkpoint/`` + ``logs/``) is that run itself."""
+    if is_run(work_dir):
+        return open_run(work_dir)
+    return Run.create(work_dir / JOB_RUN, kind, config=config, exist_ok=True)
 
 
 train_profile_policy.requires = (TRAINING_MODULE, POLICY_MODULE)
@@ -158,27 +159,6 @@ def _yielding(env: gym.Env, pause: Callable[..., None]) -> gym.Env:
             return self.env.step(action)
 
     return YieldToRequests(env)
-
-
-def _metrics_rows(log_dir: Path) -> list[dict]:
-    rows = []
-    for path in sorted(log_dir.rglob("*.jsonl")):
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a line being written right now
-                continue
-    return rows
-
-
-def _follow_metrics(log_dir: Path, total: int, report: JobReport, stop: threading.Event) -> None:
-    """Turn the metrics log into job progress (timesteps / total) and learning curve until ``stop`` is
-    set."""
-    while not stop.wait(1.0):
-        rows = _metrics_rows(log_dir) if log_dir.exists() else []
-        if rows:
-            last = rows[-1]
-            report.progress(float(last.get("timesteps", 0)) / total, last, curve=rows)
 
 
 _runs: dict[str, tuple[object, object, threading.Lock]] = {}
