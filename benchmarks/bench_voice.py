@@ -166,8 +166,8 @@ def write_builtin_articles(
 
     writer = HumanResonantWriter(backend="local", adapter=adapters)
     articles: dict[str, list[str]] = {}
-    for name, template in BUILTIN_TEMPLATES.items():
-        for i, prompt in enumerate(prompts):
+    for i, prompt in enumerate(prompts):  # prompt by prompt: a run cut short still covers every profile
+        for name, template in BUILTIN_TEMPLATES.items():
             start = time.perf_counter()
             article = writer.generate(
                 prompt,

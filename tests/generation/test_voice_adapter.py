@@ -153,20 +153,23 @@ ESSAY = (
 )
 
 
-def test_from_text_adapter_trains_one_and_stores_it_with_the_profile(tiny_folder, tmp_path):
+def test_from_corpus_adapter_trains_one_and_stores_it_with_the_profile(tiny_folder, tmp_path):
     from typer.testing import CliRunner
 
     from resonance_os.cli.hr_main import app
+    from resonance_os.voice.corpora import load_writer
 
-    sample = tmp_path / "essays.txt"
-    sample.write_text(ESSAY)
+    corpus = tmp_path / "twain"
+    corpus.mkdir()
+    (corpus / "one.txt").write_text("\n\n".join(load_writer("twain", "heldout")[:30]), encoding="utf-8")
     store = tmp_path / "home"
-    result = CliRunner().invoke(app, ["profiles", "from-text", "acme", "essays", str(sample), "--store", str(store),
-                                      "--adapter", "--adapter-steps", "0", "--adapter-model", str(tiny_folder)])  # fmt: skip
+    result = CliRunner().invoke(app, ["profiles", "from-corpus", "acme", str(corpus), "--name", "twain", "--store",
+                                      str(store), "--adapter", "--adapter-steps", "0", "--adapter-model", str(tiny_folder)])  # fmt: skip
     assert result.exit_code == 0, result.output
-    folder = find_adapter("acme/essays", store)
-    assert folder == store / "adapters" / "acme" / "essays"
-    assert json.loads((folder / "voice.json").read_text())["training"]["sft_paragraphs"] == 3
+    folder = find_adapter("acme/twain", store)
+    assert folder == store / "adapters" / "acme" / "twain"
+    voice = json.loads((folder / "voice.json").read_text())
+    assert voice["target_source"] == "acme/twain" and voice["training"]["sft_paragraphs"] > 10
     assert read_adapter(folder).layers
 
 

@@ -250,20 +250,34 @@ def from_corpus(
     overwrite: bool = OverwriteOpt,
     store: str = StoreOpt,
     as_json: bool = JsonOpt,
+    adapter: bool = AdapterOpt,
+    adapter_steps: int = AdapterStepsOpt,
+    adapter_model: str = AdapterModelOpt,
 ) -> None:
     """Measure a writer's whole corpus (every .txt file in DIR) and save it as the profile.
 
-    Needs at least 1,000 words; an existing name needs --overwrite."""
+    Needs at least 1,000 words; an existing name needs --overwrite. With --adapter a voice adapter is
+    trained on the corpus's paragraphs and stored with the profile (the writer then drafts with it)."""
     from resonance_os.voice.corpus_folder import profile_from_corpus, read_corpus_folder
 
-    def run() -> tuple[HRVProfile, int, int]:
+    def run() -> HRVProfile:
         corpus = read_corpus_folder(folder)
+        if adapter:  # refused before the profile is saved
+            check_adapter_text(corpus.paragraphs)
         with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
             profile = profile_from_corpus(manager, tenant, name, corpus, description, must_exist=must_exist)
-        return profile, len(corpus.files), corpus.words
+        error_console.print(
+            f"measured {len(corpus.files)} file{'s' if len(corpus.files) != 1 else ''}, {corpus.words:,} words",
+            markup=False,
+        )
+        if adapter:
+            train_profile_adapter(
+                profile.key, profile.vector.to_list(), corpus.paragraphs, store,
+                grpo_steps=adapter_steps, base=adapter_model,
+            )  # fmt: skip
+        return profile
 
-    profile, files, words = run_reporting_user_errors(run)
-    error_console.print(f"measured {files} file{'s' if files != 1 else ''}, {words:,} words", markup=False)
+    profile = run_reporting_user_errors(run)
     if as_json:
         _print_json(profile.to_dict())
     else:
