@@ -5,6 +5,7 @@ become transitions (a real server on 127.0.0.1 serving the tiny model)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import uuid
 from pathlib import Path
@@ -19,7 +20,12 @@ from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
 from resonance_os.api.db import Database  # noqa: E402
 from resonance_os.api.tenants import create_tenant  # noqa: E402
-from resonance_os.traces import Span, assign_credit, spans_to_transitions  # noqa: E402
+from resonance_os.traces import (  # noqa: E402
+    Span,
+    TransitionConfig,
+    assign_credit,
+    spans_to_transitions,
+)
 
 MODEL = "tiny"
 QUESTION = [{"role": "user", "content": "the cat sat on the mat"}]
@@ -127,13 +133,75 @@ def test_a_store_url_serves_the_recorded_endpoint_and_errors_are_openais(served,
     )
     with pytest.raises(openai.NotFoundError, match="at-missing"):
         lost.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=2)
-    with pytest.raises(openai.BadRequestError, match="stream"):
-        agent.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=2, stream=True)
     stranger = openai.OpenAI(
         base_url=f"{served.url}/rollout/{rid}/attempt/{aid}/v1", api_key="rsk_" + "x" * 43, max_retries=0
     )
     with pytest.raises(openai.AuthenticationError):
         stranger.chat.completions.create(model=MODEL, messages=QUESTION, max_tokens=2)
+
+
+def _recorded(served, auth, rid):
+    page = httpx.post(f"{served.url}/v1/agl/spans/search", headers=auth, json={"rollout_id": rid}).json()
+    return page["items"]
+
+
+def test_streamed_chat_calls_are_recorded_with_the_tokens_the_client_saw(served, tenant):
+    auth = {"Authorization": f"Bearer {tenant}"}
+    ro = httpx.post(f"{served.url}/v1/agl/rollouts", headers=auth, json={"input": 1}).json()
+    rid, aid = ro["rollout_id"], ro["attempt"]["attempt_id"]
+    agent = openai.OpenAI(
+        base_url=f"{served.url}/rollout/{rid}/attempt/{aid}/v1", api_key=tenant, max_retries=0
+    )
+    whole = agent.chat.completions.create(
+        model=MODEL, messages=QUESTION, max_tokens=8, temperature=0, extra_body={"return_token_ids": True}
+    )
+    chunks = list(
+        agent.chat.completions.create(
+            model=MODEL, messages=QUESTION, max_tokens=8, temperature=0, stream=True, logprobs=True
+        )
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == whole.choices[0].message.content
+    assert all("token_ids" not in c.choices[0].model_dump() for c in chunks if c.choices)  # not asked for
+    calls = [s for s in _recorded(served, auth, rid) if s["name"] == "openai.chat.completion"]
+    assert len(calls) == 2
+    streamed = calls[1]["attributes"]
+    assert streamed["gen_ai.request.stream"] is True and streamed["gen_ai.completion.0.content"] == text
+    assert streamed["response_token_ids"] == whole.choices[0].model_dump()["token_ids"]
+    assert streamed["prompt_token_ids"] == calls[0]["attributes"]["prompt_token_ids"]
+    assert len(json.loads(streamed["logprobs.content"])) == len(streamed["response_token_ids"])
+
+
+def test_text_completions_are_recorded_streamed_or_not(served, tenant):
+    auth = {"Authorization": f"Bearer {tenant}"}
+    ro = httpx.post(f"{served.url}/v1/agl/rollouts", headers=auth, json={"input": 2}).json()
+    rid, aid = ro["rollout_id"], ro["attempt"]["attempt_id"]
+    agent = openai.OpenAI(
+        base_url=f"{served.url}/rollout/{rid}/attempt/{aid}/v1", api_key=tenant, max_retries=0
+    )
+    whole = agent.completions.create(
+        model=MODEL, prompt="the cat sat", max_tokens=6, temperature=0, logprobs=1
+    )
+    streamed = list(
+        agent.completions.create(
+            model=MODEL, prompt="the cat sat", max_tokens=6, temperature=0, stream=True,
+            extra_body={"return_token_ids": True},
+        )
+    )  # fmt: skip
+    assert "".join(c.choices[0].text for c in streamed) == whole.choices[0].text
+    ids_seen = [t for c in streamed for t in c.choices[0].model_dump().get("token_ids") or []]
+    spans = _recorded(served, auth, rid)
+    assert [s["name"] for s in spans] == ["openai.completion", "openai.completion"]
+    first, second = (s["attributes"] for s in spans)
+    assert first["response_token_ids"] == second["response_token_ids"] == ids_seen
+    assert first["prompt_token_ids"] == second["prompt_token_ids"] and len(first["prompt_token_ids"]) >= 1
+    assert first["gen_ai.prompt.0.content"] == "the cat sat"
+    transitions = spans_to_transitions(
+        [Span.from_dict(s) for s in spans], TransitionConfig(llm_call_match=r"openai\.(chat\.)?completion")
+    )
+    assert [e["logprob"] for e in transitions[0].logprobs] == pytest.approx(
+        whole.choices[0].logprobs.token_logprobs
+    )
 
 
 def _reward_span(rollout_id: str, attempt_id: str, value: float) -> dict:

@@ -129,9 +129,9 @@ async def list_adapters(request: Request, ctx: TenantContext = Depends(tenant)) 
 @router.post("/adapters", status_code=201)
 async def register_adapter(request: Request, ctx: TenantContext = Depends(tenant)) -> dict:
     """Serve a finished run of the caller's (a folder holding a LoRA adapter, under the caller's runs
-    folder) as model ``name``."""
+    folder) as model ``name``; ``replace: true`` swaps the weights of a registered ``name``."""
     body = await parse(request, AdapterRegistration)
-    return await serving(request).register(ctx, body.name, body.path)
+    return await serving(request).register(ctx, body.name, body.path, replace=body.replace)
 
 
 @router.delete("/adapters/{name}")
@@ -320,6 +320,8 @@ class Job:
             }
         if self.body.return_token_ids:
             choice["token_ids"] = delta.token_ids
+            if first:  # vLLM: the prompt's ids come with each choice's first chunk
+                choice["prompt_token_ids"] = self.handles[p].prompt_ids
         return {
             "id": self.id,
             "object": "chat.completion.chunk" if self.chat else "text_completion",

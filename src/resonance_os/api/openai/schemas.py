@@ -105,8 +105,10 @@ class CompletionRequest(Sampling):
 
 class AdapterRegistration(BaseModel):
     """``name``: the model id the tenant will call it by; ``path``: the run folder, relative to the
-    tenant's runs folder (``$RESONANCE_OPENAI_RUNS/<tenant>/``)."""
+    tenant's runs folder (``$RESONANCE_OPENAI_RUNS/<tenant>/``); ``replace``: serve ``path`` under a
+    name already registered (its version goes up by one; requests after the swap get the new weights)."""
 
     model_config = ConfigDict(extra="forbid")
     name: Text = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
     path: Text = Field(min_length=1, max_length=1024)
+    replace: bool = False

@@ -105,17 +105,25 @@ class AdapterRegistry:
     def of(self, tenant_id: int) -> dict[str, dict[str, Any]]:
         return dict(self._read().get(str(tenant_id), {}))
 
-    def add(self, tenant_id: int, name: str, path: str, limit: int) -> dict[str, Any]:
+    def add(self, tenant_id: int, name: str, path: str, limit: int, replace: bool = False) -> dict[str, Any]:
+        """Record ``name`` -> ``path`` (version 1), or with ``replace`` point a registered ``name`` at
+        ``path`` and raise its version by one."""
         with self._lock:
             data = self._read()
             mine = data.setdefault(str(tenant_id), {})
-            if name in mine:
-                raise OpenAIError(409, f"an adapter named {name!r} is registered; DELETE /v1/adapters/{name} first",
-                                  param="name", code="adapter_exists")  # fmt: skip
-            if len(mine) >= limit:
+            if name in mine and not replace:
+                raise OpenAIError(409, f"an adapter named {name!r} is registered; DELETE /v1/adapters/{name} "
+                                  "first, or send replace: true", param="name", code="adapter_exists")  # fmt: skip
+            if name not in mine and len(mine) >= limit:
                 raise OpenAIError(400, f"adapter limit reached: {limit} adapters per tenant; delete one first",
                                   param="name", code="adapter_limit")  # fmt: skip
-            mine[name] = {"path": path, "created": int(time.time())}
+            old = mine.get(name)
+            version = old.get("version", 1) + 1 if old else 1
+            mine[name] = {
+                "path": path,
+                "created": old["created"] if old else int(time.time()),
+                "version": version,
+            }
             self._write(data)
             return mine[name]
 
@@ -143,6 +151,7 @@ class OpenAIServing:
         self.created = int(time.time())
         self._engine: GenerationEngine | None = None
         self._engine_lock = threading.Lock()
+        self._loaded_versions: dict[str, int] = {}
 
     # ------------------------------------------------------------------------------ the engine
     @property
@@ -205,9 +214,16 @@ class OpenAIServing:
             raise model_not_found(model)
         engine = await self.engine()
         name = engine_adapter(ctx.tenant_id, model)
-        if name not in engine.adapters():
-            await run_in_threadpool(engine.load_adapter, name, record["path"])
+        version = record.get("version", 1)
+        if name not in engine.adapters() or self._loaded_versions.get(name) != version:
+            await run_in_threadpool(engine.load_adapter, name, record["path"])  # new, or replaced elsewhere
+            self._loaded_versions[name] = version
         return engine, name
+
+    def adapter_version(self, ctx: TenantContext, model: str) -> int | None:
+        """The registered version of the tenant's adapter ``model`` (None for the base model or none)."""
+        record = self.registry.of(ctx.tenant_id).get(model)
+        return None if record is None else int(record.get("version", 1))
 
     def context_limit(self, engine: GenerationEngine) -> int:
         model = engine.context_length or self.settings.limits.context
@@ -231,24 +247,33 @@ class OpenAIServing:
             )  # fmt: skip
         return folder
 
-    async def register(self, ctx: TenantContext, name: str, path: str) -> dict[str, Any]:
-        """Load the adapter in the tenant's run folder ``path`` as model ``name`` and record it."""
+    async def register(
+        self, ctx: TenantContext, name: str, path: str, replace: bool = False
+    ) -> dict[str, Any]:
+        """Load the adapter in the tenant's run folder ``path`` as model ``name`` and record it; with
+        ``replace`` a registered ``name`` gets the new weights (the engine swaps them between steps)."""
         if name == self.settings.model_name:
             raise OpenAIError(400, f"{name!r} is the base model's id; choose another name", param="name")
-        if name in self.registry.of(ctx.tenant_id):
-            raise OpenAIError(409, f"an adapter named {name!r} is registered; DELETE /v1/adapters/{name} first",
-                              param="name", code="adapter_exists")  # fmt: skip
+        registered = name in self.registry.of(ctx.tenant_id)
+        if registered and not replace:
+            raise OpenAIError(409, f"an adapter named {name!r} is registered; DELETE /v1/adapters/{name} first, "
+                              "or send replace: true", param="name", code="adapter_exists")  # fmt: skip
         folder = self._run_folder(ctx, path)
         engine = await self.engine()
         internal = engine_adapter(ctx.tenant_id, name)
         await run_in_threadpool(engine.load_adapter, internal, folder)
         try:
-            record = self.registry.add(ctx.tenant_id, name, str(folder), self.settings.limits.adapters)
+            record = self.registry.add(
+                ctx.tenant_id, name, str(folder), self.settings.limits.adapters, replace=replace
+            )
         except OpenAIError:
-            await run_in_threadpool(engine.unload_adapter, internal)
+            if not registered:
+                await run_in_threadpool(engine.unload_adapter, internal)
             raise
+        self._loaded_versions[internal] = record["version"]
         return {"id": name, "object": "model", "created": record["created"], "owned_by": ctx.tenant,
-                "root": self.settings.model_name, "parent": self.settings.model_name, "path": path}  # fmt: skip
+                "root": self.settings.model_name, "parent": self.settings.model_name, "path": path,
+                "version": record["version"]}  # fmt: skip
 
     async def unregister(self, ctx: TenantContext, name: str) -> None:
         self.registry.remove(ctx.tenant_id, name)
