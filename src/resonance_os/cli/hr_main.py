@@ -10,6 +10,7 @@ import sys
 
 import typer
 
+from resonance_os.cli import agents as agents_cli
 from resonance_os.cli import analyze as analyze_cli
 from resonance_os.cli import classic as classic_cli
 from resonance_os.cli import control as control_cli
@@ -49,6 +50,7 @@ app.add_typer(verify_cli.app, name="verify")
 app.add_typer(rlvr_cli.app, name="rlvr")
 app.add_typer(ddpo_cli.app, name="ddpo")
 app.add_typer(scaling_cli.app, name="scaling")
+app.add_typer(agents_cli.app, name="agents")
 app.command("generate")(generate_cli.generate)
 app.command("plot")(plot_cli.plot)
 app.command("control")(control_cli.control)
