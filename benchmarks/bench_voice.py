@@ -185,7 +185,8 @@ def write_builtin_articles(
                 (save / name).mkdir(parents=True, exist_ok=True)
                 (save / name / f"{i}.txt").write_text(f"{prompt}\n\n{article.text}\n", encoding="utf-8")
             print(
-                f"  {name} x {prompt!r}: {time.perf_counter() - start:.0f} s, gap {article.mean_absolute_error:.3f}",
+                f"  {name} x {prompt!r} ({article.backend}): {time.perf_counter() - start:.0f} s,"
+                f" gap {article.mean_absolute_error:.3f}",
                 file=sys.stderr,
                 flush=True,
             )
