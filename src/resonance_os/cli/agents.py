@@ -14,6 +14,7 @@ The TOML::
     [agent]
     function = "agent.py:run"       # run(task, llm) -> reward; module:function or file.py:function
     tasks = "tasks.json"            # [{"id": ..., "split": "train" | "heldout", ...}, ...]
+    heldout = 6                     # evaluate on this many held-out tasks, spread over the list (default all)
     runners = 4                     # local runner processes
 
     [train]                         # AgentTrainConfig fields (all optional) and UpdateConfig's
@@ -92,6 +93,10 @@ def load_spec(config: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise ConfigError(f"{config.name}: agent.function: {exc}") from None
     train_tasks, heldout = load_tasks(_path(config, agent.get("tasks"), "agent.tasks"))
+    limit = agent.get("heldout", len(heldout))
+    if not isinstance(limit, int) or limit < 0:
+        raise ConfigError(f"{config.name}: agent.heldout={limit!r} must be an integer >= 0")
+    heldout = heldout[:: max(1, -(-len(heldout) // limit))][:limit] if limit else []
     runners = agent.get("runners", 4)
     if not isinstance(runners, int) or runners < 1:
         raise ConfigError(f"{config.name}: agent.runners={runners!r} must be an integer >= 1")
