@@ -11,7 +11,7 @@ import pytest
 from service_helpers import HERE, unique
 
 from resonance_os.api.db import Database
-from resonance_os.api.job_worker import curve_points
+from resonance_os.api.job_report import curve_points
 from resonance_os.api.tenants import create_tenant
 
 

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from resonance_os.api import jobs, serving_gate
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.job_worker import JobReport
+from resonance_os.api.job_report import JobReport
 from resonance_os.api.serving_gate import GATE_ENV, RequestYield, ServingGate
 from resonance_os.api.settings import Settings
 from resonance_os.api.training import learn_resumable

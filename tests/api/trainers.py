@@ -8,7 +8,7 @@ import time
 
 import gymnasium as gym
 
-from resonance_os.api.job_worker import JobReport, TrainingResult
+from resonance_os.api.job_report import JobReport, TrainingResult
 from resonance_os.core.errors import ValidationError
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from resonance_os.api.db import Database, Feedback, Item, RewardModelVersion
-from resonance_os.api.job_worker import JobReport, TrainingResult
+from resonance_os.api.job_report import JobReport, TrainingResult
 from resonance_os.api.quotas import StorageQuota, charge, text_bytes
 from resonance_os.api.settings import Settings
 from resonance_os.api.tenants import TenantContext
@@ -32,8 +32,9 @@ from resonance_os.evolution.resonance_reward_model import (
 
 REWARD_MODEL_KIND = "reward_model"
 """The job kind of a reward-model fit."""
-REWARD_MODEL_TRAINER = "resonance_os.api.feedback:fit_reward_model"
-"""The trainer a reward-model job runs (``RESONANCE_TRAINERS`` may name another for the kind)."""
+REWARD_MODEL_TRAINER = "reward_model"
+"""The name (``api.trainers``) of the trainer a reward-model job runs, :func:`fit_reward_model`
+(``RESONANCE_TRAINERS`` may name another for the kind)."""
 
 _models: dict[tuple[str, int, int], ResonanceRewardModel] = {}
 """Fitted models by (database URL, tenant id, version): versions are immutable, so caching is safe."""

@@ -302,10 +302,10 @@ class ResonanceService:
     ) -> Job:
         """Queue a PPO job toward the target (with the tenant's newest reward model unless told not to);
         ``JobQueueFullError`` (429) past ``limits``. A :class:`~resonance_os.api.jobs.JobRunner` starts it."""
-        from resonance_os.api import feedback, jobs, training
+        from resonance_os.api import feedback, jobs, trainers
 
         target, profile_name = self.resolve_target(ctx, profile, target_hrv)
-        training.check_available(trainer)
+        trainers.check_available(trainer)
         reward = feedback.latest_version(self.db, ctx.tenant_id) if use_reward_model else None
         params = {
             "tenant": ctx.tenant,

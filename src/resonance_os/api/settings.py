@@ -25,7 +25,8 @@ INT_SETTINGS = (
 )
 """Whole-number settings, each read from ``RESONANCE_<NAME>`` (upper case)."""
 
-DEFAULT_TRAINERS = {"ppo": "resonance_os.api.training:train_profile_policy"}
+DEFAULT_TRAINERS = {"ppo": "hr_ppo"}
+"""The trainer (a name in ``api.trainers``) each job kind runs."""
 """Job kind -> ``module:function`` run by the worker process; chosen by the server, never by a client."""
 
 
@@ -63,12 +64,16 @@ def env_int(name: str, default: int, minimum: int = 1) -> int:
 
 
 def _parse_trainers(raw: str) -> dict[str, str]:
-    """``"ppo=package.module:function,other=..."`` -> ``{"ppo": "package.module:function", ...}``."""
+    """``"ppo=hr_ppo,other=package.module:function"`` -> ``{"ppo": "hr_ppo", ...}``: each job kind's
+    trainer, a name in ``api.trainers.TRAINERS`` or a function outside the package."""
     trainers = {}
     for part in filter(None, (p.strip() for p in raw.split(","))):
         kind, _, spec = part.partition("=")
-        if not kind or ":" not in spec:
-            raise ValidationError(f"$RESONANCE_TRAINERS entry {part!r} must look like kind=module:function")
+        if not kind.strip() or not spec.strip():
+            raise ValidationError(
+                f"$RESONANCE_TRAINERS entry {part!r} must look like kind=trainer (a trainer's name, or "
+                "module:function for one outside the package)"
+            )
         trainers[kind.strip()] = spec.strip()
     return trainers
 
@@ -83,7 +88,7 @@ class Settings:
     shared through this file by every process that names it (``resonance serve --workers N`` sets one
     for its workers), else per process; trainers: job kind -> ``module:function`` the worker runs.
     Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``, ``RESONANCE_AUTH_CACHE_S``,
-    ``RESONANCE_RATE_LIMIT_FILE``, ``RESONANCE_TRAINERS`` (``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
+    ``RESONANCE_RATE_LIMIT_FILE``, ``RESONANCE_TRAINERS`` (``ppo=hr_ppo`` or ``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
 
     Training jobs (see :mod:`resonance_os.api.jobs`): at most ``max_running_jobs`` run at once
     (``RESONANCE_MAX_RUNNING_JOBS``), at most ``max_running_jobs_per_tenant`` of one tenant's

@@ -6,15 +6,13 @@ Both sit on ``resonance_os.evolution.hr_rl_trainer`` (``HRWritingEnv``, ``train_
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from resonance_os.api import feedback, policies
-from resonance_os.api.job_worker import JobReport, TrainingResult
+from resonance_os.api.job_report import JobReport, TrainingResult
 from resonance_os.api.serving_gate import request_yield_from_env
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl import resume
@@ -29,6 +27,8 @@ if TYPE_CHECKING:
 
 TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
 POLICY_MODULE = "resonance_os.evolution.hr_policy"
+PROFILE_POLICY_TRAINER = "hr_ppo"
+"""The name of :func:`train_profile_policy` in ``api.trainers``."""
 JOB_RUN = "run"
 """The job's run folder inside its work folder (``rl.run``)."""
 
@@ -39,36 +39,14 @@ class TrainingUnavailableError(ResonanceError):
     http_status = 503
 
 
-def _import(module: str):
+def _hr_modules():
+    """``(hr_rl_trainer, hr_policy)``, or ``TrainingUnavailableError`` when this installation lacks them."""
     try:
-        return importlib.import_module(module)
+        import resonance_os.evolution.hr_policy as hr_policy
+        import resonance_os.evolution.hr_rl_trainer as hr_rl_trainer
     except ModuleNotFoundError as exc:
-        raise TrainingUnavailableError(
-            f"training is not available in this installation: {module} cannot be imported ({exc})"
-        ) from None
-
-
-def check_available(spec: str) -> None:
-    """Raise ``TrainingUnavailableError`` unless trainer ``"module:function"`` exists and the modules it
-    ``requires`` are installed.
-
-    The modules it requires are looked up (``importlib.util.find_spec``), not imported: the training
-    stack (torch, the environment) takes seconds to import, and importing it in a server process held
-    the GIL so long that other tenants' requests paused for up to 0.6 s on the first ``/v1/train``
-    (``benchmarks/abuse.py``, fuzz). The job worker imports it, at the lowest CPU priority."""
-    module_name, _, function_name = spec.partition(":")
-    function = getattr(_import(module_name), function_name, None)
-    if function is None:
-        raise TrainingUnavailableError(f"trainer {spec!r} does not exist")
-    for required in getattr(function, "requires", ()):
-        try:
-            found = importlib.util.find_spec(required) is not None
-        except ModuleNotFoundError:  # a parent package is missing
-            found = False
-        if not found:
-            raise TrainingUnavailableError(
-                f"training is not available in this installation: {required} is not installed"
-            )
+        raise TrainingUnavailableError(f"training is not available in this installation: {exc}") from None
+    return hr_rl_trainer, hr_policy
 
 
 def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
@@ -79,8 +57,7 @@ def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
     :func:`learn_resumable`; progress comes from the run's metrics log; the result carries the final
     metrics and the run folder (``hr_policy.save_run``: an ``rl.run`` run of kind ``hr_ppo``) as a zip.
     """
-    hr = _import(TRAINING_MODULE)
-    hr_policy = _import(POLICY_MODULE)
+    hr, hr_policy = _hr_modules()
     reward_model = None
     if params.get("reward_model_version") is not None:
         reward_model = feedback.load_version(report.db, report.tenant_id, params["reward_model_version"])
@@ -172,7 +149,7 @@ def _load_run(folder: Path, reward_model: Callable[[], object]):
     with _runs_lock:
         run = _runs.get(str(folder))
         if run is None:
-            model, env = _import(POLICY_MODULE).load_run(folder, reward_model=reward_model())
+            model, env = _hr_modules()[1].load_run(folder, reward_model=reward_model())
             run = _runs[str(folder)] = (model, env, threading.Lock())
         return run
 
@@ -193,7 +170,7 @@ def generate_with_policy(
     writing reward, blended with the job's reward model when it had one). ``between_paragraphs`` is
     the writer's hook, called before every paragraph after the first."""
     model, env, lock = _load_run(folder, reward_model)
-    write_with_policy = _import(POLICY_MODULE).write_with_policy
+    write_with_policy = _hr_modules()[1].write_with_policy
     with lock, service.writer_lock:
         return write_with_policy(
             (model, env),

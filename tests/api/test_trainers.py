@@ -1,0 +1,43 @@
+"""api/trainers.py: API jobs name their trainer; the worker finds it in a plain registry."""
+
+from __future__ import annotations
+
+import os.path
+
+import pytest
+
+from resonance_os.api import feedback, training
+from resonance_os.api.settings import Settings
+from resonance_os.api.trainers import TRAINERS, check_available, lookup
+from resonance_os.api.training import TrainingUnavailableError
+from resonance_os.core.errors import ValidationError
+
+
+def test_the_built_in_trainers_are_found_by_name_and_by_the_spec_older_jobs_stored():
+    assert lookup("hr_ppo") is training.train_profile_policy
+    assert lookup("reward_model") is feedback.fit_reward_model
+    assert lookup("resonance_os.api.training:train_profile_policy") is training.train_profile_policy
+    assert lookup("resonance_os.api.feedback:fit_reward_model") is feedback.fit_reward_model
+    assert Settings().trainers == {"ppo": "hr_ppo"} and Settings().trainers["ppo"] in TRAINERS
+    check_available("hr_ppo")  # the training stack is installed here
+
+
+def test_unknown_trainers_are_503s_naming_what_there_is():
+    with pytest.raises(
+        TrainingUnavailableError, match="no trainer named 'dqn'; this server has hr_ppo, reward_model"
+    ):
+        lookup("dqn")
+    assert TrainingUnavailableError.http_status == 503
+    with pytest.raises(TrainingUnavailableError, match="cannot be imported"):
+        check_available("no_such_package.trainers:train")
+    with pytest.raises(TrainingUnavailableError, match="'os.path:nope' does not exist"):
+        lookup("os.path:nope")
+    assert lookup("os.path:join") is os.path.join  # a trainer from outside the package
+
+
+def test_resonance_trainers_names_a_trainer_per_kind(monkeypatch):
+    monkeypatch.setenv("RESONANCE_TRAINERS", "ppo=hr_ppo, reward_model=trainers:count")
+    assert Settings.from_env().trainers == {"ppo": "hr_ppo", "reward_model": "trainers:count"}
+    monkeypatch.setenv("RESONANCE_TRAINERS", "ppo=")
+    with pytest.raises(ValidationError, match="must look like kind=trainer"):
+        Settings.from_env()
