@@ -204,7 +204,7 @@ def test_lm_coherence_orders_of_one_text_differ_by_their_likelihood(tiny_lm) -> 
     from resonance_os.quality.coherence import LM_BIAS, LM_SLOPE, LMCoherence, text_units
     from resonance_os.quality.reference_lm import token_logprobs
 
-    lm = LMCoherence(model=tiny_lm, orders=3, batch_size=4)
+    lm = LMCoherence(model=tiny_lm, orders=3, batch_size=4, reader="likelihood")
     sentences = _sentences(GARDEN)
     other = " ".join(sentences[i] for i in (2, 0, 4, 1, 3))
     gains = lm.gains([GARDEN, other, "One sentence only."])

