@@ -44,7 +44,7 @@ def test_missing_malformed_or_unknown_key_is_401(client, make_tenant, header):
 
 
 def test_health_needs_no_key_and_everything_else_does(client):
-    assert client.get("/health").json()["status"] == "ok"
+    assert client.get("/health").json()["status"] == "ready"
     for method, path in [
         ("POST", "/hr_generate"),
         ("POST", "/v1/generate"),

@@ -30,7 +30,16 @@ def test_json_and_out(tmp_path):
     )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
-    assert set(payload) == {"text", "edits", "hrv_before", "hrv_after", "reward_before", "reward_after"}
+    assert set(payload) == {
+        "text",
+        "edits",
+        "suggestions",
+        "hrv_before",
+        "hrv_after",
+        "reward_before",
+        "reward_after",
+    }
+    assert [s["edit"] for s in payload["suggestions"]] == payload["edits"]
     assert payload["edits"] and payload["text"] != TEXT.strip()
     assert out.read_text() == payload["text"] + "\n"
 

@@ -83,7 +83,12 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         db.migrate()
     svc = ResonanceService(
         db,
-        TextWorkers(settings.text_workers, settings.generate_per_tenant, settings.generate_total),
+        TextWorkers(
+            settings.text_workers,
+            settings.generate_per_tenant,
+            settings.generate_total,
+            record=resonance_home() / "text-workers.json",
+        ),
         StorageQuota(rows=settings.quota_rows, bytes=settings.quota_bytes),
     )
 
@@ -96,6 +101,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        svc.workers.start()  # load the language model now, not at the first write
         outcome = jobs.recover(db)
         if outcome["queued"] or outcome["failed"]:
             log.warning("job recovery: %s", outcome)

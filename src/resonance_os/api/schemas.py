@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
+from resonance_os.core.hrv_constants import GAP_CONVENTION, REWARD_TERM_MEANINGS
 from resonance_os.core.hrv_types import validate_hrv
 from resonance_os.core.limits import MAX_PARAGRAPHS
 from resonance_os.generation.topics import normalized_length
@@ -110,13 +111,14 @@ class ScoreRequest(Body):
 class WritingTerms(BaseModel):
     """The writing reward and its terms (``quality.reward``), each in [0, 1]."""
 
-    resonance: float = Field(description="Style: 1 - mean |target - measured| over the 8 dimensions.")
-    fluency: float = Field(description="How natural the words and their order are.")
-    coherence: float = Field(description="Sentence order and connection.")
-    topic: float | None = Field(description="How much the text is about the prompt (null without one).")
-    repetition: float = Field(description="Penalty for repeats, copying and meta-text (0 = clean).")
+    resonance: float = Field(description=REWARD_TERM_MEANINGS["resonance"])
+    fluency: float = Field(description=REWARD_TERM_MEANINGS["fluency"])
+    coherence: float = Field(description=REWARD_TERM_MEANINGS["coherence"])
+    topic: float | None = Field(description=REWARD_TERM_MEANINGS["topic"])
+    repetition: float = Field(description=REWARD_TERM_MEANINGS["repetition"])
     reward: float = Field(
-        description="resonance x fluency^2 x coherence^0.35 x topic x (1 - repetition) (quality.reward)."
+        description=REWARD_TERM_MEANINGS["reward"]
+        + " Formula: resonance x fluency^2 x coherence^0.35 x topic x (1 - repetition) (docs/reward.md)."
     )
     meta_text: list[str] = Field(description="Leaked meta-text found (e.g. 'Here is the revised paragraph').")
 
@@ -124,7 +126,7 @@ class WritingTerms(BaseModel):
 class ScoreResponse(WritingTerms):
     hrv: dict[str, float]
     target_hrv: dict[str, float]
-    gaps: dict[str, float] = Field(description="target minus measured, per dimension.")
+    gaps: dict[str, float] = Field(description=f"Per dimension, {GAP_CONVENTION}.")
     reward_model_score: float | None = Field(
         None, description="Your latest reward model's score, if trained."
     )
@@ -189,6 +191,10 @@ class GenerateProgress(BaseModel):
 
     paragraph: int = Field(description="The paragraph being written now, from 1.")
     paragraphs: int = Field(description="How many paragraphs the article will have.")
+    expected_s: float | None = Field(
+        default=None,
+        description="About how long this paragraph takes (recent paragraphs' median); null if unknown.",
+    )
 
 
 class RefineRequest(Body):
@@ -213,8 +219,22 @@ class RefinedScore(WritingTerms):
     hrv: dict[str, float] = Field(description="The whole text's measured HRV by dimension.")
 
 
+class RefineSuggestion(BaseModel):
+    """One kept edit, to accept or reject on its own (``POST /v1/refine/apply``)."""
+
+    id: int
+    paragraph: int = Field(description="The paragraph it edits, from 0.")
+    edit: str = Field(description="The refiner's name for it, e.g. 'emotional_valence-:colder_word'.")
+    label: str = Field(
+        description="The edit in words, e.g. \"Made a word less warm: 'delighted' -> 'pleased'\"."
+    )
+    reason: str = Field(description="Why, e.g. 'to lower emotional valence toward the target'.")
+    before: str = Field(description="The sentences it replaces.")
+    after: str = Field(description="What it writes instead.")
+
+
 class RefineResponse(BaseModel):
-    text: str = Field(description="The edited text.")
+    text: str = Field(description="The edited text (every suggestion accepted).")
     original_text: str = Field(description="Your text as edited: paragraphs stripped, one blank line apart.")
     edits: list[str] = Field(description="The kept edits, in order (e.g. 'add_question').")
     diff: list[DiffSegment] = Field(
@@ -223,6 +243,24 @@ class RefineResponse(BaseModel):
     target_hrv: dict[str, float]
     before: RefinedScore = Field(description="The original's HRV, writing reward and terms.")
     after: RefinedScore = Field(description="The edited text's HRV, writing reward and terms.")
+    suggestions: list[RefineSuggestion] = Field(description="Each kept edit, in the order it was made.")
+
+
+class RefineApplyRequest(Body):
+    text: Text = Field(description="The original text the suggestions were made for (``original_text``).")
+    suggestions: list[RefineSuggestion] = Field(
+        max_length=1000, description="``POST /v1/refine``'s suggestions."
+    )
+    accept: list[int] = Field(max_length=1000, description="The ids of the suggestions to apply.")
+
+
+class RefineApplyResponse(BaseModel):
+    text: str = Field(description="The text with the accepted suggestions applied, in order.")
+    applied: list[int]
+    skipped: list[int] = Field(
+        description="Accepted suggestions that could not apply alone: each edits a sentence that a rejected "
+        "suggestion wrote."
+    )
 
 
 # --- profiles ---------------------------------------------------------------------------------
@@ -387,7 +425,28 @@ class JobCurve(BaseModel):
     )
 
 
+class WorkersHealth(BaseModel):
+    """The text workers' readiness (``TextWorkers.readiness``)."""
+
+    ready: bool = Field(description="Every text worker has loaded and warmed its models.")
+    processes: int = Field(description="Text worker processes (0: calls run in the server process).")
+    ready_processes: int
+    starting_s: float | None = Field(
+        description="Seconds the slowest worker has been starting; null when ready."
+    )
+    expected_start_s: float | None = Field(
+        description="About how long a start takes here (the last measured start); null before the first."
+    )
+    paragraph_s: float | None = Field(
+        description="About how long one paragraph takes to write now (median of the last ones); null before any."
+    )
+
+
 class Health(BaseModel):
-    status: Literal["ok"]
+    status: Literal["starting", "ready"] = Field(
+        description="ready: writing, refining and scoring start at once; starting: the text workers are "
+        "still loading the language model (calls wait for them)."
+    )
     version: str
     database: str
+    workers: WorkersHealth

@@ -284,6 +284,7 @@ class ResonanceService:
             "target_hrv": as_dict(target),
             "before": refined.before.to_dict(),
             "after": refined.after.to_dict(),
+            "suggestions": [suggestion.to_dict() for suggestion in refined.suggestions],
         }
 
     # -- training --------------------------------------------------------------------------------

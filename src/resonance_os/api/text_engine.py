@@ -9,6 +9,7 @@ passes the writer to another tenant).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
@@ -47,10 +48,16 @@ class TextEngine:
 
         return HumanResonantWriter(extractor=self.extractor)
 
-    def warm(self) -> None:
-        """Build every component now (a worker process does this before it takes work)."""
+    def warm(self) -> float:
+        """Build every component now (a worker process does this before it takes work); returns the
+        seconds its one-paragraph warm-up article took once the components were built (a first
+        estimate of a paragraph's writing time, high: it loads what the writer loads on first use)."""
+        self.writer, self.reward  # noqa: B018 (cached properties: build them)
+        started = time.perf_counter()
         self.write("warm up", [0.5] * len(HRV_DIMENSIONS), 1, 0)
+        paragraph_s = time.perf_counter() - started
         self.score("Warm up the reward.", [0.5] * len(HRV_DIMENSIONS))
+        return paragraph_s
 
     def analyze(self, text: str, evidence: bool = True) -> dict[str, Any]:
         """The HRV of ``text`` and, with ``evidence``, what was counted for each dimension."""

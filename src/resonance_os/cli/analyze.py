@@ -134,8 +134,13 @@ def compare(
         }
         typer.echo(json.dumps(payload, indent=2))
         return
-    table = Table("dimension", "A", "B", "B - A", title=f"A = {label_a}   B = {label_b}")
+    from resonance_os.cli.numbers import dimension_table, gap_cell, meaning
+
+    table = dimension_table("A", "B", "gap A - B", title=f"A = {label_a}   B = {label_b}")
     for name, x, y in zip(HRV_DIMENSIONS, hrv_a, hrv_b):
-        table.add_row(name, f"{x:.3f}", f"{y:.3f}", f"{y - x:+.3f}")
-    table.caption = f"similarity {similarity:.3f} ({method_name})"
+        table.add_row(name, f"{x:.3f}", f"{y:.3f}", gap_cell(x, y), meaning(name))
+    table.caption = (
+        f"similarity {similarity:.3f} ({method_name}); gap = A - B, A as the target: + means B has less "
+        "of that dimension than A, - more"
+    )
     console.print(table)

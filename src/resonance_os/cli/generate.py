@@ -11,6 +11,7 @@ from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.numbers import GAP_CONVENTION, dimension_table, gap_cell, meaning
 from resonance_os.cli.progress import progress
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
@@ -20,20 +21,19 @@ console = Console(highlight=False)
 
 
 def article_table(article) -> Table:
-    """Target vs measured HRV of an article, with the gap coloured by size, under its writing reward."""
-    table = Table(
-        "dimension", "target", "measured", "gap", title=f"writing reward {article.score.reward:.3f}"
-    )
+    """Target vs measured HRV of an article, with the gap coloured by size and each dimension's meaning,
+    under its writing reward."""
+    table = dimension_table("target", "measured", "gap", title=f"writing reward {article.score.reward:.3f}")
     for name, target, measured in zip(HRV_DIMENSIONS, article.target_hrv, article.measured_hrv["article"]):
-        gap = measured - target
-        colour = "green" if abs(gap) <= 0.05 else "yellow" if abs(gap) <= 0.1 else "red"
-        table.add_row(name, f"{target:.3f}", f"{measured:.3f}", f"[{colour}]{gap:+.3f}[/{colour}]")
+        table.add_row(name, f"{target:.3f}", f"{measured:.3f}", gap_cell(target, measured), meaning(name))
     score = article.score
     topic = "-" if score.topic is None else f"{score.topic:.3f}"
     table.caption = (
+        f"{GAP_CONVENTION}\n"
         f"mean |gap| {article.mean_absolute_error:.3f} - target: {article.target_source} - backend: {article.backend}\n"
-        f"reward = style {score.resonance:.3f} (1 - mean |gap|) x quality (fluency {score.fluency:.3f},"
-        f" coherence {score.coherence:.3f}, topic {topic}, repetition {score.repetition:.3f})"
+        f"reward {score.reward:.3f} = style match {score.resonance:.3f} times writing quality (fluency"
+        f" {score.fluency:.3f}, coherence {score.coherence:.3f}, topic {topic}, repetition {score.repetition:.3f}):"
+        " high only when the text both sounds like the voice and reads well"
     )
     return table
 

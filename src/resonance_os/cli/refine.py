@@ -10,10 +10,10 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.numbers import GAP_CONVENTION, dimension_table, gap_cell, meaning
 from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
@@ -86,6 +86,7 @@ def refine(
         payload = {
             "text": refined.text,
             "edits": refined.edits,
+            "suggestions": [suggestion.to_dict() for suggestion in refined.suggestions],
             "hrv_before": dict(zip(HRV_DIMENSIONS, before.hrv)),
             "hrv_after": dict(zip(HRV_DIMENSIONS, after.hrv)),
             "reward_before": before.reward,
@@ -97,11 +98,13 @@ def refine(
     for line in diff or ["(no edit closed the gap without costing quality; the text is unchanged)"]:
         style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan"
         console.print(f"[{style}]{line}[/{style}]" if line[:1] in "+-@" else line, markup=True)
-    table = Table("dimension", "target", "before", "after", title=f"target: {label}")
+    for suggestion in refined.suggestions:
+        console.print(f"{suggestion.id + 1}. {suggestion.label} ({suggestion.reason})", markup=False)
+    table = dimension_table("target", "gap before", "gap after", title=f"target: {label}")
     for name, t, b, a in zip(HRV_DIMENSIONS, target, before.hrv, after.hrv):
-        table.add_row(name, f"{t:.3f}", f"{b:.3f}", f"{a:.3f}")
+        table.add_row(name, f"{t:.3f}", gap_cell(t, b), gap_cell(t, a), meaning(name))
     table.caption = (
-        f"reward {before.reward:.3f} -> {after.reward:.3f} (quality {before.quality:.3f} -> {after.quality:.3f};"
-        f" {len(refined.edits)} edits)"
+        f"{GAP_CONVENTION}\nreward {before.reward:.3f} -> {after.reward:.3f} (the style match times the writing"
+        f" quality; quality {before.quality:.3f} -> {after.quality:.3f}; {len(refined.edits)} edits)"
     )
     console.print(table)

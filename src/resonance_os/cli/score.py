@@ -6,23 +6,15 @@ import json
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.numbers import GAP_CONVENTION, dimension_table, gap_cell, meaning, terms_table
 from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import ValidationError
-from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS, REWARD_TERM_MEANINGS
 
 console = Console(highlight=False)
-TERM_HELP = {
-    "resonance": "style: 1 - mean |target - measured HRV|",
-    "fluency": "how natural the words and their order are",
-    "coherence": "sentence order and connection",
-    "topic": "about the prompt (needs --prompt)",
-    "repetition": "penalty: repeats, copying, meta-text (0 = clean)",
-    "reward": "resonance x quality",
-}
 
 
 def score(
@@ -64,15 +56,14 @@ def score(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         return
-    table = Table("term", "score", "what it measures", title=f"reward {result.reward:.3f}")
-    for name, meaning in TERM_HELP.items():
-        value = getattr(result, name)
-        table.add_row(name, "-" if value is None else f"{value:.3f}", meaning)
-    table.caption = f"target: {target_label}"
+    values = {name: getattr(result, name) for name in REWARD_TERM_MEANINGS}
+    table = terms_table(values, title=f"reward {result.reward:.3f}")
+    table.caption = f"target: {target_label}; topic needs --prompt"
     console.print(table)
-    gaps = Table("dimension", "target", "measured", "gap")
+    gaps = dimension_table("target", "measured", "gap")
     for name, t, m in zip(HRV_DIMENSIONS, target, result.hrv):
-        gaps.add_row(name, f"{t:.3f}", f"{m:.3f}", f"{m - t:+.3f}")
+        gaps.add_row(name, f"{t:.3f}", f"{m:.3f}", gap_cell(t, m), meaning(name))
+    gaps.caption = GAP_CONVENTION
     console.print(gaps)
     if result.meta_text:
         console.print("[yellow]meta-text found:[/yellow] " + " | ".join(result.meta_text))

@@ -77,3 +77,19 @@ HRV_DESCRIPTIONS: dict[str, str] = {
     "storytelling_index": "Narrative markers: past tense, time markers, people, dialogue (0 = expository).",
     "active_voice_ratio": "Share of finite verb groups in active voice (1 = no passives).",
 }
+
+GAP_CONVENTION = "gap = target − measured: + means the text needs more of that dimension, − less"
+"""The one sign convention for a dimension's gap, stated wherever a gap is shown (CLI, Studio, API)."""
+
+REWARD_TERM_MEANINGS: dict[str, str] = {
+    "resonance": "How closely the text's style matches the target on the 8 dimensions (1 = the same; "
+    "it is 1 minus the average gap).",
+    "fluency": "How naturally the wording reads to a language model (1 = reads naturally).",
+    "coherence": "How well each sentence follows from the ones before it (1 = connected throughout).",
+    "topic": "How much the text is about the prompt (empty without a prompt).",
+    "repetition": "A penalty for repeated phrases, copied passages and leftover instructions (0 = none).",
+    "reward": "The overall score: the style match times the writing quality, so a text scores high only "
+    "when it both sounds like the voice and reads well (0 to 1).",
+}
+"""Each writing-reward term in one plain sentence, shown next to its number (the formula is in
+docs/reward.md)."""

@@ -388,6 +388,7 @@ class HumanResonantWriter:
             trace: dict[str, Any] = {
                 "layer": "refiner",
                 "refiner_edits": applied,
+                "refiner_changes": [list(change) for change in result.changes],
                 "refiner_steps": result.steps,
                 "error_before": round(result.initial_error, 4),
                 "error_after": round(result.error, 4),

@@ -235,9 +235,23 @@ class RefinementResult:
     """Edit attempts made (each one measurement)."""
     edits: list[str] = field(default_factory=list)
     """Names of the kept edits, in order, e.g. ``"curiosity_index+:to_question"``."""
+    changes: list[tuple[str, str]] = field(default_factory=list)
+    """What each kept edit changed, in order: (the sentences it replaced, what it wrote instead)."""
     quality: float = 1.0
     """``WritingScore.quality`` of the refined text."""
     initial_quality: float = 1.0
+
+
+def _changed(before: list[str], after: list[str]) -> tuple[str, str]:
+    """The run of sentences an edit replaced in ``before`` and the run it wrote in ``after`` (an edit
+    changes one sentence, or splits or merges neighbours: one contiguous run)."""
+    start = 0
+    while start < min(len(before), len(after)) and before[start] == after[start]:
+        start += 1
+    end_before, end_after = len(before), len(after)
+    while end_before > start and end_after > start and before[end_before - 1] == after[end_after - 1]:
+        end_before, end_after = end_before - 1, end_after - 1
+    return E.join_sentences(before[start:end_before]), E.join_sentences(after[start:end_after])
 
 
 def _edit_name(dim: int, direction: int, propose: Proposal) -> str:
@@ -451,6 +465,7 @@ class RefinerLayer:
         measured, quality = first.hrv, first.quality
         initial = error = mean_gap(target, measured)
         kept: list[str] = []
+        changes: list[tuple[str, str]] = []
         steps = 0
         blocked: set[tuple[int, int, str]] = set()
         while steps < budget:
@@ -468,6 +483,7 @@ class RefinerLayer:
                     scored = self.reward.score(E.join_sentences(candidate), target, prompt=prompt)
                     new_error = mean_gap(target, scored.hrv)
                     if self._keeps(new_error, error, scored.quality, first.quality):
+                        changes.append(_changed(sentences, candidate))
                         sentences, measured, error, quality = candidate, scored.hrv, new_error, scored.quality
                         kept.append(_edit_name(dim, direction, propose))
                         accepted = True
@@ -484,6 +500,7 @@ class RefinerLayer:
             initial_error=initial,
             steps=steps,
             edits=kept,
+            changes=changes,
             quality=quality,
             initial_quality=first.quality,
         )

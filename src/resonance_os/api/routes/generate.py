@@ -95,7 +95,8 @@ def _writing_options(body: GenerateRequest) -> dict:
 
 STREAM_DESCRIPTION = f"""Server-sent events (``text/event-stream``), each a JSON ``data`` line:
 
-* ``progress``: ``{{"paragraph": k, "paragraphs": n}}`` when paragraph k of n starts
+* ``progress``: ``{{"paragraph": k, "paragraphs": n, "expected_s": s}}`` when paragraph k of n starts
+  (``expected_s``: about how long it takes, null if not known yet)
   ({", ".join(GenerateProgress.model_fields)});
 * ``result``: the body ``POST /v1/generate`` returns (the article, its HRV, reward and item ``id``), last;
 * ``error``: ``{{"error": {{"type", "message"}}}}`` when the writing fails after the stream began, last.
@@ -137,7 +138,8 @@ async def generate_stream(
     def progress(paragraph: int, paragraphs: int) -> None:
         if gone:
             raise ClientGoneError("the client disconnected; writing stopped")
-        data = GenerateProgress(paragraph=paragraph, paragraphs=paragraphs).model_dump()
+        expected = svc.workers.paragraph_seconds()
+        data = GenerateProgress(paragraph=paragraph, paragraphs=paragraphs, expected_s=expected).model_dump()
         loop.call_soon_threadsafe(events.put_nowait, ("progress", data))
 
     async def write() -> None:

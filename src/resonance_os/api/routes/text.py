@@ -10,6 +10,8 @@ from resonance_os.api.routes.generate import in_writer_budget
 from resonance_os.api.schemas import (
     AnalyzeRequest,
     AnalyzeResponse,
+    RefineApplyRequest,
+    RefineApplyResponse,
     RefineRequest,
     RefineResponse,
     ScoreRequest,
@@ -59,3 +61,14 @@ async def refine(
     return await in_writer_budget(
         request, svc.refine, ctx, body.text, profile=body.profile, target_hrv=body.target_hrv, seed=body.seed
     )
+
+
+@router.post("/refine/apply", response_model=RefineApplyResponse)
+def refine_apply(body: RefineApplyRequest, ctx: TenantContext = Depends(tenant)) -> dict:
+    """Apply the suggestions you accepted from ``POST /v1/refine`` (by id, in order) to the original
+    text; an accepted edit of a sentence that a rejected one wrote is skipped and listed as such."""
+    from resonance_os.generation.text_refine import Suggestion, apply_suggestions
+
+    suggestions = [Suggestion(s.id, s.paragraph, s.edit, s.before, s.after) for s in body.suggestions]
+    text, applied, skipped = apply_suggestions(body.text, suggestions, set(body.accept))
+    return {"text": text, "applied": applied, "skipped": skipped}
