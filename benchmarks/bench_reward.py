@@ -21,7 +21,17 @@ paragraph of each term (each timed on its own share of paragraphs from the other
 before in the run, so no cache answers), and HRWritingEnv steps per CPU-second with the combined
 reward.
 
-    .venv/bin/python benchmarks/bench_reward.py [--paragraphs 200] [--lm 40]
+    .venv/bin/python benchmarks/bench_reward.py [--paragraphs 200] [--model lm]
+    .venv/bin/python benchmarks/bench_reward.py --order-domains 40 [--model lm] [--baseline REV]
+
+``--order-domains N``: only the order table, this build's coherence beside the coherence of git
+revision ``--baseline`` (its ``quality/data/coherence.json``; with ``--model lm`` also the reader
+before the trained one, ``LMCoherence(reader="likelihood")``), in one run: for N held-out paragraphs
+of each domain (pydoc and fortunes; history, essays and a book teaching a programming language from
+``build/order_corpus``, built by ``scripts/build_order_corpus.py``, when present), the paired AUC of
+the reward (professional profile, the paragraph's prompt) against its sentence-order shuffle, word
+salad and within-sentence shuffle, and the CPU time per paragraph of each reward on the same texts
+(each reward times its own share of paragraphs from the training split) with their ratio.
 """
 
 from __future__ import annotations
@@ -174,6 +184,106 @@ def cost_table(model: str, paragraphs: list[str], prompts: list[str], target) ->
         print(f"| {name} | {(time.process_time() - start) / len(texts) * 1e6:,.0f} |")
 
 
+ORDER_DAMAGES = ("sentence-order shuffle", "word salad", "within-sentence shuffle")
+ORDER_BOOKS = Path(__file__).resolve().parents[1] / "build" / "order_corpus"
+BASELINE = "c51c2b7"
+"""The last commit before the order readers were trained on books."""
+
+
+def domain_paragraphs(n: int, split: str) -> dict[str, list[str]]:
+    """Up to ``n`` real paragraphs (3+ sentences, 40+ words) of each held-out domain, seeded."""
+    from resonance_os.quality.corpus import order_corpus
+
+    pools = {
+        "pydoc": document_paragraphs(pydoc_paragraphs(split)),
+        "fortunes": document_paragraphs(fortune_entries(split)),
+    }
+    if (ORDER_BOOKS / f"{split}.jsonl").is_file():
+        for row in order_corpus(ORDER_BOOKS, split):
+            pools.setdefault(row["domain"], []).append(row["text"])
+    else:
+        print(f"(no {ORDER_BOOKS}: book domains skipped; scripts/build_order_corpus.py builds them)")
+    out = {}
+    for name, pool in pools.items():
+        pool = [p for p in pool if damage.shuffle_sentences(p) is not None]
+        out[name] = random.Random(0).sample(pool, min(n, len(pool)))
+    return out
+
+
+def baseline_coherence(model: str, revision: str):
+    """The coherence term as it was at git ``revision`` (its shipped feature weights; for ``lm`` the
+    likelihood reader, the only one then)."""
+    import json
+    import subprocess
+
+    from resonance_os.quality.coherence import CoherenceModel, LMCoherence
+
+    path = "src/resonance_os/quality/data/coherence.json"
+    data = subprocess.run(
+        ["git", "show", f"{revision}:{path}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout
+    fast = CoherenceModel.from_json(json.loads(data))
+    return fast if model == "fast" else LMCoherence(reader="likelihood", fast=fast)
+
+
+def order_table(model: str, n: int, revision: str, timed_paragraphs: int) -> None:
+    """The order table of ``--order-domains`` (module docstring); ``n`` 0: the cost lines only."""
+    target = BUILTIN_TEMPLATES["professional"].vector.to_list()
+    extractor = HRVExtractor()
+    rewards = {
+        f"baseline {revision}": WritingReward(
+            model=model, extractor=extractor, coherence=baseline_coherence(model, revision)
+        ),
+        "this build": WritingReward(model=model, extractor=extractor),
+    }
+    make_prompt = prompt_maker()
+    print(
+        f"Order table, WritingReward(model={model!r}), professional profile, paired AUC original > damaged:\n"
+    )
+    print("| domain | n | damage | " + " | ".join(f"reward {k} | coherence {k}" for k in rewards) + " |")
+    print("|---|---:|---|" + "---:|---:|" * len(rewards))
+    for domain, texts in (domain_paragraphs(n, "heldout") if n else {}).items():
+        cells: dict[str, dict[str, list]] = {d: {} for d in ORDER_DAMAGES}
+        for name, reward in rewards.items():
+            for i, text in enumerate(texts):
+                prompt = make_prompt(text)
+                real = reward.score(text, target, prompt=prompt)
+                damaged = {
+                    "sentence-order shuffle": damage.shuffle_sentences(text, seed=i),
+                    "word salad": damage.word_salad(text, seed=i),
+                    "within-sentence shuffle": damage.shuffle_within_sentences(text, seed=i),
+                }
+                for kind, other in damaged.items():
+                    got = reward.score(other, target, prompt=prompt)
+                    pairs = cells[kind].setdefault(name, [])
+                    pairs.append(((real.reward, got.reward), (real.coherence, got.coherence)))
+        for kind in ORDER_DAMAGES:
+            row = []
+            for name in rewards:
+                pairs = cells[kind][name]
+                row += [auc([p[0] for p in pairs]), auc([p[1] for p in pairs])]
+            print(f"| {domain} | {len(texts)} | {kind} | " + " | ".join(f"{v:.3f}" for v in row) + " |")
+    timed = real_paragraphs(timed_paragraphs or (600 if model == "fast" else 16), "train")
+    prompts = [make_prompt(p) for p in timed]
+    costs = {}
+    for k, (name, reward) in enumerate(rewards.items()):
+        share = list(zip(timed[k :: len(rewards)], prompts[k :: len(rewards)]))
+        start = time.process_time()
+        for text, prompt in share:
+            reward.score(text, target, prompt=prompt)
+        costs[name] = (time.process_time() - start) / len(share)
+    base, new = costs.values()
+    print(
+        "\nCPU time per paragraph (each on its own training paragraphs): "
+        + ", ".join(f"{k} {v * 1e3:,.1f} ms" for k, v in costs.items())
+        + f"; ratio this build / baseline {new / base:.2f}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paragraphs", type=int, default=200)
@@ -189,7 +299,20 @@ def main() -> None:
         default="heldout",
         help="heldout for the figures; train only to choose the reward's weights",
     )
+    parser.add_argument(
+        "--order-domains",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only the order table, N paragraphs per domain",
+    )
+    parser.add_argument(
+        "--baseline", default=BASELINE, help="git revision whose coherence the order table compares"
+    )
     args = parser.parse_args()
+    if args.order_domains:
+        order_table(args.model, args.order_domains, args.baseline)
+        return
     paragraphs = real_paragraphs(args.paragraphs, args.split)
     make_prompt = prompt_maker()
     prompts = [make_prompt(p) for p in paragraphs]

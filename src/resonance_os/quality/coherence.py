@@ -530,6 +530,8 @@ class LMCoherence:
         reader: ``"trained"`` or ``"likelihood"`` (the reading before the trained reader shipped).
         reader_path: the trained reader's weights (default: the shipped ones).
         calibration: ``(slope, bias, fast_weight)`` instead of ``LM_CALIBRATION[reader]``.
+        fast: the feature model whose order log-odds and connectedness are used (default: the
+            shipped ``coherence_model()``).
     """
 
     def __init__(
@@ -541,6 +543,7 @@ class LMCoherence:
         reader: str = "trained",
         reader_path: str | Path | None = None,
         calibration: tuple[float, float, float] | None = None,
+        fast: CoherenceModel | None = None,
     ) -> None:
         if reader not in LM_READERS:
             raise ValueError(f"reader must be one of {', '.join(LM_READERS)}, got {reader!r}")
@@ -551,6 +554,7 @@ class LMCoherence:
         self.batch_size = batch_size
         self.reader = reader
         self.calibration = calibration or LM_CALIBRATION[reader]
+        self.fast = fast or coherence_model()
         self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
         self._order_reader = None
         if reader == "trained":
@@ -604,11 +608,11 @@ class LMCoherence:
     def order_logit(self, gain: float, units: list[Unit]) -> float:
         """The order log-odds of a text with reader ``gain`` and sentence ``units`` (two or more)."""
         slope, bias, fast_weight = self.calibration
-        return slope * gain + bias + fast_weight * coherence_model().order_logit(units)
+        return slope * gain + bias + fast_weight * self.fast.order_logit(units)
 
     def score_many(self, texts: Sequence[str]) -> list[float]:
         """Coherence in [0, 1] of each text, batched (0.0 without words, 0.5 for one sentence)."""
-        fast = coherence_model()
+        fast = self.fast
         out = []
         for text, gain in zip(texts, self.gains(texts), strict=True):
             units = text_units(text)

@@ -92,6 +92,9 @@ class WritingReward:
         extractor: the ``HRVExtractor`` that measures texts (one is created if omitted).
         similarity_method: how the style term compares HRVs (``SimilarityMethod`` value);
             ``"manhattan"`` (1 - mean absolute gap) by default.
+        coherence: a coherence term to use instead of the model's own (anything with
+            ``score(text, sentences)``: an older ``CoherenceModel``, an ``LMCoherence`` with another
+            reader; ``benchmarks/bench_reward.py`` compares builds this way).
     """
 
     def __init__(
@@ -99,6 +102,7 @@ class WritingReward:
         model: str = "fast",
         extractor=None,
         similarity_method: str = "manhattan",
+        coherence=None,
     ) -> None:
         from resonance_os.similarity.metrics import SimilarityCalculator, resolve_method
 
@@ -113,11 +117,13 @@ class WritingReward:
             from resonance_os.quality.coherence import LMCoherence
             from resonance_os.quality.fluency import LMFluency
 
-            self.fluency_model, self.coherence_model = LMFluency(), LMCoherence()
+            self.fluency_model = LMFluency()
+            self.coherence_model = coherence if coherence is not None else LMCoherence()
         else:
             from resonance_os.quality.fluency import ngram_fluency
 
-            self.fluency_model, self.coherence_model = ngram_fluency(), coherence_model()
+            self.fluency_model = ngram_fluency()
+            self.coherence_model = coherence if coherence is not None else coherence_model()
         self._topic = topic_model()
         self.similarity_method = resolve_method(similarity_method)
         self._similarity = SimilarityCalculator(self.similarity_method)
