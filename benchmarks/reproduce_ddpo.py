@@ -85,7 +85,7 @@ def run_one(models, reward: str, method: str, seed: int, args) -> dict:
     )
     trainer = DDPO(unet, permuted(reward_fn, seed) if args.permuted_rewards else reward_fn, config)
     start = time.perf_counter()
-    trainer.learn(args.epochs)
+    trainer.learn(args.epochs * args.samples_per_epoch)
     seconds = time.perf_counter() - start
     curve = [(row["timesteps"], row["episode_reward_mean"]) for row in trainer.logger.history]
     final = evaluate(trainer, reward_fn)

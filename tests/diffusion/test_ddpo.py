@@ -70,7 +70,7 @@ def test_ddpo_raises_the_reward_above_the_untrained_model_by_a_margin(tiny_unet,
     trainer = DDPO(tiny_unet, brightness, config)
     labels = torch.arange(40) % 10
     before = brightness(trainer.sample(labels, seed=7).images, labels)
-    trainer.learn(10)
+    trainer.learn(10 * config.samples_per_epoch)  # 10 epochs
     after = brightness(trainer.sample(labels, seed=7).images, labels)
     three_standard_errors = 3 * before.std() / np.sqrt(len(before))
     assert after.mean() - before.mean() > three_standard_errors
@@ -99,7 +99,7 @@ def test_learn_logs_grids_and_checkpoint_resume_continues_the_run(tiny_unet, tmp
     trainer = DDPO(
         tiny_unet, make_reward("compressibility"), DDPOConfig(**SMALL), log_dir=tmp_path, grid_every=1
     )
-    trainer.learn(2)
+    trainer.learn(2 * SMALL["samples_per_epoch"])  # 2 epochs
     trainer.close()
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["timesteps"] for r in rows] == [16, 32]
@@ -110,10 +110,10 @@ def test_learn_logs_grids_and_checkpoint_resume_continues_the_run(tiny_unet, tmp
         "epoch_0002.png",
     ]
     resumed = DDPO.load(tmp_path / "checkpoint", make_reward("compressibility"), log_dir=tmp_path)
-    assert resumed.epoch == 2 and resumed.samples_seen == 32
+    assert resumed.epoch == 2 and resumed.num_timesteps == 32
     for name, tensor in tiny_unet.state_dict().items():
         assert torch.equal(tensor, resumed.unet.state_dict()[name])
-    resumed.learn(1)
+    resumed.learn(16, reset_num_timesteps=False)
     resumed.close()
     rows = (tmp_path / "metrics.jsonl").read_text().splitlines()
     assert json.loads(rows[-1])["timesteps"] == 48
@@ -141,3 +141,28 @@ def test_config_errors_name_the_setting() -> None:
         DDPOConfig(method="sf", num_inner_epochs=2)
     with pytest.raises(ConfigError, match="unknown DDPO settings"):
         DDPOConfig.from_dict({"lr": 1.0})
+
+
+def test_a_checkpoint_of_an_older_build_resumes_its_sample_count(tiny_unet, tmp_path) -> None:
+    """Before DDPO joined rl/contract.py its checkpoints counted samples as ``samples_seen``."""
+    trainer = DDPO(tiny_unet, brightness, DDPOConfig(**SMALL)).learn(16)
+    trainer.save(tmp_path / "old")
+    metadata = json.loads((tmp_path / "old" / "metadata.json").read_text())
+    metadata["samples_seen"] = metadata.pop("num_timesteps")
+    del metadata["last_metrics"]
+    (tmp_path / "old" / "metadata.json").write_text(json.dumps(metadata))
+    resumed = DDPO.load(tmp_path / "old", brightness)
+    assert (resumed.epoch, resumed.num_timesteps) == (1, 16)
+    assert resumed.learn(16, reset_num_timesteps=False).history[-1]["timesteps"] == 32
+
+
+def test_learn_follows_the_shared_trainer_surface(tiny_unet) -> None:
+    trainer = DDPO(tiny_unet, brightness, DDPOConfig(**SMALL))
+    seen: list[float] = []
+    trainer.learn(64, callback=lambda model, row: seen.append(row["timesteps"]) or len(seen) < 2)
+    assert seen == [16, 32] and trainer.num_timesteps == 32 and trainer.epoch == 2  # False stopped it
+    assert [row["timesteps"] for row in trainer.history] == [16, 32]
+    trainer.learn(16)  # the count restarts; the sampling seeds go on from epoch 2
+    assert trainer.num_timesteps == 16 and trainer.epoch == 3
+    with pytest.raises(ConfigError, match="whole number of samples"):
+        trainer.learn(0)

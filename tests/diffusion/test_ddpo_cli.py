@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 from typer.testing import CliRunner
 
 from resonance_os.cli.hr_main import app
 from resonance_os.diffusion.pretrain import load_pretrained
+from resonance_os.rl.run import open_run
 
 runner = CliRunner()
 
@@ -43,6 +45,18 @@ def test_train_prints_one_line_per_epoch_and_leaves_a_plottable_run(tiny_cache, 
     last = json.loads((out / "metrics.jsonl").read_text().splitlines()[-1])
     # classifier log-odds (about -2 on this barely trained model), not a JPEG size (below 1 kB)
     assert abs(last["episode_reward_mean"]) > 1.0
+    run = open_run(out)
+    assert (run.kind, run.layout, run.task["reward"], run.metrics()[-1]) == ("ddpo", "run", "aesthetic", last)
+
+    # a run folder as an older build left it (checkpoint/ + metrics.jsonl) resumes as well
+    old = tmp_path / "old"
+    shutil.copytree(out / "checkpoint", old / "checkpoint")
+    shutil.copy(out / "metrics.jsonl", old / "metrics.jsonl")
+    resumed = runner.invoke(app, ["ddpo", "train", "--epochs", "1", "--out", str(old), "--cache-dir", str(tiny_cache), "--resume"])  # fmt: skip
+    assert resumed.exit_code == 0, resumed.output
+    assert "epoch 4 " in resumed.output and open_run(old).metrics()[-1]["timesteps"] == 32
+    nothing = runner.invoke(app, [*resume_args, "--resume", "--out", str(tmp_path / "empty")])
+    assert nothing.exit_code == 2 and "no such folder" in nothing.output
 
 
 def test_bad_method_is_one_line_error(tiny_cache, tmp_path) -> None:

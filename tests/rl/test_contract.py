@@ -21,7 +21,7 @@ from resonance_os.rl.algorithms import sac as sac_module
 from resonance_os.rl.algorithms.gp_control import GPController
 from resonance_os.rl.algorithms.ppo import PPO
 from resonance_os.rl.algorithms.sac import SAC
-from resonance_os.rl.contract import CHECKPOINT_KEYS, RLAlgorithm
+from resonance_os.rl.contract import CHECKPOINT_KEYS, RLAlgorithm, seeded_torch
 from resonance_os.rl.errors import EnvMismatchError
 
 SMALL_SAC = {"net_arch": [16, 16], "learning_starts": 20, "batch_size": 16, "log_interval": 1}
@@ -57,12 +57,23 @@ def make_grpo(seed: int = 0) -> Any:
     return GRPO(policy, lambda prompts, completions: [float(len(c)) for c in completions], ["a cat"], config)
 
 
+def make_ddpo(seed: int = 0) -> Any:
+    from resonance_os.diffusion.ddpo import DDPO, DDPOConfig
+    from resonance_os.diffusion.unet import ConditionalUNet, UNetConfig
+
+    with seeded_torch(seed):
+        unet = ConditionalUNet(UNetConfig(base_channels=8, channel_mults=[1, 2], image_size=8))
+    config = DDPOConfig(samples_per_epoch=4, train_batch_size=4, num_steps=4, seed=seed)
+    return DDPO(unet, lambda images, labels: images.mean(dim=(1, 2, 3)).double().numpy(), config)
+
+
 # (factory, budget for a few metric rows, calls of the callback it takes to pass that budget)
 TRAINERS: dict[str, tuple[Callable[..., Any], int]] = {
     "PPO": (make_ppo, 96),
     "SAC": (make_sac, 110),  # episodes of 50 steps: rows at 50 and 100
     "GPController": (make_gp, 100),
     "GRPO": (make_grpo, 3),
+    "DDPO": (make_ddpo, 12),  # epochs of 4 sampled images: rows at 4, 8, 12
 }
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 

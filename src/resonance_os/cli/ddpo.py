@@ -2,8 +2,9 @@
 
 ``resonance ddpo train --reward compressibility --method is --epochs N --out DIR`` prints one line
 per epoch (``reward_mean``, ``reward_std``, ``approx_kl``, ``clip_fraction``) and leaves
-``DIR/metrics.jsonl`` (for ``resonance plot DIR``), ``DIR/samples/epoch_XXXX.png`` and
-``DIR/checkpoint/``. The pretrained model is built on first use and cached (``resonance ddpo pretrain``).
+``DIR`` as a run of kind ``ddpo`` (``rl.run``: ``config.json``, ``task.json``, ``checkpoint/``,
+``metrics.jsonl`` for ``resonance plot DIR``) with ``DIR/samples/epoch_XXXX.png``; ``--resume``
+continues it (also a run folder an older build wrote: ``checkpoint/`` + ``metrics.jsonl``). The pretrained model is built on first use and cached (``resonance ddpo pretrain``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Any
 import typer
 
 from resonance_os.cli.errors import fail, run_reporting_user_errors
+from resonance_os.rl.logger import METRICS_FILE
+from resonance_os.rl.run import Run, is_run
 
 app = typer.Typer(
     help="Fine-tune a small diffusion model with RL (DDPO_IS, DDPO_SF, RWR) on image rewards.",
@@ -96,17 +99,11 @@ def train(
     from resonance_os.diffusion.ddpo import DDPO, DDPOConfig
     from resonance_os.diffusion.pretrain import load_pretrained
     from resonance_os.diffusion.rewards import REWARD_NAMES, make_reward
-    from resonance_os.rl.checkpoint import load_checkpoint
     from resonance_os.rl.errors import ConfigError
 
     torch.set_num_threads(1)
     preset: dict[str, Any] = QUICK_PRESET if quick else {}
     total = epochs or preset.get("epochs", 30)
-    has_run = (out / "metrics.jsonl").exists()
-    if has_run and not resume:
-        raise fail(f"--out {out} already holds a run (metrics.jsonl); pass a new --out or --resume")
-    if resume and not (out / "checkpoint").is_dir():
-        raise fail(f"--resume needs {out / 'checkpoint'}; train into --out first")
 
     def build() -> DDPO:
         # settings are checked before the (possibly minutes-long) first pretraining
@@ -123,32 +120,20 @@ def train(
             num_inner_epochs=inner_epochs,
             clip_range=clip_range,
         )
-        # a resumed run keeps the reward it was trained on
-        name = load_checkpoint(out / "checkpoint").config["ddpo"]["reward"] if resume else reward
+        run = _run(out, config, resume)
+        name = run.config["ddpo"]["reward"]  # a resumed run keeps the reward it was trained on
         if name not in REWARD_NAMES:
             raise ConfigError(f"unknown reward {name!r}; choose one of {list(REWARD_NAMES)}")
         models = load_pretrained(cache_dir, on_progress=typer.echo)
         reward_fn = make_reward(name, models.classifier)
+        outputs = {"log_dir": out, "grid_every": grid_every, "checkpoint_every": checkpoint_every}
         if resume:
-            return DDPO.load(
-                out / "checkpoint",
-                reward_fn,
-                log_dir=out,
-                grid_every=grid_every,
-                checkpoint_every=checkpoint_every,
-            )
-        return DDPO(
-            models.unet,
-            reward_fn,
-            config,
-            log_dir=out,
-            grid_every=grid_every,
-            checkpoint_every=checkpoint_every,
-        )
+            return DDPO.load(run.checkpoint, reward_fn, **outputs)
+        return DDPO(models.unet, reward_fn, config, **outputs)
 
     trainer = run_reporting_user_errors(build)
 
-    def report(row: dict[str, Any]) -> None:
+    def report(_trainer: DDPO, row: dict[str, Any]) -> None:
         parts = [
             f"epoch {int(row['epoch'])}",
             f"samples {row['timesteps']}",
@@ -162,7 +147,21 @@ def train(
         typer.echo("  ".join(parts))
 
     try:
-        run_reporting_user_errors(lambda: trainer.learn(total, callback=report))
+        chains = trainer.config.samples_per_epoch
+        run_reporting_user_errors(
+            lambda: trainer.learn(total * chains, callback=report, reset_num_timesteps=not resume)
+        )
     finally:
         trainer.close()
     typer.echo(f"wrote {out}/metrics.jsonl, {out}/samples/ and {out}/checkpoint (plot: resonance plot {out})")
+
+
+def _run(out: Path, config: Any, resume: bool) -> Run:
+    """The run in ``out`` (``rl.run``): with ``resume`` the one there, which must have a checkpoint;
+    else a new one (a folder that holds a run, or a run's metrics, is refused)."""
+    if resume:
+        return Run.resume(out, "ddpo")
+    if is_run(out) or (out / METRICS_FILE).exists():
+        raise fail(f"--out {out} already holds a run; pass a new --out or --resume")
+    task = {"reward": config.reward, "images": "16x16 digits, class-conditional"}
+    return Run.create(out, "ddpo", config={"ddpo": config.to_dict()}, task=task)

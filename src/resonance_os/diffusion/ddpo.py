@@ -24,8 +24,10 @@ linear schedule the last two are nearly deterministic (sigma_t 0.015 and 0.007, 
 level); their log-prob gradients measured 4-40x the other steps' (the log-density divides by
 sigma_t^2), so after gradient-norm clipping and Adam they decided the update, while the noise they
 add barely moves the reward.
+DDPO is a trainer of the shared surface (``rl/contract.py``): ``learn(total_timesteps, callback,
+progress_bar, reset_num_timesteps)`` counting sampled images, ``history``, ``num_timesteps``.
 Metrics per epoch go to ``metrics.jsonl`` (rl/logger.py) against samples seen; checkpoints are
-atomic folders (rl/checkpoint.py).
+atomic folders (rl/checkpoint.py) in the run's ``checkpoint/`` (rl/run.py).
 """
 
 from __future__ import annotations
@@ -55,8 +57,10 @@ from resonance_os.diffusion.stat_tracker import PerPromptStatTracker
 from resonance_os.diffusion.unet import ConditionalUNet, UNetConfig
 from resonance_os.rl.checkpoint import load_checkpoint, save_checkpoint
 from resonance_os.rl.config import JsonConfig
+from resonance_os.rl.contract import as_callback, checkpoint_metadata, timesteps_from_metadata
 from resonance_os.rl.errors import ConfigError
 from resonance_os.rl.logger import MetricsLogger
+from resonance_os.rl.run import CHECKPOINT_DIR
 
 METHODS = ("is", "sf", "rwr", "sparse_rwr")
 GRID_SEED = 1234
@@ -151,7 +155,8 @@ class DDPO:
         self.alphas = linear_alphas_cumprod()
         self.trainable_steps = self._trainable_steps()
         self.epoch = 0
-        self.samples_seen = 0
+        self.num_timesteps = 0
+        self.history: list[dict[str, Any]] = []
         self.logger = MetricsLogger(self.log_dir)
 
     def _trainable_steps(self) -> torch.Tensor:
@@ -182,23 +187,51 @@ class DDPO:
         )
 
     # ----------------------------------------------------------------------------- training
-    def learn(self, epochs: int, callback: Callable[[dict[str, Any]], None] | None = None) -> DDPO:
-        """Run ``epochs`` epochs of sample -> reward -> update; ``callback(row)`` after each epoch."""
-        if epochs < 1:
-            raise ConfigError(f"epochs must be >= 1, got {epochs}")
+    def learn(
+        self,
+        total_timesteps: int,
+        /,
+        callback: Callable[..., Any] | None = None,
+        progress_bar: bool = False,
+        reset_num_timesteps: bool = True,
+    ) -> DDPO:
+        """Sample -> reward -> update, one epoch of ``samples_per_epoch`` chains at a time, until
+        ``total_timesteps`` more chains were sampled (``rl.contract``: DDPO's timesteps are sampled
+        images; ``epochs * config.samples_per_epoch`` trains ``epochs`` epochs). ``callback(model,
+        row)`` after each epoch (``False`` stops); rows go to ``self.history`` and ``metrics.jsonl``;
+        the checkpoint goes to ``log_dir/checkpoint`` every ``checkpoint_every`` epochs and at the end.
+        ``reset_num_timesteps`` restarts the count, not the sampling seeds (those follow ``epoch``)."""
+        if isinstance(total_timesteps, bool) or not isinstance(total_timesteps, int) or total_timesteps < 1:
+            raise ConfigError(f"total_timesteps={total_timesteps!r} must be a whole number of samples >= 1")
+        callback = as_callback(callback, "DDPO")
+        if reset_num_timesteps:
+            self.num_timesteps = 0
+        target = self.num_timesteps + total_timesteps
+        self.logger.close()
+        self.logger = MetricsLogger(
+            self.log_dir, progress_bar=progress_bar, total_timesteps=target, description="DDPO"
+        )
         if self.epoch == 0 and self.grid_every:
             self.save_grid()
-        for _ in range(epochs):
-            row = self._train_epoch()
-            if callback is not None:
-                callback(row)
-            if self.grid_every and self.epoch % self.grid_every == 0:
-                self.save_grid()
-            if self.checkpoint_every and self.epoch % self.checkpoint_every == 0 and self.log_dir is not None:
-                self.save(self.log_dir / "checkpoint")
-        if self.log_dir is not None:
-            self.save(self.log_dir / "checkpoint")
+        try:
+            while self.num_timesteps < target:
+                row = self._train_epoch()
+                self.history.append(row)
+                stop = callback is not None and callback(self, row) is False
+                if self.grid_every and self.epoch % self.grid_every == 0:
+                    self.save_grid()
+                if self.checkpoint_every and self.epoch % self.checkpoint_every == 0:
+                    self._save_to_run()
+                if stop:
+                    break
+        finally:
+            self.logger.close()
+        self._save_to_run()
         return self
+
+    def _save_to_run(self) -> None:
+        if self.log_dir is not None:
+            self.save(self.log_dir / CHECKPOINT_DIR)
 
     def _train_epoch(self) -> dict[str, Any]:
         cfg = self.config
@@ -210,7 +243,7 @@ class DDPO:
         rewards = np.asarray(self.reward_fn(trajectory.images, labels), dtype=np.float64)
         stats = self.update(trajectory, rewards, seed=seed)
         self.epoch += 1
-        self.samples_seen += cfg.samples_per_epoch
+        self.num_timesteps += cfg.samples_per_epoch
         metrics = {
             "episode_reward_mean": float(rewards.mean()),
             "episode_reward_std": float(rewards.std()),
@@ -218,7 +251,7 @@ class DDPO:
             "fps": cfg.samples_per_epoch / (time.perf_counter() - start),
             **stats,
         }
-        return self.logger.record(metrics, self.samples_seen)
+        return self.logger.record(metrics, self.num_timesteps)
 
     def update(self, trajectory: Trajectory, rewards: np.ndarray, *, seed: int = 0) -> dict[str, float]:
         """Train on scored chains (one reward per chain) with the configured method; return loss statistics."""
@@ -343,7 +376,7 @@ class DDPO:
             weights={"unet": self.unet.state_dict()},
             config={"ddpo": self.config.to_dict(), "unet": self.unet.config.to_dict()},
             states={"optimizer": self.optimizer.state_dict(), "stat_tracker": self.stat_tracker.state_dict()},
-            metadata={"algorithm": "DDPO", "epoch": self.epoch, "samples_seen": self.samples_seen},
+            metadata={"algorithm": "DDPO", "epoch": self.epoch, **checkpoint_metadata(self)},
         )
 
     @classmethod
@@ -372,7 +405,10 @@ class DDPO:
         model.optimizer.load_state_dict(saved.states["optimizer"])
         model.stat_tracker.load_state_dict(saved.states["stat_tracker"])
         model.epoch = int(saved.metadata["epoch"])
-        model.samples_seen = int(saved.metadata["samples_seen"])
+        metadata = saved.metadata  # older builds called the count samples_seen
+        model.num_timesteps = timesteps_from_metadata(
+            {"num_timesteps": metadata.get("samples_seen", 0), **metadata}
+        )
         return model
 
     def close(self) -> None:
