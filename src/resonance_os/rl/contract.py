@@ -1,4 +1,4 @@
-"""The surface every trainer shares: PPO, SAC, GP control (``rl.algorithms``) and GRPO (``llm.grpo``).
+"""The surface every trainer shares: PPO, SAC, GP control (``rl.algorithms``), GRPO and DDPO.
 
 A user who learnt one of them knows the others (docs/rl_contract.md)::
 
@@ -41,7 +41,7 @@ LEGACY_TIMESTEPS_KEY = "timesteps"
 
 @runtime_checkable
 class RLAlgorithm(Protocol):
-    """What PPO, SAC, GPController and GRPO have in common (checked by tests/rl/test_contract.py)."""
+    """What PPO, SAC, GPController, GRPO and DDPO have in common (checked by tests/rl/test_contract.py)."""
 
     num_timesteps: int
     history: list[dict[str, Any]]
