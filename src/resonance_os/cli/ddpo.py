@@ -96,19 +96,14 @@ def train(
     """Fine-tune the digits DDPM on a reward; one line per epoch with reward_mean."""
     import torch
 
-    from resonance_os.diffusion.ddpo import DDPO, DDPOConfig
-    from resonance_os.diffusion.pretrain import load_pretrained
-    from resonance_os.diffusion.rewards import REWARD_NAMES, make_reward
-    from resonance_os.rl.errors import ConfigError
+    from resonance_os.diffusion.ddpo import DDPOConfig
 
     torch.set_num_threads(1)
     preset: dict[str, Any] = QUICK_PRESET if quick else {}
-    total = epochs or preset.get("epochs", 30)
+    chains = samples_per_epoch or preset.get("samples_per_epoch", 64)
 
-    def build() -> DDPO:
-        # settings are checked before the (possibly minutes-long) first pretraining
-        chains = samples_per_epoch or preset.get("samples_per_epoch", 64)
-        config = DDPOConfig(
+    def config() -> Any:  # checked before the (possibly minutes-long) first pretraining
+        return DDPOConfig(
             method=method,
             reward=reward,
             guidance_scale=guidance_scale,
@@ -120,40 +115,49 @@ def train(
             num_inner_epochs=inner_epochs,
             clip_range=clip_range,
         )
-        run = _run(out, config, resume)
-        name = run.config["ddpo"]["reward"]  # a resumed run keeps the reward it was trained on
-        if name not in REWARD_NAMES:
-            raise ConfigError(f"unknown reward {name!r}; choose one of {list(REWARD_NAMES)}")
-        models = load_pretrained(cache_dir, on_progress=typer.echo)
-        reward_fn = make_reward(name, models.classifier)
-        outputs = {"log_dir": out, "grid_every": grid_every, "checkpoint_every": checkpoint_every}
-        if resume:
-            return DDPO.load(run.checkpoint, reward_fn, **outputs)
-        return DDPO(models.unet, reward_fn, config, **outputs)
 
-    trainer = run_reporting_user_errors(build)
-
-    def report(_trainer: DDPO, row: dict[str, Any]) -> None:
-        parts = [
-            f"epoch {int(row['epoch'])}",
-            f"samples {row['timesteps']}",
-            f"reward_mean {row['episode_reward_mean']:.4f}",
-            f"reward_std {row['episode_reward_std']:.4f}",
-        ]
-        for key in ("approx_kl", "clip_fraction"):
-            if key in row:
-                parts.append(f"{key} {row[key]:.2e}")
-        parts.append(f"samples/s {row['fps']:.1f}")
-        typer.echo("  ".join(parts))
-
+    outputs = {"log_dir": out, "grid_every": grid_every, "checkpoint_every": checkpoint_every}
+    trainer = run_reporting_user_errors(lambda: _trainer(out, config(), resume, cache_dir, outputs))
+    total = (epochs or preset.get("epochs", 30)) * trainer.config.samples_per_epoch
     try:
-        chains = trainer.config.samples_per_epoch
         run_reporting_user_errors(
-            lambda: trainer.learn(total * chains, callback=report, reset_num_timesteps=not resume)
+            lambda: trainer.learn(total, callback=_print_epoch, reset_num_timesteps=not resume)
         )
     finally:
         trainer.close()
     typer.echo(f"wrote {out}/metrics.jsonl, {out}/samples/ and {out}/checkpoint (plot: resonance plot {out})")
+
+
+def _trainer(out: Path, config: Any, resume: bool, cache_dir: Path | None, outputs: dict[str, Any]) -> Any:
+    """A DDPO trainer for the run in ``out``: a new one, or with ``resume`` the one there, continued
+    from its checkpoint with the reward it was trained on (whatever ``--reward`` says)."""
+    from resonance_os.diffusion.ddpo import DDPO
+    from resonance_os.diffusion.pretrain import load_pretrained
+    from resonance_os.diffusion.rewards import REWARD_NAMES, make_reward
+    from resonance_os.rl.errors import ConfigError
+
+    run = _run(out, config, resume)
+    name = run.config["ddpo"]["reward"]
+    if name not in REWARD_NAMES:
+        raise ConfigError(f"unknown reward {name!r}; choose one of {list(REWARD_NAMES)}")
+    models = load_pretrained(cache_dir, on_progress=typer.echo)
+    reward_fn = make_reward(name, models.classifier)
+    if resume:
+        return DDPO.load(run.checkpoint, reward_fn, **outputs)
+    return DDPO(models.unet, reward_fn, config, **outputs)
+
+
+def _print_epoch(_trainer: Any, row: dict[str, Any]) -> None:
+    """One line per epoch on standard output: the command's result as it trains."""
+    parts = [
+        f"epoch {int(row['epoch'])}",
+        f"samples {row['timesteps']}",
+        f"reward_mean {row['episode_reward_mean']:.4f}",
+        f"reward_std {row['episode_reward_std']:.4f}",
+    ]
+    parts += [f"{key} {row[key]:.2e}" for key in ("approx_kl", "clip_fraction") if key in row]
+    parts.append(f"samples/s {row['fps']:.1f}")
+    typer.echo("  ".join(parts))
 
 
 def _run(out: Path, config: Any, resume: bool) -> Run:
