@@ -23,6 +23,7 @@ reward.
 
     .venv/bin/python benchmarks/bench_reward.py [--paragraphs 200] [--model lm]
     .venv/bin/python benchmarks/bench_reward.py --order-domains 40 [--model lm] [--baseline REV]
+    .venv/bin/python benchmarks/bench_reward.py --model lm --cost-only --timed 12
 
 ``--order-domains N``: only the order table, this build's coherence beside the coherence of git
 revision ``--baseline`` (its ``quality/data/coherence.json``; with ``--model lm`` also the reader
@@ -309,9 +310,13 @@ def main() -> None:
     parser.add_argument(
         "--baseline", default=BASELINE, help="git revision whose coherence the order table compares"
     )
+    parser.add_argument("--cost-only", action="store_true", help="the order table's cost lines only")
+    parser.add_argument(
+        "--timed", type=int, default=0, help="paragraphs the order table times (both rewards)"
+    )
     args = parser.parse_args()
-    if args.order_domains:
-        order_table(args.model, args.order_domains, args.baseline)
+    if args.order_domains or args.cost_only:
+        order_table(args.model, 0 if args.cost_only else args.order_domains, args.baseline, args.timed)
         return
     paragraphs = real_paragraphs(args.paragraphs, args.split)
     make_prompt = prompt_maker()
