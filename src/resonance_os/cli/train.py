@@ -143,7 +143,6 @@ def _report(result: dict[str, Any], out: Path) -> None:
 
 
 def _train_grpo(
-    *,
     profile: str | None,
     hrv: str | None,
     steps: int,
@@ -211,6 +210,30 @@ def _report_grpo(trainer: Any, out: Path) -> None:
     )
 
 
+def _check_method_options(
+    method: str,
+    max_episode_steps: int | None,
+    model: str,
+    device: str | None,
+    early_stop_every: int | None,
+    max_drift: float | None,
+    bf16: bool,
+) -> None:
+    """Refuse options of the other method, and --max-drift without a check to apply it at."""
+    if method not in METHODS:
+        raise fail(f"--method {method!r} is not one of {', '.join(METHODS)}")
+    if method == "grpo" and max_episode_steps is not None:
+        raise fail("--max-episode-steps is for --method ppo (GRPO drafts whole paragraphs, no edit episodes)")
+    if method == "ppo" and (model != SMOLLM2 or device is not None):
+        raise fail("--model and --device are for --method grpo (PPO trains a small edit policy on the CPU)")
+    if method == "ppo" and (early_stop_every is not None or max_drift is not None or bf16):
+        raise fail("--early-stop-every, --max-drift and --bf16 are for --method grpo")
+    if max_drift is not None and early_stop_every is None:
+        raise fail("--max-drift needs --early-stop-every N (how often to check the held-out topics)")
+    if max_drift is not None and not max_drift > 0:
+        raise fail(f"--max-drift {max_drift} must be > 0 nats per token")
+
+
 def train(
     profile: str = ProfileOpt,
     hrv: str = HrvOpt,
@@ -266,36 +289,13 @@ def train(
 ) -> None:
     """Train toward a profile and save the run: PPO edits drafts (the spec's configuration), or
     --method grpo fine-tunes the drafting model."""
-    if method not in METHODS:
-        raise fail(f"--method {method!r} is not one of {', '.join(METHODS)}")
-    if method == "grpo" and max_episode_steps is not None:
-        raise fail("--max-episode-steps is for --method ppo (GRPO drafts whole paragraphs, no edit episodes)")
-    if method == "ppo" and (model != SMOLLM2 or device is not None):
-        raise fail("--model and --device are for --method grpo (PPO trains a small edit policy on the CPU)")
-    if method == "ppo" and (early_stop_every is not None or max_drift is not None or bf16):
-        raise fail("--early-stop-every, --max-drift and --bf16 are for --method grpo")
-    if max_drift is not None and early_stop_every is None:
-        raise fail("--max-drift needs --early-stop-every N (how often to check the held-out topics)")
-    if max_drift is not None and not max_drift > 0:
-        raise fail(f"--max-drift {max_drift} must be > 0 nats per token")
+    _check_method_options(method, max_episode_steps, model, device, early_stop_every, max_drift, bf16)
     if method == "grpo":
         out = out or Path("runs/hr-grpo")
         steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
+        options = (model, device, progress, early_stop_every, max_drift, bf16)
         trainer = run_reporting_user_errors(
-            lambda: _train_grpo(
-                profile=profile,
-                hrv=hrv,
-                steps=steps,
-                out=out,
-                seed=seed,
-                store=store,
-                model=model,
-                device=device,
-                progress=progress,
-                early_stop_every=early_stop_every,
-                max_drift=max_drift,
-                bf16=bf16,
-            )
+            lambda: _train_grpo(profile, hrv, steps, out, seed, store, *options)
         )
         _report_grpo(trainer, out)
         return
