@@ -59,6 +59,7 @@ from tiny_lm import make_model, make_tokenizer  # noqa: E402
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
 from resonance_os.llm.losses import policy_loss  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
+from resonance_os.llm.precision import instruction_sets  # noqa: E402
 
 PROMPTS = {
     "tiny": ["the cat sat on the mat", "a dog ran", "one two three", "hello world", "red blue green",
@@ -124,7 +125,8 @@ def run_ours(
         cpu = marks[i + 1][1] - marks[i][1]
         steps.append(
             {"wall": wall, "cpu": cpu, "generate": row["time_generate"], "update": wall - row["time_generate"],
-             "length": row["completion_length"], "rollout_kl": row.get("rollout_kl", 0.0)}
+             "length": row["completion_length"], "rollout_kl": row.get("rollout_kl", 0.0),
+             "prefill": row["prefill_tokens"]}
         )  # fmt: skip
     return {"steps": _split(steps), "loss1": trainer.history[0]["loss"]}
 
@@ -283,6 +285,7 @@ def main() -> None:
         f"\n{args.model}: G={args.group_size}, {args.prompts_per_step} prompts/step, max_new_tokens={args.max_new_tokens}, "
         f"dapo, LoRA r={LORA_RANK}, {args.steps} counted steps x {args.repeats} interleaved repeats, one thread; "
         "medians per run, mean over runs; TRL/x = TRL (float32) time over x's\n"
+        f"CPU: {instruction_sets()}; torch {torch.__version__}\n"
     )
     print(f"{'':30}" + "".join(f"{name:>20}{'TRL/x':>7}" for name in variants))
     rows = [("wall s / step", "wall"), ("  generation (wall)", "generate"), ("  rest: score+update (wall)", "update"),
@@ -296,6 +299,11 @@ def main() -> None:
         kl = mean(name, "rollout_kl") if name.startswith("ours") else 0.0
         print(f"{name:20} {sps:6.3f} steps/s = {sps / trl_sps:.2f}x TRL (wall), {cpu / trl_cpu:.2f}x (CPU)"
               + (f"; KL(rollout copy || policy) per token {kl:.2e}" if kl else ""))  # fmt: skip
+    rows_per_step = args.group_size * args.prompts_per_step
+    print(
+        f"ours: prompt tokens computed per step {mean('ours', 'prefill'):.0f} (each prompt once for its group; "
+        f"TRL's generate computes each prompt for all {args.group_size} copies, {rows_per_step} rows)"
+    )
     if "trl_bf16" in variants and "ours_bf16" in variants:
         print(f"ours_bf16 / trl_bf16: {mean('trl_bf16', 'wall') / mean('ours_bf16', 'wall'):.2f}x (wall)")
 

@@ -20,8 +20,16 @@ reward and its terms, and wall seconds (goal <= 90 s
 on the 2-core machine; the 1-minute load average is printed beside it). The previous build's local
 backend figures (issue 12) stand beside them.
 
+``--backend samplers`` times the local backend's sampler: the same 3-paragraph articles (voice
+adapters off, default candidates and rewrites) drafted by the local SmolLM2 through the generation
+engine (what ``LocalBackend.sample`` does: the prompt computed once for its candidates, finished
+candidates leave the batch) and through transformers' ``generate`` (the previous path, kept here as the
+reference: the prompt computed once per candidate, every row stepped until the last ends), alternating
+article by article; wall and CPU seconds per article and their ratio, the CPU's instruction sets.
+
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_writer.py [--pairs 240]
     .venv/bin/python benchmarks/bench_writer.py --backend local [--articles 60]
+    .venv/bin/python benchmarks/bench_writer.py --backend samplers --articles 2
 """
 
 from __future__ import annotations
@@ -41,11 +49,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from _corpus import fortune_entries, paragraphs, pydoc_paragraphs  # noqa: E402
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
+from resonance_os.generation.backends.local import STOP_STRINGS, LocalBackend  # noqa: E402
 from resonance_os.generation.human_resonant_writer import (  # noqa: E402
     LLM_CANDIDATES,
     LLM_REWRITES,
     HumanResonantWriter,
 )
+from resonance_os.llm.precision import instruction_sets  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.profiling.hrv_extractor import HRVExtractor  # noqa: E402
 from resonance_os.quality.repetition import meta_text  # noqa: E402
@@ -247,11 +257,67 @@ def bench_articles(
         print("\n\n".join(r["article"] for r in results[shown]))
 
 
+class GenerateBackend(LocalBackend):
+    """The local backend as it sampled before the engine: one batched transformers ``generate``."""
+
+    def sample(self, messages, n=1, seed=None, max_tokens=None):  # type: ignore[no-untyped-def]
+        import torch
+
+        if seed is not None:
+            torch.manual_seed(seed)
+        self.tokenizer.padding_side = "left"
+        inputs = self.tokenizer.apply_chat_template(
+            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
+        with torch.inference_mode():
+            output = self.model.generate(
+                **inputs, max_new_tokens=self.max_new_tokens if max_tokens is None else max_tokens, do_sample=True,
+                num_return_sequences=n, temperature=self.temperature, top_p=self.top_p,
+                repetition_penalty=self.repetition_penalty, no_repeat_ngram_size=self.no_repeat_ngram_size,
+                stop_strings=list(STOP_STRINGS), tokenizer=self.tokenizer, pad_token_id=self.tokenizer.pad_token_id,
+                use_cache=True,
+            )  # fmt: skip
+        start = inputs["input_ids"].shape[1]
+        return [self.tokenizer.decode(row[start:], skip_special_tokens=True).strip() for row in output]
+
+
+def bench_samplers(n_articles: int) -> None:
+    """``--backend samplers``: the engine vs transformers' ``generate`` under the local backend."""
+    import torch
+
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+    profiles = list(BUILTIN_TEMPLATES.values())
+    extractor = HRVExtractor()
+    engine = LocalBackend()
+    generate = GenerateBackend(model=(engine.tokenizer, engine.model))
+    writers = {
+        name: HumanResonantWriter(backend=backend, adapter=False, extractor=extractor)
+        for name, backend in (("engine", engine), ("generate", generate))
+    }
+    times: dict[str, list[tuple[float, float]]] = {name: [] for name in writers}
+    for i in range(n_articles):
+        prompt, profile = PROMPTS[i % len(PROMPTS)], profiles[i % 3]
+        for name, writer in writers.items() if i % 2 == 0 else reversed(writers.items()):
+            cpu, wall = time.process_time(), time.perf_counter()
+            article = writer.generate(prompt, target_hrv=profile.vector.to_list(), num_paragraphs=3, seed=i)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            times[name].append((wall, cpu))
+            print(f"  {name}: {prompt!r} x {profile.name}: {wall:.1f} s wall, {cpu:.1f} s CPU, "
+                  f"{len(article.paragraphs)} paragraphs, reward {article.score.reward:.3f}, "
+                  f"load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)  # fmt: skip
+    print(f"\nCPU: {instruction_sets()}; {torch.get_num_threads()} torch thread(s); {os.cpu_count()} cores\n")
+    print("| per 3-paragraph article | engine | transformers generate | generate / engine |")
+    print("|---|---:|---:|---:|")
+    for label, k in (("wall s (mean)", 0), ("CPU s (mean)", 1)):
+        a, b = (float(np.mean([t[k] for t in times[n]])) for n in ("engine", "generate"))
+        print(f"| {label} | {a:.1f} | {b:.1f} | {b / a:.2f}x |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=240, help="number of (target, prompt) pairs (>= 200)")
     parser.add_argument(
-        "--backend", choices=("builtin", "local"), default="builtin", help="what to benchmark"
+        "--backend", choices=("builtin", "local", "samplers"), default="builtin", help="what to benchmark"
     )
     parser.add_argument("--articles", type=int, default=60, help="--backend local: articles (<= 60)")
     parser.add_argument(
@@ -274,6 +340,9 @@ def main() -> None:
         help="--backend local: drafts per paragraph",
     )
     args = parser.parse_args()
+    if args.backend == "samplers":
+        bench_samplers(args.articles)
+        return
     if args.backend == "local":
         bench_articles(args.articles, args.show, args.rewrites, args.candidates)
         return

@@ -15,8 +15,9 @@ computed, ``stats().prefix_hit_tokens`` those reused. Of prompts that share a pr
 together, the first is computed alone and the others in a second pass of the same step, which finds
 the first's prefix stored.
 
-Sampling per sequence: temperature, top-k, top-p, presence/frequency penalties, stop strings and stop
-token ids, ``max_tokens``; each choice draws from its own ``torch.Generator`` seeded from
+Sampling per sequence: temperature, top-k, top-p, presence/frequency penalties, repetition penalty
+and no repeated n-grams (both over prompt and completion, as transformers' ``generate``), stop strings
+and stop token ids, ``max_tokens``; each choice draws from its own ``torch.Generator`` seeded from
 ``(seed, choice index)``, so a seed gives the same tokens whatever else is in the batch (up to the
 float rounding of a different batch size in the matrix products; equal on the test model).
 
@@ -246,22 +247,61 @@ class _Sequence:
     last_token: int = -1
     generated: list[int] = field(default_factory=list)
     finish_reason: str | None = None
+    history: _History | None = None  # prompt and completion so far, when sampling looks at them
+
+
+class _History:
+    """The tokens of a sequence so far, indexed for the repetition penalty (the distinct tokens) and
+    the n-gram ban (for each (n-1)-gram, the tokens that followed it)."""
+
+    def __init__(self, tokens: list[int], n: int) -> None:
+        self.tokens, self.n = list(tokens), n
+        self.distinct = set(tokens)
+        self.followers: dict[tuple[int, ...], set[int]] = {}
+        for end in range(n, len(tokens) + 1) if n else ():
+            self._index(end)
+
+    def _index(self, end: int) -> None:
+        gram = self.tokens[end - self.n : end]
+        self.followers.setdefault(tuple(gram[:-1]), set()).add(gram[-1])
+
+    def add(self, token: int) -> None:
+        self.tokens.append(token)
+        self.distinct.add(token)
+        if self.n and len(self.tokens) >= self.n:
+            self._index(len(self.tokens))
+
+    def banned(self) -> list[int]:
+        """Tokens that would repeat an n-gram already in the sequence."""
+        if not self.n or len(self.tokens) < self.n - 1:
+            return []
+        return sorted(self.followers.get(tuple(self.tokens[len(self.tokens) - self.n + 1 :]), ()))
 
 
 class GenerationEngine:
     """Serves ``model`` (a transformers causal LM) and its adapters; see the module docstring."""
 
-    def __init__(self, model: torch.nn.Module, tokenizer: Any, config: EngineConfig | None = None) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        tokenizer: Any,
+        config: EngineConfig | None = None,
+        *,
+        borrowed: bool = False,
+    ) -> None:
         self.config = config or EngineConfig()
-        dtype = self.config.dtype or fast_dtype(next(model.parameters()).device)
-        self.model = model.to(dtype).eval()
-        self.model.requires_grad_(False)
+        if borrowed:  # a trainer's model: run it as it is, change nothing of it
+            self.model, dtype = model, next(model.parameters()).dtype
+        else:
+            dtype = self.config.dtype or fast_dtype(next(model.parameters()).device)
+            self.model = model.to(dtype).eval()
+            self.model.requires_grad_(False)
         self.dtype = dtype
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
         forward = inspect.signature(model.forward).parameters
         self._cache_kw = "cache" if "cache" in forward else "past_key_values"
-        self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
+        self.vocab_size = int(model.get_input_embeddings().weight.shape[0])  # the head may be wrapped
         self.context_length = _context_length(model)
         self.eos_ids = _eos_ids(model, tokenizer)
         self._plan = RowAdapters()
@@ -395,6 +435,24 @@ class GenerationEngine:
         handles = [self.submit(p, params, adapter=adapter) for p in prompts]
         return [h.result() for h in handles]
 
+    def run_pending(self) -> None:
+        """Run steps in the calling thread until every submitted request has finished: the engine
+        without its thread, as a trainer's sampler uses it (``borrowed=True``, see
+        ``llm.sampling.sample_ids``). A failed step fails the requests and raises its error."""
+        if self._thread is not None:
+            raise LLMError("run_pending drives an engine whose thread is not started; wait on the handles")
+        with torch.inference_mode():
+            while True:
+                with self._lock:
+                    self._take_inbox()
+                if not (self._running or self._turn):
+                    return
+                try:
+                    self._step()
+                except Exception as exc:
+                    self._fail_all(LLMError(f"generation failed: {type(exc).__name__}: {exc}"))
+                    raise
+
     # ------------------------------------------------------------------------------- adapters
     def adapters(self) -> list[str]:
         """Names of the loaded adapters (those being unloaded excluded)."""
@@ -471,12 +529,7 @@ class GenerationEngine:
                         self._lock.wait()
                     if self._closed:
                         return
-                    while self._inbox:
-                        request = self._inbox.popleft()
-                        if request.group not in self._waiting:
-                            self._waiting[request.group] = deque()
-                            self._turn.append(request.group)
-                        self._waiting[request.group].append(request)
+                    self._take_inbox()
                     commands = list(self._commands)
                     self._commands.clear()
                 for fn, future in commands:
@@ -491,6 +544,15 @@ class GenerationEngine:
                 except Exception as exc:  # a bug or out of memory: fail what ran, keep serving
                     log.exception("generation step failed")
                     self._fail_running(LLMError(f"generation failed: {type(exc).__name__}: {exc}"))
+
+    def _take_inbox(self) -> None:
+        """Move submitted requests to their group's waiting queue (the caller holds the lock)."""
+        while self._inbox:
+            request = self._inbox.popleft()
+            if request.group not in self._waiting:
+                self._waiting[request.group] = deque()
+                self._turn.append(request.group)
+            self._waiting[request.group].append(request)
 
     def _fail_running(self, error: BaseException) -> None:
         for seq in self._running:
@@ -563,11 +625,11 @@ class GenerationEngine:
             skip.add(id(request))
             if request.params.n > free:
                 break  # wait for room rather than starve a large n
-            if any(self._shares_prefix(request, other) for other, _, _ in admitted):
-                continue  # next step, when the other's prompt is in the prefix store
             reused, entry = self._prefixes.longest(
                 request.prefix_key, request.prompt, len(request.prompt) - 1
             )
+            if any(self._shares_prefix(request, other, reused) for other, _, _ in admitted):
+                continue  # the next pass, when the other's prompt is in the prefix store
             cost = len(request.prompt) - reused
             if (admitted or not first) and spent + cost > budget:
                 break
@@ -580,11 +642,13 @@ class GenerationEngine:
             spent += cost
         return admitted, spent
 
-    def _shares_prefix(self, a: _Request, b: _Request) -> bool:
+    def _shares_prefix(self, a: _Request, b: _Request, reused: int) -> bool:
+        """Whether ``a`` starts with more of ``b``'s prompt than the ``reused`` tokens it finds stored
+        (at least ``min_prefix_tokens``): then ``a`` waits for ``b``'s prompt to be stored."""
         if a.prefix_key != b.prefix_key:
             return False
-        n = self.config.min_prefix_tokens
-        return len(a.prompt) >= n and len(b.prompt) >= n and a.prompt[:n] == b.prompt[:n]
+        n = max(self.config.min_prefix_tokens, reused + 1)
+        return len(a.prompt) > n and len(b.prompt) >= n and a.prompt[:n] == b.prompt[:n]
 
     def _set_plan(self, adapters: list[str]) -> None:
         names = sorted(set(adapters) - {BASE})
@@ -670,7 +734,9 @@ class GenerationEngine:
             seed = secrets.randbits(62)
         generator = torch.Generator(device=self.device).manual_seed((seed * SEED_MIX + index) % 2**63)
         stream = TextStream(self.tokenizer, request.params.stop)
-        return _Sequence(request, index, generator, stream, cached=length)
+        params = request.params
+        history = _History(request.prompt, params.no_repeat_ngram_size) if params.needs_history else None
+        return _Sequence(request, index, generator, stream, cached=length, history=history)
 
     def _decode(self) -> None:
         running = self._running
@@ -693,6 +759,8 @@ class GenerationEngine:
             token = tokens[row]
             seq.last_token = token
             seq.generated.append(token)
+            if seq.history is not None:
+                seq.history.add(token)
             text = seq.text.push(token)
             if (token in self.eos_ids and not params.ignore_eos) or token in params.stop_token_ids:
                 seq.finish_reason = "stop"
@@ -722,6 +790,16 @@ class GenerationEngine:
             if p.penalised and seq.generated:
                 counts = torch.bincount(torch.tensor(seq.generated), minlength=logits.shape[1]).to(logits)
                 logits[row] -= p.presence_penalty * (counts > 0) + p.frequency_penalty * counts
+            if seq.history is not None:
+                if p.repetition_penalty != 1:
+                    seen = torch.tensor(sorted(seq.history.distinct), device=logits.device)
+                    old = logits[row, seen]
+                    logits[row, seen] = torch.where(
+                        old > 0, old / p.repetition_penalty, old * p.repetition_penalty
+                    )
+                banned = seq.history.banned()
+                if banned:
+                    logits[row, banned] = float("-inf")
         temperature = torch.tensor([p.temperature or 1.0 for p in params], device=logits.device)
         scaled = logits / temperature[:, None]
         logp = scaled.log_softmax(-1)

@@ -100,7 +100,7 @@ class GRPOConfig(JsonConfig):
         prompts_per_step: prompts per step; a step trains on ``prompts_per_step * group_size``
             completions. Prompts are visited in a seeded shuffled order, epoch after epoch. 4.
         max_new_tokens: completion budget per sample. 64.
-        temperature: sampling temperature (> 0; the log-probs of the loss use the same one). 1.0.
+        temperature: sampling temperature in (0, 2] (the log-probs of the loss use the same one). 1.0.
         top_p: nucleus sampling threshold in (0, 1]. 1.0.
         stop: stop strings (a completion ends once its text contains one). [].
         chat_template: wrap string prompts in the tokenizer's chat template. True.
@@ -205,9 +205,9 @@ class GRPOConfig(JsonConfig):
         for name in ("prompts_per_step", "max_new_tokens", "num_iterations"):
             if not _is_int(getattr(self, name)) or getattr(self, name) < 1:
                 raise self._invalid(name, "must be an integer >= 1")
-        if not _is_num(self.temperature) or not self.temperature > 0:
+        if not _is_num(self.temperature) or not 0 < self.temperature <= 2:
             raise self._invalid(
-                "temperature", "must be a number > 0 (training needs a sampling distribution; 1.0)"
+                "temperature", "must be a number in (0, 2] (training needs a sampling distribution; 1.0)"
             )
         if not _is_num(self.top_p) or not 0 < self.top_p <= 1:
             raise self._invalid("top_p", "must be in (0, 1] (1.0 = no nucleus cut)")
@@ -714,6 +714,7 @@ class GRPO:
             {
                 "entropy": (-(old_logp * mask).sum() / max(tokens, 1)).item(),
                 "completion_length": lengths.mean().item(),
+                "prefill_tokens": samples.prefill_tokens,
                 "truncated_fraction": truncated[own].float().mean().item(),
                 "learning_rate": self.optimizer.param_groups[0]["lr"],
                 "tokens_per_second": tokens / max(t_trained - t_start, 1e-9),

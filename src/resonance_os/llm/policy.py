@@ -755,17 +755,25 @@ class _LeanLoraLinear(torch.nn.Module):
 class _MergedLinear(_LeanLoraLinear):
     """A LoRA layer folded into one weight, ``W + s B A`` (peft's ``get_delta_weight``), for inference.
 
-    The merged weight is a new tensor made by :meth:`refresh`; ``W`` itself is never written.
+    The merged weight is a new tensor made by :meth:`refresh`, stored transposed (``in x out``,
+    contiguous), so a forward pass is ``x @ (W + s B A)^T`` as a plain matrix product: for the few rows
+    of a decode step torch's kernel for that layout took 0.6x the time of ``F.linear``'s on this CPU
+    (SmolLM2's projections at 8 rows, one thread). ``W`` itself is never written.
     """
 
     def refresh(self) -> None:
         with torch.no_grad():
             base, lora_a, lora_b = self.base, self.lora_a, self.lora_b
-            self.merged_weight = base.weight + (lora_b.weight @ lora_a.weight) * self.scaling
+            weight = base.weight
+            self.merged_t = weight.new_empty((weight.shape[1], weight.shape[0]))
+            torch.addmm(
+                weight.t(), lora_a.weight.t(), lora_b.weight.t(), alpha=self.scaling, out=self.merged_t
+            )
             self.merged_bias = _merged_bias(base, lora_b, self.scaling)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.linear(x, self.merged_weight, self.merged_bias)
+        out = x @ self.merged_t
+        return out if self.merged_bias is None else out + self.merged_bias
 
 
 class _RolloutCopy:

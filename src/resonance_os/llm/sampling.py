@@ -1,8 +1,7 @@
 """Batched sampling from an ``LMPolicy`` with the per-token log-probabilities RL needs.
 
-For each prompt ``x`` we draw ``n`` completions ``y ~ pi_theta(. | x)`` in one batch: prompts are
-tokenized (chat template by default), repeated ``n`` times, left-padded to one width, and decoded
-token by token with a KV cache. At step ``t`` the next token is drawn from
+For each prompt ``x`` we draw ``n`` completions ``y ~ pi_theta(. | x)``. At step ``t`` the next token is
+drawn from
 
     p_T(v) = softmax(z_t / T)_v,    restricted to the top-p nucleus when top_p < 1 (Holtzman et al.,
                                     2020, "The Curious Case of Neural Text Degeneration")
@@ -12,21 +11,24 @@ and we record ``log p_T(y_t)`` (after temperature, before the top-p cut: the sam
 importance ratios of the GRPO family compare against; with ``top_p=1`` it is exactly the sampling
 distribution). ``temperature=0`` is greedy decoding, with the log-probabilities of ``T = 1``.
 
-Our own loop, not ``model.generate``: on the tiny test model the two run within 5% of each other
-(docs/llm_policy.md has the figures); ours calls the transformers model directly (no peft wrapper per
-step), takes the log-probs from the same log-softmax that sampled, and seeds a private
-``torch.Generator``, so sampling never touches the global RNG. With LoRA the loop runs inside
-``LMPolicy.fast_forward(merged=True)``: each adapted layer computes with ``W + s B A`` folded into one
-temporary weight (the model's weights are never written), one matrix product instead of peft's three
-and its per-call checks; the log-probs differ from the unmerged forward by float rounding (~1e-6, the
-size of the KV-cache vs teacher-forced difference; tests/llm/test_fast_forward.py). ``dtype=torch.bfloat16``
-runs the loop on a bf16 copy of the policy instead (``LMPolicy.rollout_precision``; 1.7x faster a
-token on SmolLM2 with this CPU's AMX, docs/llm_rl.md): the tokens and log-probs are then the copy's,
-which a trainer must correct for (``GRPOConfig.rollout_dtype``). The model is put
-in eval mode only when dropout could act (``LMPolicy.set_mode``). A completion ends at
-an EOS token (kept, and masked in, like TRL) or once its text contains a stop string (the token
-that completed it is kept in the ids and the mask; the text is cut before the stop string), or after
-``max_new_tokens``. Finished rows are padded with the pad token and masked out.
+The samples come from the generation engine (``llm.engine.GenerationEngine``, the one that serves the
+OpenAI API), run in the caller's thread on the policy's own model (``borrowed``: nothing of the model
+is changed or copied): each prompt is computed once and its keys/values copied to its ``n`` samples
+(a GRPO group pays for its prompt once; ``Samples.prefill_tokens`` counts the prompt tokens computed),
+prompts that share a start (a chat template's system prompt) share it, and a finished sample leaves the
+batch. Each prompt's samples draw from their own ``torch.Generator`` seeded from ``(seed, prompt,
+sample)``, so sampling never touches the global RNG and the same seed gives the same completions.
+With LoRA the engine runs inside ``LMPolicy.fast_forward(merged=True)``: each adapted layer computes
+with ``W + s B A`` folded into one temporary weight (the model's weights are never written), one matrix
+product instead of peft's three; the log-probs differ from the unmerged forward by float rounding
+(~1e-6, the size of the KV-cache vs teacher-forced difference; tests/llm/test_fast_forward.py).
+``dtype=torch.bfloat16`` runs it on a bf16 copy of the policy instead (``LMPolicy.rollout_precision``;
+faster only where the CPU has AMX, see ``llm.precision``): the tokens and log-probs are then the
+copy's, which a trainer must correct for (``GRPOConfig.rollout_dtype``). The model is put in eval mode
+only when dropout could act (``LMPolicy.set_mode``). A completion ends at an EOS token (kept, and
+masked in, like TRL) or once its text contains a stop string (the token that completed it is kept in
+the ids and the mask; the text is cut before the stop string), or after ``max_new_tokens``. Finished
+rows are padded with the pad token and masked out.
 """
 
 from __future__ import annotations
@@ -37,8 +39,13 @@ from typing import Any
 
 import torch
 
+from resonance_os.llm.engine import EngineConfig, GenerationEngine
 from resonance_os.llm.errors import ConfigError, PromptTooLongError
 from resonance_os.llm.policy import LMPolicy
+from resonance_os.llm.sampling_params import Completion, SamplingParams
+
+PROMPT_SEED_MIX = 1_000_003
+"""Prompt k of a call samples with seed ``seed * PROMPT_SEED_MIX + k`` (its samples then by index)."""
 
 
 @dataclass
@@ -49,7 +56,8 @@ class Samples:
     right-padded completions (1 on generated tokens, EOS included). logprobs: (N, C) float32
     ``log p_T`` of each completion token, 0 where masked. texts: the completions' text (special
     tokens skipped, cut before a stop string). finish_reasons: "eos", "stop" or "length" per row.
-    prompt_index: the prompt each row belongs to.
+    prompt_index: the prompt each row belongs to. prefill_tokens: prompt tokens computed to draw them
+    (each prompt once for its ``n`` samples, less what it shared with another prompt).
     """
 
     prompt_ids: torch.Tensor
@@ -60,6 +68,7 @@ class Samples:
     texts: list[str]
     finish_reasons: list[str]
     prompt_index: list[int] = field(default_factory=list)
+    prefill_tokens: int = 0
 
     @property
     def input_ids(self) -> torch.Tensor:
@@ -101,6 +110,7 @@ def concat_samples(parts: Sequence[Samples], pad_id: int) -> Samples:
         texts=[t for p in parts for t in p.texts],
         finish_reasons=[r for p in parts for r in p.finish_reasons],
         prompt_index=[i + k for p, k in zip(parts, offsets) for i in p.prompt_index],
+        prefill_tokens=sum(p.prefill_tokens for p in parts),
     )
 
 
@@ -140,37 +150,14 @@ def _validate(n: int, max_new_tokens: int, temperature: float, top_p: float, see
         raise ConfigError(f"n={n!r} completions per prompt must be an integer >= 1")
     if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
         raise ConfigError(f"max_new_tokens={max_new_tokens!r} must be an integer >= 1")
-    if not isinstance(temperature, (int, float)) or not temperature >= 0 or temperature == float("inf"):
-        raise ConfigError(f"temperature={temperature!r} must be a finite number >= 0 (0 = greedy)")
+    if not isinstance(temperature, (int, float)) or not 0 <= temperature <= 2:
+        raise ConfigError(f"temperature={temperature!r} must be a number in [0, 2] (0 = greedy)")
     if not isinstance(top_p, (int, float)) or not 0.0 < top_p <= 1.0:
         raise ConfigError(f"top_p={top_p!r} must be in (0, 1] (1 = no nucleus cut)")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed={seed!r} must be an integer")
 
 
-def _eos_ids(policy: LMPolicy) -> set[int]:
-    eos: set[int] = set()
-    if policy.tokenizer.eos_token_id is not None:
-        eos.add(int(policy.tokenizer.eos_token_id))
-    gen_cfg = getattr(policy.base_model, "generation_config", None)
-    extra = getattr(gen_cfg, "eos_token_id", None)
-    if isinstance(extra, int):
-        eos.add(extra)
-    elif isinstance(extra, (list, tuple)):
-        eos.update(int(e) for e in extra)
-    return eos
-
-
-def _top_p_filter(scaled: torch.Tensor, top_p: float) -> torch.Tensor:
-    """Logits outside the smallest set whose probability reaches ``top_p`` set to -inf (top token always kept)."""
-    sorted_logits, order = scaled.sort(dim=-1, descending=True)
-    cumulative = sorted_logits.softmax(-1).cumsum(-1)
-    remove = cumulative - sorted_logits.softmax(-1) >= top_p  # mass before this token already reaches top_p
-    sorted_logits = sorted_logits.masked_fill(remove, float("-inf"))
-    return torch.full_like(scaled, float("-inf")).scatter(-1, order, sorted_logits)
-
-
-@torch.inference_mode()
 def sample_ids(
     policy: LMPolicy,
     prompt_ids: Sequence[Sequence[int]],
@@ -184,8 +171,6 @@ def sample_ids(
     dtype: torch.dtype | None = None,
 ) -> Samples:
     """:func:`sample` on already tokenized prompts (lists of token ids)."""
-    from transformers import DynamicCache
-
     _validate(n, max_new_tokens, temperature, top_p, seed)
     stops = [stop] if isinstance(stop, str) else list(stop or [])
     if any(not isinstance(s, str) or not s for s in stops):
@@ -200,99 +185,66 @@ def sample_ids(
             f"prompt {worst} has {longest} tokens and max_new_tokens={max_new_tokens}: {longest + max_new_tokens} "
             f"> the model's context of {context} tokens; shorten the prompt or lower max_new_tokens"
         )
-
-    device = policy.device
-    pad = int(policy.tokenizer.pad_token_id)
-    rows = [list(p) for p in prompt_ids for _ in range(n)]
-    prompt_index = [i for i in range(len(prompt_ids)) for _ in range(n)]
-    batch, width = len(rows), longest
-    ids = torch.full((batch, width), pad, dtype=torch.long)
-    mask = torch.zeros((batch, width), dtype=torch.long)
-    for r, p in enumerate(rows):
-        ids[r, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-        mask[r, width - len(p) :] = 1
-    ids, mask = ids.to(device), mask.to(device)
-
-    eos = torch.tensor(sorted(_eos_ids(policy)), dtype=torch.long, device=device)
-    generator = torch.Generator(device=device).manual_seed(seed)
-    max_stop = max((len(s) for s in stops), default=0)
-
     was_training = policy.set_mode(False)
-    tokens: list[torch.Tensor] = []
-    logps: list[torch.Tensor] = []
-    alive_steps: list[torch.Tensor] = []
-    finished = torch.zeros(batch, dtype=torch.bool, device=device)
-    reasons = ["length"] * batch
-    generated: list[list[int]] = [[] for _ in range(batch)]
     try:
         # LoRA folded into the weights while sampling, in the policy or in its copy in ``dtype``
         with policy.rollout_precision(dtype), policy.fast_forward(merged=True):
-            cache = DynamicCache()  # a StaticCache measured slower on the CPU without compilation
-            out = policy.forward_logits(ids, mask, logits_to_keep=1, past_key_values=cache)
-            next_pos = mask.sum(-1, keepdim=True)
-            attn = torch.cat(
-                [mask, torch.ones((batch, max_new_tokens), dtype=mask.dtype, device=device)], dim=1
-            )
-            for step in range(max_new_tokens):
-                logits = out.logits[:, -1].float()
-                if temperature > 0:
-                    scaled = logits / temperature
-                    logp_all = scaled.log_softmax(-1)
-                    probs = (_top_p_filter(scaled, top_p) if top_p < 1.0 else scaled).softmax(-1)
-                    token = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-                else:
-                    logp_all = logits.log_softmax(-1)
-                    token = logits.argmax(-1)
-                alive = ~finished
-                token = torch.where(alive, token, torch.full_like(token, pad))
-                tokens.append(token)
-                logps.append(torch.where(alive, logp_all.gather(-1, token[:, None]).squeeze(-1), 0.0))
-                alive_steps.append(alive)
-                hit_eos = alive & torch.isin(token, eos)
-                for r in hit_eos.nonzero().flatten().tolist():
-                    reasons[r] = "eos"
-                finished |= hit_eos
-                if stops:
-                    token_list = token.tolist()
-                    for r in alive.nonzero().flatten().tolist():
-                        generated[r].append(token_list[r])
-                        if finished[r]:
-                            continue
-                        tail = policy.tokenizer.decode(
-                            generated[r][-(max_stop + 2) :], skip_special_tokens=True
-                        )
-                        if any(s in tail for s in stops):
-                            finished[r] = True
-                            reasons[r] = "stop"
-                if step == max_new_tokens - 1 or bool(finished.all()):
-                    break
-                out = policy.forward_logits(
-                    token[:, None], attn[:, : width + step + 1], logits_to_keep=1, past_key_values=cache,
-                    position_ids=next_pos,
+            engine = GenerationEngine(
+                policy.forward_model, policy.tokenizer, EngineConfig(max_batch=len(prompt_ids) * n), borrowed=True
+            )  # fmt: skip
+            handles = [
+                engine.submit(
+                    ids,
+                    SamplingParams(
+                        max_tokens=max_new_tokens,
+                        temperature=temperature,
+                        top_p=top_p,
+                        n=n,
+                        stop=tuple(stops),
+                        seed=(seed * PROMPT_SEED_MIX + k) % 2**62,
+                        logprobs=True,
+                    ),
                 )  # fmt: skip
-                next_pos = next_pos + 1
+                for k, ids in enumerate(prompt_ids)
+            ]
+            engine.run_pending()
     finally:
         policy.set_mode(was_training)
+    completions = [h.result() for h in handles]
+    return _to_samples(completions, engine, int(policy.tokenizer.pad_token_id), policy.device)
 
-    completion_ids = torch.stack(tokens, dim=1)
-    completion_mask = torch.stack(alive_steps, dim=1).long()
-    logprobs = torch.stack(logps, dim=1).float()
-    texts = []
-    for r in range(batch):
-        length = int(completion_mask[r].sum())
-        text = policy.tokenizer.decode(completion_ids[r, :length].tolist(), skip_special_tokens=True)
-        if stops:
-            cut = min((i for i in (text.find(s) for s in stops) if i >= 0), default=-1)
-            if cut >= 0:
-                text = text[:cut]
-        texts.append(text)
+
+def _to_samples(
+    completions: list[Completion], engine: GenerationEngine, pad: int, device: torch.device
+) -> Samples:
+    """The engine's completions as a padded batch, rows grouped by prompt."""
+    choices = [(k, c, choice) for k, c in enumerate(completions) for choice in c.choices]
+    width = max(len(c.prompt_token_ids) for c in completions)
+    length = max(len(choice.token_ids) for _, _, choice in choices)
+    rows = len(choices)
+    prompt_ids = torch.full((rows, width), pad, dtype=torch.long)
+    prompt_mask = torch.zeros((rows, width), dtype=torch.long)
+    completion_ids = torch.full((rows, length), pad, dtype=torch.long)
+    completion_mask = torch.zeros((rows, length), dtype=torch.long)
+    logprobs = torch.zeros((rows, length), dtype=torch.float32)
+    reasons = []
+    for r, (_, completion, choice) in enumerate(choices):
+        prompt, tokens = completion.prompt_token_ids, choice.token_ids
+        prompt_ids[r, width - len(prompt) :] = torch.tensor(prompt)
+        prompt_mask[r, width - len(prompt) :] = 1
+        completion_ids[r, : len(tokens)] = torch.tensor(tokens)
+        completion_mask[r, : len(tokens)] = 1
+        logprobs[r, : len(tokens)] = torch.tensor([t.logprob for t in choice.logprobs])
+        ended_on_eos = choice.finish_reason == "stop" and tokens[-1] in engine.eos_ids
+        reasons.append("eos" if ended_on_eos else choice.finish_reason or "length")
     return Samples(
-        prompt_ids=ids,
-        prompt_mask=mask,
-        completion_ids=completion_ids,
-        completion_mask=completion_mask,
-        logprobs=logprobs,
-        texts=texts,
+        prompt_ids=prompt_ids.to(device),
+        prompt_mask=prompt_mask.to(device),
+        completion_ids=completion_ids.to(device),
+        completion_mask=completion_mask.to(device),
+        logprobs=logprobs.to(device),
+        texts=[choice.text for _, _, choice in choices],
         finish_reasons=reasons,
-        prompt_index=prompt_index,
+        prompt_index=[k for k, _, _ in choices],
+        prefill_tokens=sum(c.prefill_tokens for c in completions),
     )

@@ -2,7 +2,8 @@
 
 The names and ranges are the OpenAI API's (``max_tokens``, ``temperature`` in [0, 2], ``top_p`` in
 (0, 1], ``n``, ``stop``, ``seed``, ``logprobs``/``top_logprobs`` up to 20, ``presence_penalty`` and
-``frequency_penalty`` in [-2, 2]) plus vLLM's ``top_k``, ``stop_token_ids`` and ``ignore_eos``.
+``frequency_penalty`` in [-2, 2]) plus vLLM's ``top_k``, ``stop_token_ids``, ``ignore_eos`` and ``repetition_penalty`` (CTRL's, over prompt and completion, as
+transformers' ``generate``) and transformers' ``no_repeat_ngram_size``.
 Log-probabilities are ``log softmax(z / T)`` of the sampled token (after temperature and penalties,
 before the top-k/top-p cut; ``T = 0`` reports ``T = 1``), the number ``LMPolicy.token_logprobs(...,
 temperature=T)`` recomputes, so an RL trainer can use them as the sampler's log-probs.
@@ -43,6 +44,8 @@ class SamplingParams:
     top_logprobs: int = 0
     presence_penalty: float = 0.0
     frequency_penalty: float = 0.0
+    repetition_penalty: float = 1.0
+    no_repeat_ngram_size: int = 0
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -85,6 +88,16 @@ class SamplingParams:
                 _is_number(self.frequency_penalty) and -2 <= self.frequency_penalty <= 2,
                 "a number in [-2, 2]",
             ),
+            (
+                "repetition_penalty",
+                _is_number(self.repetition_penalty) and 0 < self.repetition_penalty <= 2,
+                "a number in (0, 2] (1 = none)",
+            ),
+            (
+                "no_repeat_ngram_size",
+                _is_int(self.no_repeat_ngram_size) and self.no_repeat_ngram_size >= 0,
+                "an integer >= 0 (0 = off)",
+            ),
         ]
         for name, ok, expected in checks:
             if not ok:
@@ -93,6 +106,11 @@ class SamplingParams:
     @property
     def penalised(self) -> bool:
         return self.presence_penalty != 0 or self.frequency_penalty != 0
+
+    @property
+    def needs_history(self) -> bool:
+        """Whether sampling looks at the tokens so far (prompt included): repetition penalty or n-gram ban."""
+        return self.repetition_penalty != 1 or self.no_repeat_ngram_size > 0
 
 
 @dataclass

@@ -208,18 +208,6 @@ class SampleParams:
     stop: list[str] | list[int] | None
 
 
-def _filter(logits: torch.Tensor, top_k: int, top_p: float) -> torch.Tensor:
-    if 0 < top_k < logits.shape[-1]:
-        kth = logits.topk(top_k, dim=-1).values[..., -1:]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if top_p < 1.0:
-        sorted_logits, order = logits.sort(dim=-1, descending=True)
-        cumulative = sorted_logits.softmax(-1).cumsum(-1)
-        drop = cumulative - sorted_logits.softmax(-1) >= top_p  # keep the smallest set reaching top_p
-        logits = logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
-    return logits
-
-
 def prompt_logprobs(base: BaseModel, adapter: str | None, prompt: list[int]) -> list[float]:
     """``log p(prompt[i] | prompt[:i])`` for each position, NaN at position 0."""
     ids = torch.tensor([prompt])
@@ -233,7 +221,15 @@ def sample(
     base: BaseModel, adapter: str | None, prompt: list[int], n: int, params: SampleParams
 ) -> list[Sequence]:
     """``n`` continuations of ``prompt`` on ``adapter`` (None: the base model), each token's log-prob
-    under the temperature-scaled distribution it was drawn from (before top-k/top-p)."""
+    under the temperature-scaled distribution it was drawn from (before top-k/top-p).
+
+    Drawn by the generation engine (``llm.engine``, the OpenAI API's) on the base model with the run's
+    LoRA slot routed: the prompt is computed once for the ``n`` samples. Tinker's stop rule: without
+    ``stop`` a sample ends at EOS; with ``stop`` (token ids and/or strings) only there."""
+    from resonance_os.llm.engine import EngineConfig, GenerationEngine
+    from resonance_os.llm.errors import ConfigError
+    from resonance_os.llm.sampling_params import SamplingParams
+
     base.check_tokens(np.asarray(prompt), "prompt")
     room = base.context_length - len(prompt)
     max_tokens = room if params.max_tokens is None else params.max_tokens
@@ -242,46 +238,21 @@ def sample(
             f"sampling_params.max_tokens={params.max_tokens}: the {len(prompt)}-token prompt leaves room for "
             f"1 to {room} tokens in the {base.context_length}-token context"
         )
-    stop_ids: set[int] = set()
-    stop_strings: list[str] = []
-    if params.stop is None:
-        if base.tokenizer.eos_token_id is not None:
-            stop_ids.add(int(base.tokenizer.eos_token_id))
-    else:
-        for item in params.stop:
-            (stop_ids.add(int(item)) if isinstance(item, int) else stop_strings.append(str(item)))
-    generator = torch.Generator()
-    generator.manual_seed(params.seed if params.seed is not None else int(torch.seed() % 2**63))
-    from transformers import DynamicCache
-
-    cache = DynamicCache()
-    tokens: list[list[int]] = [[] for _ in range(n)]
-    logprobs: list[list[float]] = [[] for _ in range(n)]
-    stopped = [False] * n
-    done = [False] * n
-    ids = torch.tensor([prompt] * n)
-    with torch.no_grad(), base.slots.route(adapter):
-        logits = base.model(input_ids=ids, cache=cache, use_cache=True).logits[:, -1].float()
-        for _ in range(max_tokens):
-            if params.temperature <= 0:
-                scaled = logits
-                chosen = scaled.argmax(-1)
-            else:
-                scaled = logits / params.temperature
-                probs = _filter(scaled, params.top_k, params.top_p).softmax(-1)
-                chosen = torch.multinomial(probs, 1, generator=generator).squeeze(-1)
-            chosen_logp = scaled.log_softmax(-1).gather(-1, chosen[:, None]).squeeze(-1)
-            for row in range(n):
-                if done[row]:
-                    continue
-                token = int(chosen[row])
-                tokens[row].append(token)
-                logprobs[row].append(float(chosen_logp[row]))
-                if token in stop_ids or (
-                    stop_strings and any(s in base.tokenizer.decode(tokens[row]) for s in stop_strings)
-                ):
-                    done[row] = stopped[row] = True
-            if all(done):
-                break
-            logits = base.model(input_ids=chosen[:, None], cache=cache, use_cache=True).logits[:, -1].float()
-    return [Sequence(tokens[i], logprobs[i], stopped[i]) for i in range(n)]
+    stop = params.stop or []
+    try:
+        request = SamplingParams(
+            max_tokens=max_tokens, temperature=max(params.temperature, 0.0), top_p=params.top_p,
+            top_k=max(params.top_k, 0), n=n, stop=tuple(str(s) for s in stop if not isinstance(s, int)),
+            stop_token_ids=tuple(s for s in stop if isinstance(s, int)), ignore_eos=params.stop is not None,
+            seed=params.seed, logprobs=True,
+        )  # fmt: skip
+    except ConfigError as exc:
+        raise UserError(f"sampling_params.{exc}") from None
+    with base.slots.route(adapter):
+        engine = GenerationEngine(base.model, base.tokenizer, EngineConfig(max_batch=n), borrowed=True)
+        handle = engine.submit(prompt, request)
+        engine.run_pending()
+    return [
+        Sequence(c.token_ids, [t.logprob for t in c.logprobs], c.finish_reason == "stop")
+        for c in handle.result().choices
+    ]

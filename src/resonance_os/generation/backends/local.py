@@ -6,8 +6,10 @@ under ``default_cache_dir()``) live in ``quality.reference_lm``, which the quali
 Decoding is set for a 135M model: nucleus sampling at a moderate temperature, a repetition penalty
 and no repeated 4-grams (``no_repeat_ngram_size``) against loops, a blank line as stop string (one
 paragraph), and ``max_new_tokens`` sized to a paragraph. ``sample(messages, n, seed)`` draws ``n``
-replies in one batch (``num_return_sequences``: the prompt is encoded once, the KV cache is shared by
-the batch), several times the tokens per second of ``n`` separate calls on a CPU.
+replies in one batch on the generation engine (``llm.engine``, run in this thread on this model): the
+prompt is computed once and its keys/values copied to the ``n`` replies, and a reply that has ended
+leaves the batch (transformers' ``generate`` computes the prompt ``n`` times and steps every row until
+the last one ends).
 """
 
 from __future__ import annotations
@@ -68,35 +70,23 @@ class LocalBackend:
         seed: int | None = None,
         max_tokens: int | None = None,
     ) -> list[str]:
-        """``n`` sampled replies to ``messages`` from one batched ``generate`` call (empty replies
-        included, as ``""``), each at most ``max_tokens`` new tokens (default ``max_new_tokens``); the
-        same ``seed`` gives the same replies."""
-        import torch
+        """``n`` sampled replies to ``messages`` in one batch (empty replies included, as ``""``), each at
+        most ``max_tokens`` new tokens (default ``max_new_tokens``); the same ``seed`` gives the same
+        replies (``None``: a fresh seed). Steering hooks on the model (``steer_backend``) apply."""
+        from resonance_os.llm.engine import EngineConfig, GenerationEngine
+        from resonance_os.llm.sampling_params import SamplingParams
 
-        if seed is not None:
-            torch.manual_seed(seed)
-        self.tokenizer.padding_side = "left"
-        inputs = self.tokenizer.apply_chat_template(
-            messages, add_generation_prompt=True, return_tensors="pt", return_dict=True
-        )
-        pad_id = self.tokenizer.pad_token_id
-        with torch.inference_mode():
-            output = self.model.generate(
-                **inputs,
-                max_new_tokens=self.max_new_tokens if max_tokens is None else max_tokens,
-                do_sample=True,
-                num_return_sequences=n,
-                temperature=self.temperature,
-                top_p=self.top_p,
-                repetition_penalty=self.repetition_penalty,
-                no_repeat_ngram_size=self.no_repeat_ngram_size,
-                stop_strings=list(STOP_STRINGS),
-                tokenizer=self.tokenizer,
-                pad_token_id=self.tokenizer.eos_token_id if pad_id is None else pad_id,
-                use_cache=True,
-            )
-        start = inputs["input_ids"].shape[1]
-        return [self.tokenizer.decode(row[start:], skip_special_tokens=True).strip() for row in output]
+        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        prompt = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        params = SamplingParams(
+            max_tokens=self.max_new_tokens if max_tokens is None else max_tokens, temperature=self.temperature,
+            top_p=self.top_p, n=n, stop=STOP_STRINGS, seed=seed, repetition_penalty=self.repetition_penalty,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+        )  # fmt: skip
+        engine = GenerationEngine(self.model, self.tokenizer, EngineConfig(max_batch=n), borrowed=True)
+        handle = engine.submit(prompt, params)
+        engine.run_pending()
+        return [choice.text.strip() for choice in handle.result().choices]
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
         """The model's reply to ``messages``; the same ``seed`` gives the same reply."""
