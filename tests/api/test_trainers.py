@@ -41,3 +41,35 @@ def test_resonance_trainers_names_a_trainer_per_kind(monkeypatch):
     monkeypatch.setenv("RESONANCE_TRAINERS", "ppo=")
     with pytest.raises(ValidationError, match="must look like kind=trainer"):
         Settings.from_env()
+
+
+def test_a_job_trains_in_its_run_folder_and_an_older_work_folder_resumes_in_place(db_url, tmp_path):
+    import gymnasium as gym
+
+    from resonance_os.api.db import Database
+    from resonance_os.api.job_report import JobReport
+    from resonance_os.rl.algorithms.ppo import PPO
+    from resonance_os.rl.run import open_run
+
+    config = {"n_steps": 64, "batch_size": 32, "n_epochs": 1, "seed": 0}
+    db = Database(db_url)
+    db.migrate()
+    try:
+        fresh = JobReport(db, "no-such-job", 1, work_dir=tmp_path / "new")
+        training.learn_resumable(gym.make("CartPole-v1"), config, 64, fresh, pause=lambda *a: None)
+        run = open_run(tmp_path / "new" / "run")
+        assert (run.kind, run.layout, run.config["ppo"]) == ("ppo", "run", config)
+        assert [row["timesteps"] for row in run.metrics()] == [64]
+
+        work = tmp_path / "old"  # as the job worker left a killed job's folder before the run seam
+        PPO("MlpPolicy", gym.make("CartPole-v1"), log_dir=work / "logs", **config).learn(64).save(
+            work / "checkpoint"
+        )
+        resumed: list[int] = []
+        report = JobReport(db, "no-such-job", 1, work_dir=work)
+        report.resumed = resumed.append
+        model = training.learn_resumable(gym.make("CartPole-v1"), config, 128, report, pause=lambda *a: None)
+    finally:
+        db.dispose()
+    assert resumed == [64] and model.num_timesteps == 128 and not (work / "run").exists()
+    assert [row["timesteps"] for row in open_run(work).metrics()] == [64, 128]

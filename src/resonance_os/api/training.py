@@ -64,8 +64,8 @@ def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
     env = hr.HRWritingEnv(target_hrv=params["target_hrv"], reward_model=reward_model, seed=params["seed"])
     config = hr.hr_ppo_config(None, params["seed"])
     model = learn_resumable(env, config, int(params["timesteps"]), report, kind=hr_policy.KIND)
+    rows = job_run(report.work_dir, hr_policy.KIND, config={}).metrics()  # every attempt's rows
     run_dir = hr_policy.save_run(model, env, report.work_dir / JOB_RUN)
-    rows = open_run(run_dir).metrics()
     final = rows[-1] if rows else {}
     return TrainingResult(metrics=final, artifact=policies.pack(run_dir))
 
