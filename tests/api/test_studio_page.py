@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import re
 
-from resonance_os.core.hrv_constants import HRV_DESCRIPTIONS, HRV_DIMENSIONS
+from resonance_os.api.studio import POLICY_UPDATE_STEPS
+from resonance_os.core.hrv_constants import (
+    GAP_CONVENTION,
+    HRV_DESCRIPTIONS,
+    HRV_DIMENSIONS,
+    REWARD_TERM_MEANINGS,
+)
 
 
 def test_page_and_every_asset_it_loads_are_served_from_the_app(client):
@@ -41,10 +47,25 @@ def test_definitions_come_from_the_hrv_constants_and_the_api_schema(client):
         "repetition",
         "reward",
     ]
-    assert all(t["description"] == documented[t["name"]]["description"] for t in body["terms"])
+    # one plain sentence per term, the API's own description (which adds the formula for the reward)
+    assert all(t["description"] == REWARD_TERM_MEANINGS[t["name"]] for t in body["terms"])
+    assert all(documented[t["name"]]["description"].startswith(t["description"]) for t in body["terms"])
+    assert "^" not in next(t["description"] for t in body["terms"] if t["name"] == "reward")
+    assert body["gap"] == GAP_CONVENTION and "target − measured" in body["gap"]
 
 
 def test_unknown_paths_stay_json_errors(client):
     response = client.get("/v1/nothing-here")
     assert response.status_code == 404
     assert response.json()["error"]["message"]
+
+
+def test_the_train_forms_update_size_is_the_trainers(client):
+    """The Train form asks for whole updates of the size the policy trainer trains (no "64 accepted,
+    2,048 trained")."""
+    from resonance_os.evolution.hr_rl_trainer import hr_ppo_config
+    from resonance_os.rl.algorithms.ppo import PPOConfig
+
+    body = client.get("/studio/definitions.json").json()
+    assert body["training"]["update_steps"] == POLICY_UPDATE_STEPS
+    assert hr_ppo_config(None, 0).get("n_steps", PPOConfig().n_steps) == POLICY_UPDATE_STEPS

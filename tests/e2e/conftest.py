@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +36,8 @@ class Studio:
     url: str
     key: str
     db_url: str
+    pid: int = 0
+    """The server's process id."""
 
 
 def _free_port() -> int:
@@ -43,12 +46,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def studio(tmp_path_factory) -> Iterator[Studio]:
-    """A real server (``resonance serve``) and a tenant key made with the CLI."""
-    home = tmp_path_factory.mktemp("studio-home")
+@contextmanager
+def served_studio(home: Path, ready: bool = True, **env_vars: str) -> Iterator[Studio]:
+    """``resonance serve`` with its database and data home in ``home`` (and ``env_vars`` in its
+    environment) and a tenant key made with the CLI, once ``/health`` answers (and, with ``ready``,
+    once ``/health/ready`` does: its text workers have loaded)."""
     db_url = f"sqlite:///{home / 'studio.db'}"
-    env = {**os.environ, "RESONANCE_HOME": str(home), "RESONANCE_BACKEND": "builtin"}
+    env = {**os.environ, "RESONANCE_HOME": str(home), "RESONANCE_BACKEND": "builtin", **env_vars}
     env.pop("RESONANCE_DB", None)
     created = subprocess.run(
         [RESONANCE, "tenants", "create", "studio-team", "--db", db_url],
@@ -63,23 +67,31 @@ def studio(tmp_path_factory) -> Iterator[Studio]:
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
+        path = "/health/ready" if ready else "/health"
         while True:
             if process.poll() is not None:
                 raise RuntimeError(f"resonance serve exited: {(home / 'server.log').read_text()}")
             try:
-                if httpx.get(f"{url}/health", timeout=1.0).status_code == 200:
+                if httpx.get(f"{url}{path}", timeout=1.0).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError("resonance serve did not become healthy in 60 s")
+                raise RuntimeError(f"resonance serve did not answer 200 on {path} in 120 s")
             time.sleep(0.1)
-        yield Studio(url, key, db_url)
+        yield Studio(url, key, db_url, process.pid)
     finally:
         os.killpg(process.pid, 15)
         process.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def studio(tmp_path_factory) -> Iterator[Studio]:
+    """A real server (``resonance serve``), ready, and a tenant key made with the CLI."""
+    with served_studio(tmp_path_factory.mktemp("studio-home")) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")

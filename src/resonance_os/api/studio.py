@@ -17,9 +17,19 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from resonance_os.api.schemas import WritingTerms
-from resonance_os.core.hrv_constants import HRV_DESCRIPTIONS, HRV_DIMENSIONS
+from resonance_os.core.hrv_constants import (
+    GAP_CONVENTION,
+    HRV_DESCRIPTIONS,
+    HRV_DIMENSIONS,
+    REWARD_TERM_MEANINGS,
+)
 
 STUDIO_DIR = Path(__file__).with_name("studio")
+
+POLICY_UPDATE_STEPS = 2048
+"""Timesteps per update of the policy trainer the Train screen starts (PPO's rollout, ``n_steps`` of
+``rl.algorithms.ppo.PPOConfig``, which the writing policy's configuration keeps; tests check they
+agree): it trains whole updates, one learning-curve point each, so the form asks for multiples."""
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -34,15 +44,18 @@ SECURITY_HEADERS = {
 
 
 def definitions() -> dict:
-    """The 8 HRV dimensions in vector order and the reward's numeric terms, each with its description."""
+    """The 8 HRV dimensions in vector order and the reward's numeric terms, each with its meaning in
+    one sentence, and the gap's sign convention."""
     terms = [
-        {"name": name, "description": field.description}
-        for name, field in WritingTerms.model_fields.items()
+        {"name": name, "description": REWARD_TERM_MEANINGS[name]}
+        for name in WritingTerms.model_fields
         if name != "meta_text"
     ]
     return {
         "dimensions": [{"name": name, "description": HRV_DESCRIPTIONS[name]} for name in HRV_DIMENSIONS],
         "terms": terms,
+        "gap": GAP_CONVENTION,
+        "training": {"update_steps": POLICY_UPDATE_STEPS},
     }
 
 

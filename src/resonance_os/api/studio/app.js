@@ -1,7 +1,7 @@
 // Resonance Studio: sign in, profiles, write, analyze, rate, train; every call goes through api.js.
 
 import { call, describe, sentence, session, stream } from "./api.js";
-import { label, lineChart, radar } from "./charts.js";
+import { label, lineChart, linesChart, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
 
 const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
@@ -10,6 +10,9 @@ const $ = (selector) => document.querySelector(selector);
 const state = {
   dimensions: [],
   terms: [],
+  gap: "",
+  training: { update_steps: 1 },
+  compare: new Set(),
   profiles: [],
   selected: null,
   article: null,
@@ -19,6 +22,7 @@ const state = {
   job: null,
   jobTimer: null,
   curve: [],
+  paragraphTimer: null,
 };
 
 function make(tag, attributes = {}, text = null) {
@@ -64,6 +68,27 @@ async function submitting(form, work) {
   } finally {
     button.disabled = false;
     form.removeAttribute("aria-busy");
+  }
+}
+
+// -- readiness --------------------------------------------------------------------------------
+
+const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const seconds = (s) => `${Math.round(s)} s`;
+const about = (s) => (s < 1 ? "under a second" : `about ${seconds(s)}`);
+
+/** Wait until the service's text workers are ready (GET /health), telling the writer through `say` what is
+ * happening meanwhile; resolves with the last health answer (null if the service could not be asked). */
+async function whenReady(say) {
+  for (;;) {
+    const health = await fetch("/health")
+      .then((response) => (response.ok ? response.json() : null))
+      .catch(() => null);
+    if (!health || health.status === "ready") return health;
+    const { starting_s: waited, expected_start_s: expected } = health.workers;
+    const estimate = expected ? about(expected) : "no estimate yet: this is the first start here";
+    say(`Starting: loading the language model (${estimate}; ${seconds(waited ?? 0)} so far). Your request goes ahead as soon as it is loaded.`);
+    await pause(1000);
   }
 }
 
@@ -331,9 +356,18 @@ function refreshCounters() {
 
 // -- measured vs target -------------------------------------------------------------------------
 
-function gapTable(measured, target, caption = "Per-dimension gap (target − measured)") {
+/** A row heading: the name, and under it what it means in one sentence (also its hover title). */
+function namedHeading(name, description) {
+  const heading = make("th", { scope: "row", title: description }, label(name));
+  heading.append(make("span", { class: "meaning" }, description));
+  return heading;
+}
+
+function gapTable(measured, target, caption = "Per-dimension gap") {
   const table = make("table", { class: "gaps" });
-  table.append(make("caption", {}, caption));
+  const title = make("caption", {}, caption);
+  title.append(make("span", { class: "meaning" }, `${sentence(state.gap)} Gaps over 0.15 are in red.`));
+  table.append(title);
   const head = make("tr");
   for (const title of ["Dimension", "Target", "Measured", "Gap"]) head.append(make("th", { scope: "col" }, title));
   const thead = make("thead");
@@ -343,8 +377,7 @@ function gapTable(measured, target, caption = "Per-dimension gap (target − mea
   for (const dimension of state.dimensions) {
     const gap = target[dimension.name] - measured[dimension.name];
     const row = make("tr");
-    const name = make("th", { scope: "row", title: dimension.description }, label(dimension.name));
-    row.append(name);
+    row.append(namedHeading(dimension.name, dimension.description));
     row.append(make("td", {}, target[dimension.name].toFixed(2)));
     row.append(make("td", {}, measured[dimension.name].toFixed(2)));
     const cell = make("td", { class: Math.abs(gap) > 0.15 ? "far" : "near" }, `${gap >= 0 ? "+" : "−"}${Math.abs(gap).toFixed(2)}`);
@@ -362,7 +395,7 @@ function termsTable(terms) {
   for (const { name, description } of state.terms) {
     if (!(name in terms)) continue;
     const row = make("tr");
-    row.append(make("th", { scope: "row", title: description }, label(name)));
+    row.append(namedHeading(name, description));
     row.append(make("td", {}, terms[name] === null ? "—" : terms[name].toFixed(3)));
     body.append(row);
   }
@@ -404,13 +437,15 @@ async function write(event) {
     const status = $("#write-status");
     bar.max = body.paragraphs;
     bar.value = 0;
-    status.textContent = "Waiting for the writer…";
     $("#write-progress-box").hidden = false;
-    const result = await stream("/v1/generate/stream", body, ({ paragraph, paragraphs }) => {
-      bar.max = paragraphs;
-      bar.value = paragraph - 1;
-      status.textContent = `Writing paragraph ${paragraph} of ${paragraphs}…`;
-    });
+    await whenReady((text) => (status.textContent = text));
+    status.textContent = "Waiting for the writer…";
+    let result;
+    try {
+      result = await stream("/v1/generate/stream", body, (progress) => paragraphProgress(bar, status, progress));
+    } finally {
+      clearInterval(state.paragraphTimer);
+    }
     bar.value = bar.max;
     status.textContent = `Wrote ${bar.max} of ${bar.max} paragraphs.`;
     const analyses = await Promise.all(
@@ -442,6 +477,27 @@ async function write(event) {
   button.textContent = "Write article";
 }
 
+/** Show paragraph `paragraph` of `paragraphs` under way, once a second: the bar moves inside the paragraph by
+ * its elapsed time against `expected_s` (the service's recent paragraph time; never past 95% before it ends). */
+function paragraphProgress(bar, status, { paragraph, paragraphs, expected_s: expected }) {
+  clearInterval(state.paragraphTimer);
+  const began = performance.now();
+  const show = () => {
+    const elapsed = (performance.now() - began) / 1000;
+    bar.max = paragraphs;
+    const known = expected !== null && expected !== undefined;
+    bar.value = paragraph - 1 + (known ? Math.min(elapsed / Math.max(expected, 0.1), 0.95) : 0);
+    let timing = `${seconds(elapsed)} so far`;
+    if (known) {
+      const left = Math.max(expected - elapsed, 0) + expected * (paragraphs - paragraph);
+      timing += `; a paragraph takes ${about(expected)} lately, ${about(left)} left for the article`;
+    }
+    status.textContent = `Writing paragraph ${paragraph} of ${paragraphs} (${timing})…`;
+  };
+  show();
+  state.paragraphTimer = setInterval(show, 1000);
+}
+
 /** A paragraph's own measured dimensions against the article's target, folded under its largest gap. */
 function paragraphNumbers(number, measured, target) {
   const gaps = state.dimensions.map((d) => [d, target[d.name] - measured[d.name]]);
@@ -449,7 +505,7 @@ function paragraphNumbers(number, measured, target) {
   const details = make("details", { class: "numbers" });
   const sign = gap >= 0 ? "+" : "−";
   details.append(
-    make("summary", {}, `Paragraph ${number} numbers (largest gap: ${label(widest.name)} ${sign}${Math.abs(gap).toFixed(2)})`),
+    make("summary", {}, `Paragraph ${number} numbers (largest gap, target − measured: ${label(widest.name)} ${sign}${Math.abs(gap).toFixed(2)})`),
     gapTable(measured, target, `Paragraph ${number}: measured on its own, against the article's target`),
   );
   return details;
@@ -600,10 +656,88 @@ function renderJobs() {
       make("span", { class: "meta" }, `job ${job.id.slice(0, 8)} · ${new Date(job.created_at).toLocaleString()}`),
     );
     button.addEventListener("click", () => selectJob(job.id));
-    item.append(button);
+    const compare = make("label", { class: "compare" });
+    const box = make("input", { type: "checkbox", value: job.id, "aria-label": `Compare job ${job.id.slice(0, 8)}` });
+    box.checked = state.compare.has(job.id);
+    box.addEventListener("change", () => {
+      if (box.checked) state.compare.add(job.id);
+      else state.compare.delete(job.id);
+      compareRuns();
+    });
+    compare.append(box, " compare");
+    item.append(button, compare);
     list.append(item);
   }
   $("#job-empty").hidden = state.jobs.length > 0;
+}
+
+// -- training form and run comparison ------------------------------------------------------------
+
+/** The Train form's timesteps, checked against what the trainer trains: whole updates of `update_steps`. */
+function checkTimesteps() {
+  const input = $("#job-timesteps");
+  const update = state.training.update_steps;
+  const steps = Number(input.value);
+  const updates = steps / update;
+  let problem = "";
+  if (!Number.isInteger(steps) || steps < update) problem = `Train at least one update: ${count(update)} steps.`;
+  else if (!Number.isInteger(updates)) {
+    const lower = Math.floor(updates) * update;
+    problem = `The trainer trains whole updates of ${count(update)} steps: choose ${count(lower)} or ${count(lower + update)}.`;
+  }
+  input.setCustomValidity(problem);
+  $("#timesteps-hint").textContent =
+    problem ||
+    `${count(steps)} steps = ${count(updates)} update${updates === 1 ? "" : "s"} of ${count(update)}: the learning curve gets one point per update${updates === 1 ? " (one point: choose 3 or more updates for a curve)" : ""}.`;
+}
+
+/** "Use my reward model" only when there is one; otherwise disabled, saying why. */
+async function rewardModelChoice() {
+  const box = $("#job-reward-model");
+  const model = await call("GET", "/v1/reward-model").catch(() => null);
+  box.disabled = !model;
+  if (!model) box.checked = false;
+  $("#reward-model-hint").textContent = model
+    ? `Version ${model.version}, trained ${new Date(model.created_at).toLocaleString()}: blended into the reward while training.`
+    : "You have no reward model yet: rate at least 10 articles or pick 10 better drafts, then train one on the Learn screen.";
+}
+
+/** The runs ticked "compare": their learning curves for the chosen metric on one chart, and their latest metrics side by side. */
+async function compareRuns() {
+  const box = $("#compare");
+  const ids = state.jobs.map((j) => j.id).filter((id) => state.compare.has(id));
+  box.hidden = ids.length < 2;
+  if (ids.length < 2) return;
+  const curves = await Promise.all(ids.map((id) => call("GET", `/v1/jobs/${encodeURIComponent(id)}/metrics`)));
+  const metric = $("#curve-metric").value || "episode_reward_mean";
+  const named = ids.map((id, i) => {
+    const job = state.jobs.find((j) => j.id === id);
+    const points = curves[i].points.filter((p) => Number.isFinite(p[metric])).map((p) => ({ x: p.timesteps, y: p[metric] }));
+    return { name: `${id.slice(0, 8)} (${jobName(job)}, seed ${job.params.seed})`, points, last: curves[i].points.at(-1) ?? {} };
+  });
+  const drawn = named.filter((s) => s.points.length);
+  $("#compare-chart").replaceChildren(
+    drawn.length ? linesChart(drawn, "Timesteps", curveTitle(metric)) : make("p", { class: "hint" }, "No curve yet: each run's curve starts when its first update ends."),
+  );
+  const table = make("table", { class: "terms compare-table" });
+  table.append(make("caption", {}, "Latest metrics, run by run"));
+  const head = make("tr");
+  head.append(make("th", { scope: "col" }, "Metric"), ...named.map((s) => make("th", { scope: "col" }, s.name.slice(0, 8))));
+  const thead = make("thead");
+  thead.append(head);
+  const body = make("tbody");
+  const keys = [...new Set(named.flatMap((s) => Object.keys(s.last)))];
+  for (const key of keys) {
+    const row = make("tr");
+    row.append(make("th", { scope: "row" }, curveTitle(key)));
+    for (const s of named) {
+      const value = s.last[key];
+      row.append(make("td", {}, typeof value !== "number" ? "—" : Number.isInteger(value) ? String(value) : value.toFixed(4)));
+    }
+    body.append(row);
+  }
+  table.append(thead, body);
+  $("#compare-table").replaceChildren(table);
 }
 
 function renderPolicies() {
@@ -710,6 +844,7 @@ function watchJobs() {
     try {
       await loadJobs();
       if (state.job) await showJob();
+      await compareRuns();
       watchJobs();
     } catch (error) {
       showError(error);
@@ -721,6 +856,7 @@ async function refreshJobs() {
   try {
     await loadJobs();
     if (state.job && !$("#panel-train").hidden) await showJob();
+    if (!$("#panel-train").hidden) await Promise.all([rewardModelChoice(), compareRuns()]);
     watchJobs();
   } catch (error) {
     showError(error);
@@ -773,6 +909,8 @@ async function analyze(event) {
     const text = form.text.value;
     const scoreBody = { text, profile: form.profile.value };
     if (form.prompt.value.trim()) scoreBody.prompt = form.prompt.value.trim();
+    await whenReady((message) => notify(message));
+    clearMessages();
     const [score, analysis] = await Promise.all([
       call("POST", "/v1/score", scoreBody),
       call("POST", "/v1/analyze", { text, evidence: true }),
@@ -797,16 +935,19 @@ async function refine() {
   form.setAttribute("aria-busy", "true");
   clearMessages();
   try {
+    await whenReady((message) => notify(message));
+    clearMessages();
     const result = await call("POST", "/v1/refine", { text: form.text.value, profile: form.profile.value });
-    state.refined = result.text;
+    state.refined = result;
     $("#diff").replaceChildren(...showDiff(result.diff));
     const { before, after } = result;
-    const count = result.edits.length;
+    const count = result.suggestions.length;
     $("#refine-summary").textContent = count
-      ? `${count} edit${count === 1 ? "" : "s"} kept (${result.edits.join(", ")}): reward ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)}, resonance ${before.resonance.toFixed(3)} → ${after.resonance.toFixed(3)}.`
+      ? `${count} suggested edit${count === 1 ? "" : "s"}: with all of them, the reward goes ${before.reward.toFixed(3)} → ${after.reward.toFixed(3)} and the style match (resonance) ${before.resonance.toFixed(3)} → ${after.resonance.toFixed(3)}. Accept or reject each one below.`
       : "No edit closed the style gap without costing writing quality; the text is unchanged.";
+    $("#suggestions").replaceChildren(...result.suggestions.map(suggestionItem));
     renderMeasure($("#refine-measure"), after.hrv, result.target_hrv, after);
-    for (const part of ["#diff-legend", "#use-refined"]) $(part).hidden = count === 0;
+    for (const part of ["#diff-legend", "#use-refined", "#suggestions"]) $(part).hidden = count === 0;
     $("#analyze-result").hidden = true;
     $("#refine-result").hidden = false;
   } catch (error) {
@@ -817,11 +958,43 @@ async function refine() {
   }
 }
 
-function useRefined() {
-  $("#analyze-text").value = state.refined;
-  updateCounter($("#analyze-text"));
-  $("#refine-result").hidden = true;
-  notify("The edited text is in the text box; analyze or refine it again.");
+/** One suggestion: what it does in words, why, the sentence before and after, and accept / reject. */
+function suggestionItem(suggestion) {
+  const item = make("li");
+  const name = `suggestion-${suggestion.id}`;
+  item.append(make("p", {}, `${suggestion.id + 1}. ${sentence(suggestion.label)} ${sentence(suggestion.reason)}`));
+  const change = make("p", { class: "article" });
+  change.append(make("del", { class: "diff-delete" }, suggestion.before), " → ", make("ins", { class: "diff-insert" }, suggestion.after));
+  const choice = make("fieldset", { class: "choice" });
+  choice.append(make("legend", { class: "visually-hidden" }, `Suggestion ${suggestion.id + 1}`));
+  for (const [value, text] of [["accept", "Accept"], ["reject", "Reject"]]) {
+    const input = make("input", { type: "radio", name, value, id: `${name}-${value}` });
+    if (value === "accept") input.checked = true;
+    const option = make("label", { for: `${name}-${value}` });
+    option.append(input, ` ${text}`);
+    choice.append(option);
+  }
+  item.append(change, choice);
+  return item;
+}
+
+async function useRefined() {
+  const refined = state.refined;
+  const accept = refined.suggestions
+    .filter((s) => document.querySelector(`input[name=suggestion-${s.id}]:checked`)?.value === "accept")
+    .map((s) => s.id);
+  try {
+    const result = await call("POST", "/v1/refine/apply", { text: refined.original_text, suggestions: refined.suggestions, accept });
+    $("#analyze-text").value = result.text;
+    updateCounter($("#analyze-text"));
+    $("#refine-result").hidden = true;
+    const skipped = result.skipped.length
+      ? ` Not applied: ${result.skipped.map((id) => id + 1).join(", ")} (each edits a sentence that a suggestion you rejected wrote).`
+      : "";
+    notify(`${result.applied.length} of ${refined.suggestions.length} suggestions applied; the text is in the text box: analyze or refine it again.${skipped}`);
+  } catch (error) {
+    showError(error);
+  }
 }
 
 function legends() {
@@ -834,7 +1007,7 @@ function legends() {
 
 async function start() {
   const response = await fetch("/studio/definitions.json");
-  ({ dimensions: state.dimensions, terms: state.terms } = await response.json());
+  ({ dimensions: state.dimensions, terms: state.terms, gap: state.gap, training: state.training } = await response.json());
   buildSliders();
   legends();
   $("#sign-in-form").addEventListener("submit", signIn);
@@ -862,7 +1035,14 @@ async function start() {
   $("#job-form").addEventListener("submit", startJob);
   $("#cancel-job").addEventListener("click", cancelJob);
   $("#use-policy").addEventListener("click", usePolicy);
-  $("#curve-metric").addEventListener("change", () => renderCurve(state.curve));
+  $("#curve-metric").addEventListener("change", () => {
+    renderCurve(state.curve);
+    compareRuns().catch(showError);
+  });
+  const timesteps = $("#job-timesteps");
+  Object.assign(timesteps, { min: state.training.update_steps, step: state.training.update_steps, value: 3 * state.training.update_steps });
+  timesteps.addEventListener("input", checkTimesteps);
+  checkTimesteps();
   $("#write-policy").addEventListener("change", policyChosen);
   for (const area of document.querySelectorAll("textarea[data-limit]")) area.addEventListener("input", () => updateCounter(area));
   refreshCounters();

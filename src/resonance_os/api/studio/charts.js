@@ -85,14 +85,29 @@ function format(value) {
  * both axes, one polyline, a dot per point with its values as a hover title, and a text alternative.
  */
 export function lineChart(points, xTitle, yTitle) {
+  return linesChart([{ name: null, points }], xTitle, yTitle);
+}
+
+/** One series' text alternative: its points, first and last values, lowest and highest. */
+function describeSeries({ name, points }) {
+  const ys = points.map((p) => p.y);
+  const [first, last] = [points[0], points[points.length - 1]];
+  return (
+    `${name ? `${name}: ` : ""}${points.length} points, from ${format(first.y)} at ${format(first.x)} ` +
+    `to ${format(last.y)} at ${format(last.x)} (lowest ${format(Math.min(...ys))}, highest ${format(Math.max(...ys))})`
+  );
+}
+
+/**
+ * `lineChart` for several named series ([{name, points}], each with points), one line and colour each
+ * (`series-0`, `series-1`, ...) on shared axes, with a legend when named: runs side by side.
+ */
+export function linesChart(series, xTitle, yTitle) {
   const [width, height, left, right, top, bottom] = [520, 270, 70, 20, 14, 48];
   const svg = el("svg", { viewBox: `0 0 ${width} ${height}`, class: "line-chart", role: "img" });
-  const first = points[0];
-  const last = points[points.length - 1];
+  el("title", {}, svg).textContent = `Line chart of ${yTitle} by ${xTitle}: ${series.map(describeSeries).join("; ")}.`;
+  const points = series.flatMap((s) => s.points);
   const ys = points.map((p) => p.y);
-  el("title", {}, svg).textContent =
-    `Line chart of ${yTitle} by ${xTitle}: ${points.length} points, from ${format(first.y)} at ${format(first.x)} ` +
-    `to ${format(last.y)} at ${format(last.x)} (lowest ${format(Math.min(...ys))}, highest ${format(Math.max(...ys))}).`;
   const xs = points.map((p) => p.x);
   let [xLow, xHigh] = [Math.min(0, ...xs), Math.max(...xs)];
   let [yLow, yHigh] = [Math.min(...ys), Math.max(...ys)];
@@ -117,13 +132,26 @@ export function lineChart(points, xTitle, yTitle) {
   const yLabel = el("text", { x: 0, y: 0, "text-anchor": "middle", class: "axis-title", transform: `translate(14 ${(top + height - bottom) / 2}) rotate(-90)` }, svg);
   yLabel.textContent = yTitle;
 
-  el("polyline", { points: points.map((p) => `${px(p.x)},${py(p.y)}`).join(" "), class: "curve" }, svg);
-  for (const p of points) {
-    const dot = el("circle", { cx: px(p.x), cy: py(p.y), r: points.length > 60 ? 1.5 : 3, class: "dot" }, svg);
-    el("title", {}, dot).textContent = `${xTitle} ${format(p.x)}: ${yTitle} ${format(p.y)}`;
-  }
+  series.forEach(({ name, points: line }, index) => {
+    const group = el("g", { class: `series-${index}` }, svg);
+    el("polyline", { points: line.map((p) => `${px(p.x)},${py(p.y)}`).join(" "), class: "curve" }, group);
+    for (const p of line) {
+      const dot = el("circle", { cx: px(p.x), cy: py(p.y), r: line.length > 60 ? 1.5 : 3, class: "dot" }, group);
+      el("title", {}, dot).textContent = `${name ? `${name}: ` : ""}${xTitle} ${format(p.x)}: ${yTitle} ${format(p.y)}`;
+    }
+  });
   const figure = document.createElement("figure");
   figure.className = "line-figure";
   figure.append(svg);
+  if (series.some((s) => s.name)) {
+    const legend = document.createElement("figcaption");
+    series.forEach(({ name }, index) => {
+      const key = document.createElement("span");
+      key.className = `key series-${index}`;
+      key.textContent = name;
+      legend.append(key);
+    });
+    figure.append(legend);
+  }
   return figure;
 }
