@@ -1,7 +1,8 @@
 """A SQL agent written only with the ``openai`` SDK and OpenTelemetry: it answers a question about
-``shop.db`` by writing SQL, running it with its ``run_sql`` tool, and writing a corrected query when the
-database reports an error (up to three queries). Its answer is the value its last successful query
-returns; its reward is 1.0 when that value matches the task's answer, else 0.0.
+``shop.db`` by writing SQL, running its reply with its ``run_sql`` tool, and writing a corrected query
+when the database reports an error (up to three queries; a reply with no SQL statement is an error
+too). Its answer is the value its last successful query returns; its reward is 1.0 when that value
+matches the task's answer, else 0.0.
 
 Each ``run_sql`` call is an OpenTelemetry span (``execute_tool run_sql``, OpenTelemetry's GenAI
 ``gen_ai.operation.name = "execute_tool"``), status ``ERROR`` when the SQL fails, exported over OTLP to
@@ -55,6 +56,8 @@ def run_sql(query: str, tracer: Tracer) -> list[tuple[Any, ...]]:
                                             "db.query.text": query},
     ) as span:  # fmt: skip
         try:
+            if not query:
+                raise sqlite3.OperationalError("no SQL statement in the reply")
             con = sqlite3.connect(f"file:{DB}?mode=ro", uri=True)
             try:
                 return con.execute(query).fetchmany(20)
@@ -79,11 +82,6 @@ def solve(question: str, client: openai.OpenAI, model: str, sampling: dict[str, 
         reply = client.chat.completions.create(model=model, messages=messages, logprobs=True, **sampling)
         text = reply.choices[0].message.content or ""
         messages.append({"role": "assistant", "content": text})
-        if not extract_sql(text):
-            messages.append(
-                {"role": "user", "content": "That was not a SQL query. Reply with the SQL query only."}
-            )
-            continue
         try:
             rows = run_sql(extract_sql(text), tracer)
         except sqlite3.Error as exc:

@@ -124,3 +124,31 @@ def test_rollouts_older_than_the_lag_bound_are_dropped_or_downweighted(served, c
     else:
         assert metrics["downweighted_stale"] == 2 and metrics["transitions"] == 4
         assert {s["weight"] for s in metrics["trained_spans"]} == {0.5}
+
+
+def test_the_sql_example_agent_runs_unmodified_and_air_penalises_its_failed_queries(
+    served, client, tmp_path, monkeypatch
+):
+    example = Path(__file__).resolve().parents[3] / "examples" / "sql_agent"
+    sys.path.insert(0, str(example))
+    from build_db import build
+
+    db, task_file = build(tmp_path)
+    monkeypatch.setenv("SQL_AGENT_DB", str(db))
+    agent_module = f"{example / 'agent.py'}:run"
+    agent = load_agent(agent_module)
+    tasks = json.loads(task_file.read_text())
+    tool = sys.modules[agent.__module__]
+    tracer = tool.TracerProvider().get_tracer("check")
+    assert all(tool.matches(tool.run_sql(t["sql"], tracer)[0][0], t["answer"]) for t in tasks)  # gold SQL
+
+    trainer = _trainer(served, client)
+    trainer.publish()
+    ids = trainer.enqueue([t for t in tasks if t["split"] == "heldout"][:1], 1, 1.0, "train")
+    run_one(client, agent, client.dequeue("sql-worker"))
+    [rollout], failed = trainer.collect(ids, 60)
+    tool_spans = [s for s in client.spans(ids[0], "latest") if s.name == "execute_tool run_sql"]
+    # the tiny random model writes no SQL: three queries, each a failed tool call, each penalised by AIR
+    assert failed == 0 and rollout.reward == 0.0 and len(rollout.transitions) == 3
+    assert len(tool_spans) == 3 and all(s.is_error for s in tool_spans)
+    assert [t.air_reward for t in rollout.transitions] == [-0.5, -0.5, -0.5]
