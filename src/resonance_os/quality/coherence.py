@@ -180,7 +180,7 @@ def unit(
     first = words[0] if words else ""
     second = words[1] if len(words) > 1 else ""
     rank = _RANKS.get(first, 0)
-    if not rank and first.isdigit() and len(first) < 3:
+    if not rank and first.isdecimal() and len(first) < 3:
         rank = int(first) + 1
     return Unit(
         first,
