@@ -10,7 +10,10 @@ learning rate, grad-norm clipping 1.0, float32 on the CPU (TRL: ``use_cpu``, no 
 TRL, ...) so a machine loaded by other work slows both alike. Per step: wall and CPU seconds, split into
 generation (ours: ``time_generate``; TRL: its ``_generate``, tokenisation and ``model.generate``) and the
 rest (scoring, advantages, forward, backward, optimiser; TRL also its Trainer bookkeeping). The first
-step of every run is a warm-up and is not counted.
+step of every run is a warm-up and is not counted. Ours samples through the generation engine
+(``llm.sampling`` on ``llm.engine``: each prompt computed once for its group, finished completions leave
+the batch; the prompt tokens it computed per step are printed), TRL through ``model.generate`` on the
+peft model. The CPU's instruction sets are printed beside the figures (``llm.precision``).
 
 Loss at step 1: the two samplers draw different completions (TRL calls ``model.generate`` with its own
 seeding), so the step-1 batches differ. The benchmark therefore captures TRL's first batch (prompt and
