@@ -119,11 +119,13 @@ def run_one(client: StoreClient, agent: AgentFn, rollout: dict[str, Any]) -> Non
 
 
 def serve(url: str, agent_spec: str, api_key: str | None, worker_id: str) -> None:
-    """Run rollouts until SIGTERM (the current one is finished first)."""
+    """Run rollouts until SIGTERM (the current one is finished first; a second SIGTERM stops at once)."""
     stopping = False
 
     def stop(*_: object) -> None:
         nonlocal stopping
+        if stopping:
+            raise SystemExit(143)
         stopping = True
 
     signal.signal(signal.SIGTERM, stop)
