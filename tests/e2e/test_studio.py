@@ -111,7 +111,8 @@ def test_sign_in_profile_from_text_write_rate_and_sign_out(page, studio):
     assert first[0] == f"{stored['hrv']['sentence_variance']:.2f}"
     assert first[1] == f"{article_hrv['sentence_variance']:.2f}"
     terms = page.locator("#write-measure table.terms tbody th").all_inner_texts()
-    assert terms == ["Resonance", "Fluency", "Coherence", "Topic", "Repetition", "Reward"]
+    names = [term.split("\n")[0] for term in terms]  # each name, then its meaning under it
+    assert names == ["Resonance", "Fluency", "Coherence", "Topic", "Repetition", "Reward"]
     # per paragraph: its own measured dimensions, as /v1/analyze measures that paragraph alone
     numbers = page.locator("#article details.numbers")
     assert numbers.count() == 2
