@@ -71,11 +71,13 @@ VOICE = (
     "told me the sea was a patient teacher. We listened. We learned. Then the sun came up and it was gone!"
 )
 DRAFT = (
-    "The team reviewed the quarterly report. The results were better than expected. "
-    "The budget for next year was approved by the board.\n\n"
-    "The new office opens in March. Everyone will move during the first week."
+    "We were delighted by the wonderful results. The report was written by the team last week. It is a "
+    "very good plan and the numbers are clear. Perhaps the market will grow.\n\n"
+    "The market grew quickly in the spring. Prices rose and buyers waited for better deals. The new shop "
+    "was opened by the mayor."
 )
-"""A plain draft refined toward ``creative`` for the refine screenshot."""
+"""A plain draft refined toward ``creative`` for the refine screenshot (six suggested edits, one of
+them rejected before the shot)."""
 
 
 def start_server(home: Path, backend: str) -> tuple[subprocess.Popen, str, str]:
@@ -196,6 +198,7 @@ def screenshots(browser, url: str, key: str, out: Path, width: str, policy: str)
     page.select_option("#analyze-profile", "creative")
     page.click("#refine-button")
     page.wait_for_selector("#refine-result:not([hidden])")
+    page.check("#suggestion-1-reject")
     page.locator("#refine-result").scroll_into_view_if_needed()
     shot("refine")
     page.click("#tabs button[data-tab=learn]")
