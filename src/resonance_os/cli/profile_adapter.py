@@ -2,7 +2,7 @@
 paragraphs and store it with the profile, where the writer finds it (``generation.voice_adapter``).
 
 SFT on the writer's paragraphs nearest the profile, then HR-GRPO toward the profile's HRV
-(``evolution.voice_adapters``); about 8 minutes for SmolLM2 on an idle 2-core CPU with the defaults.
+(``evolution.voice_adapters``); about 14 minutes for SmolLM2 on the shared 2-core CPU with the defaults (818 s for builtin/professional).
 """
 
 from __future__ import annotations
