@@ -275,24 +275,29 @@ def tiny_chat_model():
     return tokenizer, transformers.LlamaForCausalLM(config).eval()
 
 
-def test_local_backend_samples_a_seeded_batch_in_one_generate_call(tiny_chat_model, monkeypatch) -> None:
+def test_local_backend_samples_a_seeded_batch_in_one_engine_request(tiny_chat_model, monkeypatch) -> None:
     from resonance_os.generation.backends.local import LocalBackend
+    from resonance_os.llm.engine import GenerationEngine
 
     tokenizer, model = tiny_chat_model
     backend = LocalBackend(max_new_tokens=12, model=(tokenizer, model))
     calls = []
-    generate = model.generate
-    monkeypatch.setattr(model, "generate", lambda **kw: calls.append(kw) or generate(**kw))
+    submit = GenerationEngine.submit
+    monkeypatch.setattr(
+        GenerationEngine,
+        "submit",
+        lambda self, prompt, params, **kw: calls.append(params) or submit(self, prompt, params, **kw),
+    )
     messages = paragraph_messages(PROMPT, outlines()[0][0], ["ask a question"])
     first = backend.sample(messages, 4, seed=3)
-    assert len(first) == 4 and len(calls) == 1
-    assert calls[0]["num_return_sequences"] == 4 and calls[0]["do_sample"] is True
-    assert calls[0]["no_repeat_ngram_size"] == 4 and calls[0]["repetition_penalty"] > 1
+    assert len(first) == 4 and len(calls) == 1  # one request: the prompt computed once for the 4
+    assert calls[0].n == 4 and calls[0].temperature > 0
+    assert calls[0].no_repeat_ngram_size == 4 and calls[0].repetition_penalty > 1
     assert backend.sample(messages, 4, seed=3) == first
     assert backend.sample(messages, 4, seed=4) != first
-    assert calls[0]["max_new_tokens"] == 12
+    assert calls[0].max_tokens == 12
     backend.sample(messages, 2, seed=3, max_tokens=5)  # a sentence rewrite asks for fewer tokens
-    assert calls[-1]["max_new_tokens"] == 5
+    assert calls[-1].max_tokens == 5
 
 
 def test_the_writer_rewrites_a_drafted_sentence_judged_by_its_own_model(tiny_chat_model, monkeypatch) -> None:
