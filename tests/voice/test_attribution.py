@@ -25,6 +25,7 @@ def test_classifier_attributes_held_out_books_far_above_chance(small_classifier)
 def test_probabilities_cover_every_writer_and_sum_to_one(small_classifier) -> None:
     attribution = small_classifier.attribute(load_writer("poe", "heldout")[0])
     assert set(attribution.probabilities) == set(WRITERS)
+    assert type(attribution.writer) is str  # not numpy's string: printed and JSON-serialised as is
     assert sum(attribution.probabilities.values()) == pytest.approx(1.0)
     assert attribution.writer == max(attribution.probabilities, key=attribution.probabilities.get)
 

@@ -73,7 +73,7 @@ class StylometricClassifier:
             LogisticRegression(C=C, max_iter=2000),
         )
         self._pipeline.fit(list(paragraphs), list(writers))
-        self.writers: tuple[str, ...] = tuple(self._pipeline.classes_)
+        self.writers: tuple[str, ...] = tuple(str(c) for c in self._pipeline.classes_)
 
     def probabilities(self, texts: Sequence[str]) -> list[dict[str, float]]:
         """Each text's probability per writer."""
