@@ -191,8 +191,9 @@ never trained or tuned on."""
 _ENGLISH = frozenset("the and of to a in that is was he it for with as his on be at by i".split())
 _GUTENBERG_START = re.compile(r"^\*\*\* ?START OF TH(?:E|IS) PROJECT GUTENBERG.*$", re.M)
 _GUTENBERG_END = re.compile(r"^\*\*\* ?END OF TH(?:E|IS) PROJECT GUTENBERG", re.M)
-_MD_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)|\[([^\]]+)\]\[[^\]]*\]")
-_MD_NOTE = re.compile(r"\[\^[^\]]*\]")
+_MD_LINK = re.compile(r"\[([^\[\]\n]{1,200})\](?:\([^()\n]{0,300}\)|\[[^\[\]\n]{0,100}\])")
+"""A Markdown link, inline or by reference; bounded, so unclosed brackets cost linear time."""
+_MD_NOTE = re.compile(r"\[\^[^\[\]\n]{0,100}\]")
 
 
 def is_english(text: str, share: float = 0.12) -> bool:
@@ -237,7 +238,7 @@ def markdown_paragraphs(text: str) -> list[str]:
         ):
             continue
         joined = " ".join(line.strip() for line in lines)
-        joined = _MD_NOTE.sub("", _MD_LINK.sub(lambda m: m.group(1) or m.group(2), joined))
+        joined = _MD_NOTE.sub("", _MD_LINK.sub(lambda m: m.group(1), joined))
         out.append(joined.replace("`", "").replace("**", "").replace("*", "").replace("_", " ").strip())
     return out
 
