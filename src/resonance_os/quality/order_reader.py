@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from importlib.resources import files
 from pathlib import Path
 
+from resonance_os.quality.reference_lm import length_batches
+
 READER_FILE = "data/order_reader.safetensors"
 LORA_A, LORA_B = ".lora_A", ".lora_B"
 
@@ -83,18 +85,8 @@ class OrderReader:
         import torch
 
         seqs = [list(s[: self.max_tokens]) for s in sequences]
-        order = sorted(range(len(seqs)), key=lambda i: len(seqs[i]))
         out = [0.0] * len(seqs)
-        device = next(self.model.parameters()).device
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            width = max(len(seqs[i]) for i in chunk)
-            ids = torch.zeros((len(chunk), width), dtype=torch.long)
-            mask = torch.zeros_like(ids)
-            for row, i in enumerate(chunk):
-                ids[row, : len(seqs[i])] = torch.tensor(seqs[i], dtype=torch.long)
-                mask[row, : len(seqs[i])] = 1
-            ids, mask = ids.to(device), mask.to(device)
+        for chunk, ids, mask in length_batches(self.model, seqs, batch_size):
             with torch.inference_mode():
                 h = self.model.model(input_ids=ids, attention_mask=mask).last_hidden_state.float().cpu()
             mask = mask.cpu()

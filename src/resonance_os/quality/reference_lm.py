@@ -14,9 +14,10 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,9 +108,25 @@ def token_logprobs(model, sequences: Sequence[Sequence[int]], batch_size: int = 
     """
     import torch
 
+    out: list[np.ndarray] = [np.zeros(0)] * len(sequences)
+    for chunk, ids, mask in length_batches(model, sequences, batch_size):
+        with torch.inference_mode():
+            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+            logp = (logits.gather(-1, ids[:, 1:, None])[..., 0] - logits.logsumexp(-1)).cpu()
+        for row, i in enumerate(chunk):
+            out[i] = logp[row, : len(sequences[i]) - 1].double().numpy()
+    return out
+
+
+def length_batches(
+    model, sequences: Sequence[Sequence[int]], batch_size: int
+) -> Iterator[tuple[list[int], Any, Any]]:
+    """Token-id sequences sorted by length in batches of ``batch_size``: each batch's input indices,
+    right-padded ids and attention mask (long tensors on the model's device)."""
+    import torch
+
     device = next(model.parameters()).device
     order = sorted(range(len(sequences)), key=lambda i: len(sequences[i]))
-    out: list[np.ndarray] = [np.zeros(0)] * len(sequences)
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         width = max(len(sequences[i]) for i in chunk)
@@ -118,10 +135,4 @@ def token_logprobs(model, sequences: Sequence[Sequence[int]], batch_size: int = 
         for row, i in enumerate(chunk):
             ids[row, : len(sequences[i])] = torch.tensor(sequences[i], dtype=torch.long)
             mask[row, : len(sequences[i])] = 1
-        ids, mask = ids.to(device), mask.to(device)
-        with torch.inference_mode():
-            logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
-            logp = (logits.gather(-1, ids[:, 1:, None])[..., 0] - logits.logsumexp(-1)).cpu()
-        for row, i in enumerate(chunk):
-            out[i] = logp[row, : len(sequences[i]) - 1].double().numpy()
-    return out
+        yield chunk, ids.to(device), mask.to(device)
