@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from resonance_os.api.studio import POLICY_UPDATE_STEPS
+from resonance_os.api.training import PPO_UPDATE_STEPS
 from resonance_os.core.hrv_constants import (
     GAP_CONVENTION,
     HRV_DESCRIPTIONS,
@@ -67,5 +67,5 @@ def test_the_train_forms_update_size_is_the_trainers(client):
     from resonance_os.rl.algorithms.ppo import PPOConfig
 
     body = client.get("/studio/definitions.json").json()
-    assert body["training"]["update_steps"] == POLICY_UPDATE_STEPS
-    assert hr_ppo_config(None, 0).get("n_steps", PPOConfig().n_steps) == POLICY_UPDATE_STEPS
+    assert body["training"]["update_steps"] == PPO_UPDATE_STEPS
+    assert hr_ppo_config(None, 0).get("n_steps", PPOConfig().n_steps) == PPO_UPDATE_STEPS

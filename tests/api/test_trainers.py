@@ -73,3 +73,23 @@ def test_a_job_trains_in_its_run_folder_and_an_older_work_folder_resumes_in_plac
         db.dispose()
     assert resumed == [64] and model.num_timesteps == 128 and not (work / "run").exists()
     assert [row["timesteps"] for row in open_run(work).metrics()] == [64, 128]
+
+
+def test_a_train_request_is_queued_as_the_whole_ppo_updates_it_trains(db_url):
+    """No "5,000 asked, 6,144 trained" behind the user's back: the job says what it will train."""
+    from fastapi.testclient import TestClient
+
+    from resonance_os.api.hr_server import create_app
+    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.trainers import whole_updates
+
+    assert training.PPO_UPDATE_STEPS == 2048
+    assert [whole_updates("hr_ppo", t) for t in (64, 2048, 5000, 6144)] == [2048, 2048, 6144, 6144]
+    assert whole_updates("os.path:join", 5000) == 5000  # a trainer that declares no update size
+    app = create_app(db_url, launch_workers=False)
+    key = create_tenant(app.state.service.db, f"rounding-{os.getpid()}")
+    with TestClient(app) as client:
+        body = {"target_hrv": [0.5] * 8, "timesteps": 5000, "seed": 1}
+        job = client.post("/v1/train", json=body, headers={"Authorization": f"Bearer {key}"})
+    assert job.status_code == 202, job.text
+    assert job.json()["params"]["timesteps"] == 6144

@@ -17,6 +17,7 @@ from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
 from resonance_os.api.schemas import WritingTerms
+from resonance_os.api.training import PPO_UPDATE_STEPS
 from resonance_os.core.hrv_constants import (
     GAP_CONVENTION,
     HRV_DESCRIPTIONS,
@@ -25,11 +26,6 @@ from resonance_os.core.hrv_constants import (
 )
 
 STUDIO_DIR = Path(__file__).with_name("studio")
-
-POLICY_UPDATE_STEPS = 2048
-"""Timesteps per update of the policy trainer the Train screen starts (PPO's rollout, ``n_steps`` of
-``rl.algorithms.ppo.PPOConfig``, which the writing policy's configuration keeps; tests check they
-agree): it trains whole updates, one learning-curve point each, so the form asks for multiples."""
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (
@@ -55,7 +51,7 @@ def definitions() -> dict:
         "dimensions": [{"name": name, "description": HRV_DESCRIPTIONS[name]} for name in HRV_DIMENSIONS],
         "terms": terms,
         "gap": GAP_CONVENTION,
-        "training": {"update_steps": POLICY_UPDATE_STEPS},
+        "training": {"update_steps": PPO_UPDATE_STEPS},
     }
 
 

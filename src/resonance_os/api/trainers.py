@@ -43,6 +43,13 @@ def lookup(name: str) -> Trainer:
     )
 
 
+def whole_updates(name: str, timesteps: int) -> int:
+    """``timesteps`` rounded up to whole updates of trainer ``name`` (its ``update_steps``), which is
+    what it trains; unchanged for a trainer that does not declare one."""
+    step = getattr(lookup(name), "update_steps", None)
+    return timesteps if not step else -(-timesteps // step) * step
+
+
 def check_available(name: str) -> None:
     """Raise ``TrainingUnavailableError`` unless trainer ``name`` exists and the modules it
     ``requires`` are installed.

@@ -39,6 +39,13 @@ class TrainingUnavailableError(ResonanceError):
     http_status = 503
 
 
+PPO_UPDATE_STEPS = 2048
+"""Timesteps per update of the writing-policy trainer (PPO's rollout, ``n_steps`` of
+``rl.algorithms.ppo.PPOConfig``, which the writing policy's configuration keeps; tests check they
+agree). It trains whole updates, one learning-curve point each, so ``/v1/train`` rounds a request up
+to whole updates and the Train screen asks for multiples."""
+
+
 def _hr_modules():
     """``(hr_rl_trainer, hr_policy)``, or ``TrainingUnavailableError`` when this installation lacks them."""
     try:
@@ -124,6 +131,7 @@ def job_run(work_dir: Path, kind: str, config: dict[str, Any]) -> Run:
 
 
 train_profile_policy.requires = (TRAINING_MODULE, POLICY_MODULE)
+train_profile_policy.update_steps = PPO_UPDATE_STEPS
 
 
 def _yielding(env: gym.Env, pause: Callable[..., None]) -> gym.Env:

@@ -9,7 +9,7 @@ from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from resonance_os.api import jobs
+from resonance_os.api import jobs, trainers
 from resonance_os.api.db import Job
 from resonance_os.api.deps import service, tenant
 from resonance_os.api.http_errors import ApiError
@@ -61,7 +61,7 @@ def train(
         trainer,
         profile=body.profile,
         target_hrv=body.target_hrv,
-        timesteps=body.timesteps,
+        timesteps=trainers.whole_updates(trainer, body.timesteps),
         seed=body.seed,
         use_reward_model=body.use_reward_model,
         limits=request.app.state.job_limits,
