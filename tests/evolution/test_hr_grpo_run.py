@@ -15,7 +15,7 @@ pytest.importorskip("transformers", reason="the LM policy needs the local extra 
 pytest.importorskip("peft", reason="the LM policy needs the local extra (transformers, peft)")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
-from tiny_lm import make_model, make_tokenizer  # noqa: E402
+from tiny_lm import save_tiny_model  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from resonance_os.cli.hr_main import app  # noqa: E402
@@ -43,11 +43,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:Fu
 
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("tiny") / "tiny"
-    tok = make_tokenizer()
-    make_model(len(tok), seed=0, context=512).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+    return save_tiny_model(tmp_path_factory.mktemp("tiny") / "tiny", context=512)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("transformers", reason="the LM policy needs the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="the LM policy needs the local extra (transformers, peft)")
 
-from tiny_lm import make_model, make_tokenizer  # noqa: E402
+from tiny_lm import save_tiny_model  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from resonance_os.cli.hr_main import app  # noqa: E402
@@ -47,9 +47,7 @@ exact_match = 0.1
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny")
-    tok = make_tokenizer()
-    make_model(len(tok)).save_pretrained(folder / "tiny")
-    tok.save_pretrained(folder / "tiny")
+    save_tiny_model(folder / "tiny")
     (folder / "prompts.txt").write_text(
         "three one two\tone two three\nnine four\tfour nine\n\nfive six\tfive six\n"
     )

@@ -61,6 +61,14 @@ def make_model(vocab_size: int, seed: int = 0, context: int = 64, tied: bool = F
     return model.eval()
 
 
+def save_tiny_model(folder, context: int = 64):
+    """The tiny model and its tokenizer saved as a Hugging Face folder (what a model path names)."""
+    tok = make_tokenizer()
+    make_model(len(tok), seed=0, context=context).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
 def one_step_lora(tokenizer, folder, context: int = 128, seed: int = 0):
     """An ``LMPolicy`` with a LoRA adapter on ``make_model`` after one Adam step (so B != 0: a fresh
     adapter is the identity), saved to ``folder``; returns the policy."""

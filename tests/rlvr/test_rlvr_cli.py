@@ -15,7 +15,7 @@ pytest.importorskip("transformers", reason="the LM policy needs the local extra 
 pytest.importorskip("peft", reason="the LM policy needs the local extra (transformers, peft)")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 
-from tiny_lm import make_model, make_tokenizer  # noqa: E402
+from tiny_lm import save_tiny_model  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
 from resonance_os.cli.hr_main import app  # noqa: E402
@@ -52,9 +52,7 @@ workers = 2
 @pytest.fixture(scope="module")
 def tiny_folder(tmp_path_factory):
     folder = tmp_path_factory.mktemp("tiny")
-    tok = make_tokenizer()
-    make_model(len(tok), context=512).save_pretrained(folder / "tiny")
-    tok.save_pretrained(folder / "tiny")
+    save_tiny_model(folder / "tiny", context=512)
     return folder
 
 
