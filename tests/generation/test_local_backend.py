@@ -34,7 +34,10 @@ def test_same_seed_same_reply(backend):
 
 
 def test_writer_with_local_model(backend):
-    article = HumanResonantWriter(backend=backend).generate("tea gardens", num_paragraphs=1, seed=1)
+    # the bare model: the default profile's voice adapter is tests/generation/test_voice_adapter.py's
+    article = HumanResonantWriter(backend=backend, adapter=False).generate(
+        "tea gardens", num_paragraphs=1, seed=1
+    )
     assert article.backend == "local" and article.paragraphs[0].strip()
     step = article.trace[1]
     assert step["layer"] == "llm" and len(step["draft_errors"]) >= 1
