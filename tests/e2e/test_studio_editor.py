@@ -98,6 +98,8 @@ def test_a_profile_of_the_same_name_is_replaced_only_after_confirming(page, stud
     )  # the safe choice
     page.keyboard.press("Enter")
     page.wait_for_function("!document.querySelector('#overwrite-dialog').open")
+    # the notice follows the dialog's close event: wait for it rather than read it at once
+    page.wait_for_selector("#notice:not([hidden]) >> text=Nothing was changed")
     assert page.inner_text("#notice").startswith("Nothing was changed")
     assert api(studio, "GET", "/v1/profiles/newsletter").json() == first
 
