@@ -4,7 +4,7 @@ import tenants' target profiles."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -106,6 +106,32 @@ def _open(store: str | None) -> HRVProfileManager:
     from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 
     return HRVProfileManager(store)
+
+
+def _save_measured(
+    tenant: str,
+    name: str,
+    overwrite: bool,
+    store: str | None,
+    paragraphs: list[str],
+    save: Callable[[HRVProfileManager, bool | None], HRVProfile],
+    report: Callable[[], None],
+    adapter_options: tuple[bool, int, str | None],
+) -> HRVProfile:
+    """Save a profile measured from a writer's text (``save``) under the overwrite rule, ``report`` on
+    it, and with ``--adapter`` train its voice adapter on ``paragraphs`` (refused before saving when
+    they cannot train one)."""
+    adapter, steps, model = adapter_options
+    if adapter:
+        check_adapter_text(paragraphs)
+    with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
+        profile = save(manager, must_exist)
+    report()
+    if adapter:
+        train_profile_adapter(
+            profile.key, profile.vector.to_list(), paragraphs, store, grpo_steps=steps, base=model
+        )
+    return profile
 
 
 @app.command("list")
@@ -216,18 +242,19 @@ def from_text(
 
     def run() -> None:
         text = read_source(source)
-        if adapter:  # refused before the profile is saved
-            check_adapter_text(split_paragraphs(text))
-        with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
-            profile = manager.profile_from_text(tenant, name, text, description, must_exist=must_exist)
-        warning = sample_warning(text)
-        if warning is not None:
-            error_console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
-        if adapter:
-            train_profile_adapter(
-                profile.key, profile.vector.to_list(), split_paragraphs(text), store,
-                grpo_steps=adapter_steps, base=adapter_model,
-            )  # fmt: skip
+
+        def save(manager: HRVProfileManager, must_exist: bool | None) -> HRVProfile:
+            return manager.profile_from_text(tenant, name, text, description, must_exist=must_exist)
+
+        def warn() -> None:
+            warning = sample_warning(text)
+            if warning is not None:
+                error_console.print(f"[yellow]warning:[/yellow] {escape(warning)}")
+
+        adapter_options = (adapter, adapter_steps, adapter_model)
+        profile = _save_measured(
+            tenant, name, overwrite, store, split_paragraphs(text), save, warn, adapter_options
+        )
         if as_json:
             _print_json(profile.to_dict())
         else:
@@ -262,20 +289,18 @@ def from_corpus(
 
     def run() -> HRVProfile:
         corpus = read_corpus_folder(folder)
-        if adapter:  # refused before the profile is saved
-            check_adapter_text(corpus.paragraphs)
-        with _open(store) as manager, _refusing_overwrite(manager, tenant, name, overwrite) as must_exist:
-            profile = profile_from_corpus(manager, tenant, name, corpus, description, must_exist=must_exist)
-        error_console.print(
-            f"measured {len(corpus.files)} file{'s' if len(corpus.files) != 1 else ''}, {corpus.words:,} words",
-            markup=False,
+
+        def save(manager: HRVProfileManager, must_exist: bool | None) -> HRVProfile:
+            return profile_from_corpus(manager, tenant, name, corpus, description, must_exist=must_exist)
+
+        def report() -> None:
+            files = f"{len(corpus.files)} file{'s' if len(corpus.files) != 1 else ''}"
+            error_console.print(f"measured {files}, {corpus.words:,} words", markup=False)
+
+        adapter_options = (adapter, adapter_steps, adapter_model)
+        return _save_measured(
+            tenant, name, overwrite, store, corpus.paragraphs, save, report, adapter_options
         )
-        if adapter:
-            train_profile_adapter(
-                profile.key, profile.vector.to_list(), corpus.paragraphs, store,
-                grpo_steps=adapter_steps, base=adapter_model,
-            )  # fmt: skip
-        return profile
 
     profile = run_reporting_user_errors(run)
     if as_json:
