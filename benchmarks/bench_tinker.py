@@ -119,7 +119,7 @@ def in_process_backend(folder: str, batch: list[list[int]]):
         base.slots.remove(snapshot)
         base.slots.add(snapshot, run.spec, seed=0)
         base.slots.load_state_dict(snapshot, base.slots.state_dict("bench"))
-        sequences = backend.sample(base, snapshot, prompt, 4, params)
+        sequences, _ = backend.sample(base, snapshot, prompt, 4, params)
         rows = []
         for seq in sequences:
             tokens = prompt + seq.tokens

@@ -21,6 +21,11 @@ and stop token ids, ``max_tokens``; each choice draws from its own ``torch.Gener
 ``(seed, choice index)``, so a seed gives the same tokens whatever else is in the batch (up to the
 float rounding of a different batch size in the matrix products; equal on the test model).
 
+Prompt log-probs (``SamplingParams.prompt_logprobs``, teacher forcing): the prefill pass keeps the
+logits of the scored prompt positions too, so ``Completion.prompt_logprobs`` costs no extra pass and the
+request batches with everyone else's; with ``prompt_logprobs_last_n`` only the tail is scored and the
+prompt's start may come from the prefix store.
+
 Adapters: ``load_adapter(name, folder)`` installs a LoRA adapter (see :mod:`resonance_os.llm.adapters`)
 between steps; requests name it, and rows of different adapters share a batch.
 ``unload_adapter(name)`` refuses new requests for it at once and removes it once its running
@@ -134,6 +139,7 @@ class RequestHandle:
         self.submitted = time.perf_counter()
         self.first_token_at: float | None = None
         self.prefill_tokens = 0
+        self.prompt_logprobs: list[float | None] | None = None
         self.cancelled = False
         self._done = threading.Event()
         self._error: BaseException | None = None
@@ -187,7 +193,9 @@ class RequestHandle:
         self.cancelled = True
 
     def completion(self) -> Completion:
-        return Completion(self.prompt_ids, self.choices, self.ttft_s, self.prefill_tokens)
+        return Completion(
+            self.prompt_ids, self.choices, self.ttft_s, self.prefill_tokens, self.prompt_logprobs
+        )
 
     def result(self, timeout: float | None = None) -> Completion:
         """Wait for the request to end; raises the engine's error if it failed, ``TimeoutError``."""
@@ -389,6 +397,12 @@ class GenerationEngine:
         if params.n > self.config.max_batch:
             raise ConfigError(
                 f"n={params.n} is more than the {self.config.max_batch} sequences a batch holds"
+            )
+        last_n = params.prompt_logprobs_last_n
+        if last_n is not None and last_n > len(prompt_ids) - 1:
+            raise ConfigError(
+                f"prompt_logprobs_last_n={last_n} must be at most the prompt's {len(prompt_ids)} tokens "
+                "minus one (the first token has no log-prob)"
             )
         total = len(prompt_ids) + params.max_tokens
         if self.context_length is not None and total > self.context_length:
@@ -615,7 +629,7 @@ class GenerationEngine:
         and the prompt tokens they compute: within ``budget`` tokens, except that the step's ``first``
         pass always takes one request."""
         free = self.config.max_batch - len(self._running)
-        spent = 0
+        spent = width = columns = 0
         admitted: list[tuple[_Request, int, Any]] = []
         skip: set[int] = set()
         while free > 0:
@@ -625,14 +639,18 @@ class GenerationEngine:
             skip.add(id(request))
             if request.params.n > free:
                 break  # wait for room rather than starve a large n
-            reused, entry = self._prefixes.longest(
-                request.prefix_key, request.prompt, len(request.prompt) - 1
-            )
+            reused, entry = self._prefixes.longest(request.prefix_key, request.prompt, _reusable(request))
             if any(self._shares_prefix(request, other, reused) for other, _, _ in admitted):
                 continue  # the next pass, when the other's prompt is in the prefix store
             cost = len(request.prompt) - reused
             if (admitted or not first) and spent + cost > budget:
                 break
+            # the pass keeps rows x columns logit vectors: prompt log-probs widen it, so bound it too
+            wider, more = max(width, cost), columns + _scored(request) + 1
+            scoring = more > len(admitted) + 1
+            if admitted and scoring and (len(admitted) + 1) * min(wider, more) > self.config.prefill_tokens:
+                break
+            width, columns = wider, more
             self._waiting[request.group].remove(request)
             if not self._waiting[request.group]:
                 del self._waiting[request.group]
@@ -699,12 +717,22 @@ class GenerationEngine:
             tokens[row, : len(new)] = torch.tensor(new)
             positions[row] = torch.arange(reused, reused + width)
             rows.append(len(new) - 1)
-        last = sorted(set(rows))
+        scored = [_scored(request) for request, _, _ in admitted]
+        wanted = set(rows)
+        for row, n in enumerate(scored):
+            wanted.update(range(rows[row] - n, rows[row]))
+        last = sorted(wanted)
+        column = {q: i for i, q in enumerate(last)}
         logits = self._forward(
             slots, tokens.to(self.device), positions.to(self.device), [r.adapter for r, _, _ in admitted],
             torch.tensor(last, device=self.device),
         )  # fmt: skip
-        picked = logits[torch.arange(len(admitted)), torch.tensor([last.index(r) for r in rows])]
+        picked = logits[torch.arange(len(admitted)), torch.tensor([column[r] for r in rows])]
+        for row, ((request, _, _), n) in enumerate(zip(admitted, scored)):
+            if request.params.prompt_logprobs:
+                request.handle.prompt_logprobs = self._prompt_logprobs(
+                    request.prompt, logits[row], [column[q] for q in range(rows[row] - n, rows[row])]
+                )
         new_sequences: list[_Sequence] = []
         with self._lock:
             for request, reused, _ in admitted:
@@ -727,6 +755,18 @@ class GenerationEngine:
         )
         self._running += new_sequences
         self._sample_and_emit(new_sequences, rows_logits)
+
+    def _prompt_logprobs(
+        self, prompt: list[int], logits: torch.Tensor, columns: list[int]
+    ) -> list[float | None]:
+        """The last ``len(columns)`` prompt tokens' log-probs from the logits at ``columns`` (the
+        positions before them), None for the tokens before."""
+        if not columns:
+            return [None] * len(prompt)
+        targets = torch.tensor(prompt[len(prompt) - len(columns) :], device=logits.device)
+        logp = logits[torch.tensor(columns, device=logits.device)].log_softmax(-1)
+        scores = logp.gather(-1, targets[:, None]).squeeze(-1).tolist()
+        return [None] * (len(prompt) - len(scores)) + scores
 
     def _sequence(self, request: _Request, index: int, length: int) -> _Sequence:
         seed = request.params.seed
@@ -836,6 +876,21 @@ class GenerationEngine:
             if old != new:
                 self._kv.move(old, new, seq.cached)
         self._running = keep
+
+
+def _scored(request: _Request) -> int:
+    """How many of the request's prompt tokens get a log-prob (the first never does)."""
+    params = request.params
+    if not params.prompt_logprobs:
+        return 0
+    whole = len(request.prompt) - 1
+    return whole if params.prompt_logprobs_last_n is None else min(params.prompt_logprobs_last_n, whole)
+
+
+def _reusable(request: _Request) -> int:
+    """Prompt tokens that may come from the prefix store: all but the last (its logits pick the first
+    token) and all but the positions whose logits score the prompt."""
+    return len(request.prompt) - 1 - _scored(request)
 
 
 def _cut(scaled: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:

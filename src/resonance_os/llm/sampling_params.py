@@ -3,7 +3,9 @@
 The names and ranges are the OpenAI API's (``max_tokens``, ``temperature`` in [0, 2], ``top_p`` in
 (0, 1], ``n``, ``stop``, ``seed``, ``logprobs``/``top_logprobs`` up to 20, ``presence_penalty`` and
 ``frequency_penalty`` in [-2, 2]) plus vLLM's ``top_k``, ``stop_token_ids``, ``ignore_eos`` and ``repetition_penalty`` (CTRL's, over prompt and completion, as
-transformers' ``generate``) and transformers' ``no_repeat_ngram_size``.
+transformers' ``generate``) and transformers' ``no_repeat_ngram_size``, and vLLM's/Tinker's prompt
+log-probs (``prompt_logprobs``: ``log p(prompt[i] | prompt[:i])`` under the plain model, no temperature;
+``prompt_logprobs_last_n``: only the last N prompt tokens, so the start may come from the prefix store).
 Log-probabilities are ``log softmax(z / T)`` of the sampled token (after temperature and penalties,
 before the top-k/top-p cut; ``T = 0`` reports ``T = 1``), the number ``LMPolicy.token_logprobs(...,
 temperature=T)`` recomputes, so an RL trainer can use them as the sampler's log-probs.
@@ -46,6 +48,8 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     repetition_penalty: float = 1.0
     no_repeat_ngram_size: int = 0
+    prompt_logprobs: bool = False
+    prompt_logprobs_last_n: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, str):
@@ -99,6 +103,18 @@ class SamplingParams:
                 "an integer >= 0 (0 = off)",
             ),
         ]
+        checks.append(
+            (
+                "prompt_logprobs_last_n",
+                self.prompt_logprobs_last_n is None
+                or (
+                    self.prompt_logprobs
+                    and _is_int(self.prompt_logprobs_last_n)
+                    and self.prompt_logprobs_last_n >= 1
+                ),
+                "an integer >= 1, with prompt_logprobs=True (None: the whole prompt)",
+            )
+        )
         for name, ok, expected in checks:
             if not ok:
                 raise ConfigError(f"{name}={getattr(self, name)!r} must be {expected}")
@@ -156,12 +172,14 @@ class Choice:
 class Completion:
     """A finished request: its prompt's token ids and its ``n`` choices; ``ttft_s`` is the time from
     submission to the first token, ``prefill_tokens`` the prompt tokens computed for it (the rest
-    came from the prefix store)."""
+    came from the prefix store); ``prompt_logprobs`` (when asked) one entry per prompt token, None
+    where not scored (the first token, and those before ``prompt_logprobs_last_n``)."""
 
     prompt_token_ids: list[int]
     choices: list[Choice]
     ttft_s: float | None = None
     prefill_tokens: int = 0
+    prompt_logprobs: list[float | None] | None = None
 
     @property
     def completion_tokens(self) -> int:

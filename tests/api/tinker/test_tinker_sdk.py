@@ -235,6 +235,12 @@ def test_sampler_weights_sample_the_trained_adapter(service_client):
     base_logprobs = base_sampler.compute_logprobs(types.ModelInput.from_ints(ids)).result()
     assert not np.allclose(base_logprobs[1:], prompt_logprobs[1:], atol=1e-3)  # the adapter changed something
 
+    tail = sampler.compute_logprobs(types.ModelInput.from_ints(ids), prompt_logprobs_last_n=3).result()
+    assert tail[:-3] == [None] * (len(ids) - 3)  # the SDK checks that nothing before the tail is scored
+    np.testing.assert_allclose(tail[-3:], prompt_logprobs[-3:], rtol=1e-4, atol=1e-5)
+    with pytest.raises(tinker.RequestFailedError, match="prompt_logprobs_last_n=.*between 1 and"):
+        sampler.compute_logprobs(types.ModelInput.from_ints(ids), prompt_logprobs_last_n=len(ids)).result()
+
 
 def test_stop_sequences_end_sampling(service_client, tiny_model_folder):
     from transformers import AutoTokenizer

@@ -208,24 +208,31 @@ class SampleParams:
     stop: list[str] | list[int] | None
 
 
-def prompt_logprobs(base: BaseModel, adapter: str | None, prompt: list[int]) -> list[float]:
-    """``log p(prompt[i] | prompt[:i])`` for each position, NaN at position 0."""
-    ids = torch.tensor([prompt])
-    with torch.no_grad(), base.slots.route(adapter):
-        logits = base.model(input_ids=ids).logits[0].float()
-    logp = logits[:-1].log_softmax(-1).gather(-1, ids[0, 1:, None]).squeeze(-1)
-    return [math.nan, *logp.tolist()]
+@dataclass
+class PromptScoring:
+    """Tinker's ``prompt_logprobs`` (teacher-forced log-probs of the prompt) and ``prompt_logprobs_last_n``
+    (only the last N tokens; None: all)."""
+
+    last_n: int | None = None
 
 
 def sample(
-    base: BaseModel, adapter: str | None, prompt: list[int], n: int, params: SampleParams
-) -> list[Sequence]:
+    base: BaseModel,
+    adapter: str | None,
+    prompt: list[int],
+    n: int,
+    params: SampleParams,
+    scoring: PromptScoring | None = None,
+) -> tuple[list[Sequence], list[float] | None]:
     """``n`` continuations of ``prompt`` on ``adapter`` (None: the base model), each token's log-prob
-    under the temperature-scaled distribution it was drawn from (before top-k/top-p).
+    under the temperature-scaled distribution it was drawn from (before top-k/top-p), and with
+    ``scoring`` the prompt's own log-probs (NaN where not scored: the first token, those before
+    ``last_n``).
 
     Drawn by the generation engine (``llm.engine``, the OpenAI API's) on the base model with the run's
-    LoRA slot routed: the prompt is computed once for the ``n`` samples. Tinker's stop rule: without
-    ``stop`` a sample ends at EOS; with ``stop`` (token ids and/or strings) only there."""
+    LoRA slot routed: the prompt is computed once for the ``n`` samples and its log-probs come from
+    that same pass. Tinker's stop rule: without ``stop`` a sample ends at EOS; with ``stop`` (token ids
+    and/or strings) only there."""
     from resonance_os.llm.engine import EngineConfig, GenerationEngine
     from resonance_os.llm.errors import ConfigError
     from resonance_os.llm.sampling_params import SamplingParams
@@ -244,15 +251,25 @@ def sample(
             max_tokens=max_tokens, temperature=max(params.temperature, 0.0), top_p=params.top_p,
             top_k=max(params.top_k, 0), n=n, stop=tuple(str(s) for s in stop if not isinstance(s, int)),
             stop_token_ids=tuple(s for s in stop if isinstance(s, int)), ignore_eos=params.stop is not None,
-            seed=params.seed, logprobs=True,
+            seed=params.seed, logprobs=True, prompt_logprobs=scoring is not None,
+            prompt_logprobs_last_n=None if scoring is None else scoring.last_n,
         )  # fmt: skip
     except ConfigError as exc:
         raise UserError(f"sampling_params.{exc}") from None
+    if scoring is not None and scoring.last_n is not None and not 1 <= scoring.last_n < len(prompt):
+        raise UserError(
+            f"prompt_logprobs_last_n={scoring.last_n} must be between 1 and the prompt's {len(prompt)} "
+            "tokens minus one"
+        )
     with base.slots.route(adapter):
         engine = GenerationEngine(base.model, base.tokenizer, EngineConfig(max_batch=n), borrowed=True)
         handle = engine.submit(prompt, request)
         engine.run_pending()
-    return [
+    done = handle.result()
+    sequences = [
         Sequence(c.token_ids, [t.logprob for t in c.logprobs], c.finish_reason == "stop")
-        for c in handle.result().choices
+        for c in done.choices
     ]
+    if done.prompt_logprobs is None:
+        return sequences, None
+    return sequences, [math.nan if lp is None else lp for lp in done.prompt_logprobs]

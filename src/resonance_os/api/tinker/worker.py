@@ -652,10 +652,13 @@ class TinkerWorker:
         if not 0 < sample_params.top_p <= 1:
             raise UserError(f"sampling_params.top_p={sample_params.top_p} must be in (0, 1]")
         base.check_tokens(np.asarray(prompt), "prompt")
-        prompt_lp = (
-            backend.prompt_logprobs(base, state.adapter, prompt) if body.get("prompt_logprobs") else None
-        )
-        sequences = backend.sample(base, state.adapter, prompt, n, sample_params)
+        last_n = body.get("prompt_logprobs_last_n")
+        if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int)):
+            raise UserError(f"prompt_logprobs_last_n={last_n!r} must be an integer or null")
+        if last_n is not None and not body.get("prompt_logprobs"):
+            raise UserError("prompt_logprobs_last_n applies to prompt logprobs; set prompt_logprobs=true")
+        scoring = backend.PromptScoring(last_n) if body.get("prompt_logprobs") else None
+        sequences, prompt_lp = backend.sample(base, state.adapter, prompt, n, sample_params, scoring)
         return encode_sample(sequences, prompt_lp)
 
     def _do_close_session(self, row: TinkerFuture, body: dict[str, Any]) -> dict[str, Any]:
