@@ -8,9 +8,10 @@ Each ``run_sql`` call is an OpenTelemetry span (``execute_tool run_sql``, OpenTe
 ``gen_ai.operation.name = "execute_tool"``), status ``ERROR`` when the SQL fails, exported over OTLP to
 the store; its LLM calls need no tracing (the runner gives it the recorded endpoint's base URL).
 
-``run(task, llm)`` is what a runner calls (``resonance agents train``); ``python agent.py QUESTION``
-asks one question against a plain OpenAI-compatible server (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``,
-``--model``).
+``run(task, llm)`` is what a runner calls (``resonance agents train``); ``demonstration(task)`` is the
+conversation the agent opens for a task with the task's gold SQL as the reply (``resonance agents
+warmup``'s supervised warm-up); ``python agent.py QUESTION`` asks one question against a plain
+OpenAI-compatible server (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``--model``).
 """
 
 from __future__ import annotations
@@ -75,9 +76,19 @@ def matches(value: Any, answer: Any) -> bool:
         return str(value).strip().lower() == str(answer).strip().lower()
 
 
+def opening(question: str) -> list[dict[str, str]]:
+    """The messages of the agent's first call for ``question``."""
+    return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+
+
+def demonstration(task: dict[str, Any]) -> dict[str, Any]:
+    """The agent's first call for ``task`` answered with the task's gold SQL (a warm-up example)."""
+    return {"prompt": opening(task["question"]), "completion": task["sql"]}
+
+
 def solve(question: str, client: openai.OpenAI, model: str, sampling: dict[str, Any], tracer: Tracer) -> Any:
     """Query until a query runs (at most MAX_QUERIES); the first cell of the last result, or None."""
-    messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": question}]
+    messages = opening(question)
     for _ in range(MAX_QUERIES):
         reply = client.chat.completions.create(model=model, messages=messages, logprobs=True, **sampling)
         text = reply.choices[0].message.content or ""

@@ -21,8 +21,14 @@ The TOML::
     adapter = "sql-agent"           # learning_rate, loss_type, epsilon, max_grad_norm
     steps = 3
 
-Relative paths are read from the TOML's folder. A mistake is one line naming the table and field,
-exit code 2.
+    [warmup]                        # ``resonance agents warmup`` (optional; needs no server)
+    demonstrations = "agent.py:demonstration"   # task -> {"prompt": messages, "completion": reply}
+    steps = 60                      # WarmupConfig: steps, batch_size, learning_rate, seed
+
+``resonance agents warmup CONFIG.toml --out DIR`` fine-tunes the adapter on the training tasks'
+demonstrations (SFT) and saves ``DIR/checkpoint``; ``resonance agents train CONFIG.toml --init
+DIR/checkpoint`` starts the RL from it. Relative paths are read from the TOML's folder. A mistake is
+one line naming the table and field, exit code 2.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from resonance_os.rl.errors import ConfigError
 
 app = typer.Typer(help="Train an agent from its traces (Agent Lightning's protocol).", no_args_is_help=True)
 
-TABLES = ("server", "model", "agent", "train")
+TABLES = ("server", "model", "agent", "train", "warmup")
 UPDATE_FIELDS = ("learning_rate", "loss_type", "epsilon", "max_grad_norm")
 
 
@@ -67,13 +73,26 @@ def load_tasks(file: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return train, heldout
 
 
+def _function(config: Path, spec: Any, where: str) -> str:
+    """A checked ``module:function`` / ``file.py:function`` spec, a relative file read from the TOML's folder."""
+    from resonance_os.traces.runner import load_agent
+
+    where_file, _, name = str(spec).rpartition(":")
+    if where_file.endswith(".py") and not Path(where_file).is_absolute():
+        spec = f"{config.resolve().parent / where_file}:{name}"
+    try:
+        load_agent(str(spec))
+    except ValueError as exc:
+        raise ConfigError(f"{config.name}: {where}: {exc}") from None
+    return str(spec)
+
+
 def load_spec(config: Path) -> dict[str, Any]:
     """Everything the run needs from the TOML, checked before any model loads."""
-    from resonance_os.traces.runner import load_agent
     from resonance_os.traces.trainer import AgentTrainConfig
     from resonance_os.traces.update import UpdateConfig
 
-    raw = read_toml(config, TABLES, optional=("train",))
+    raw = read_toml(config, TABLES, optional=("train", "warmup"))
     server = raw["server"]
     url = server.get("url", "http://127.0.0.1:8000")
     key_env = server.get("key_env", "RESONANCE_API_KEY")
@@ -84,14 +103,7 @@ def load_spec(config: Path) -> dict[str, Any]:
         )
     model_path, device, policy_config = model_table(config, raw["model"])
     agent = raw["agent"]
-    function = agent.get("function", "")
-    where, _, name = str(function).rpartition(":")
-    if where.endswith(".py") and not Path(where).is_absolute():
-        function = f"{config.resolve().parent / where}:{name}"
-    try:
-        load_agent(function)
-    except ValueError as exc:
-        raise ConfigError(f"{config.name}: agent.function: {exc}") from None
+    function = _function(config, agent.get("function", ""), "agent.function")
     train_tasks, heldout = load_tasks(_path(config, agent.get("tasks"), "agent.tasks"))
     limit = agent.get("heldout", len(heldout))
     if not isinstance(limit, int) or limit < 0:
@@ -116,14 +128,61 @@ def load_spec(config: Path) -> dict[str, Any]:
             "runners": runners, "train": train, "tasks": train_tasks, "heldout": heldout}  # fmt: skip
 
 
-def run_training(config: Path, out: Path, no_air: bool = False) -> dict[str, Any]:
+def load_warmup(config: Path) -> dict[str, Any]:
+    """The warm-up's model, demonstrations (training tasks; held-out ones for the validation loss) and
+    ``WarmupConfig``, checked before any model loads."""
+    from resonance_os.traces.runner import load_agent
+    from resonance_os.traces.warmup import WarmupConfig, demonstrations
+
+    raw = read_toml(config, TABLES, optional=("server", "train", "warmup"))
+    if "warmup" not in raw:
+        raise ConfigError(
+            f'{config.name}: missing table warmup; add [warmup] with demonstrations = "agent.py:demonstration"'
+        )
+    table = dict(raw["warmup"])
+    demonstrate = load_agent(_function(config, table.pop("demonstrations", ""), "warmup.demonstrations"))
+    known = {f.name for f in fields(WarmupConfig)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise ConfigError(f"{config.name}: warmup.{unknown[0]}: unknown setting; known: {sorted(known)}")
+    try:
+        warmup = WarmupConfig(**table)
+    except (TypeError, ConfigError) as exc:
+        raise ConfigError(f"{config.name}: warmup: {exc}") from None
+    train_tasks, heldout = load_tasks(_path(config, raw["agent"].get("tasks"), "agent.tasks"))
+    try:
+        pairs, validation = demonstrations(train_tasks, demonstrate), demonstrations(heldout, demonstrate)
+    except ConfigError as exc:
+        raise ConfigError(f"{config.name}: warmup.demonstrations: {exc}") from None
+    return {"model": model_table(config, raw["model"]), "pairs": pairs, "validation": validation,
+            "warmup": warmup}  # fmt: skip
+
+
+def run_warmup(config: Path, out: Path) -> dict[str, Any]:
+    from resonance_os.traces.warmup import warm_up
+
+    spec = load_warmup(config)
+    policy = build_policy(*spec["model"])
+    out.mkdir(parents=True, exist_ok=True)
+    summary = warm_up(policy, spec["pairs"], spec["warmup"], out, spec["validation"], log=typer.echo)
+    (out / "warmup.json").write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def run_training(config: Path, out: Path, no_air: bool = False, init: Path | None = None) -> dict[str, Any]:
     from dataclasses import replace
 
     from resonance_os.traces.runner import RunnerPool
     from resonance_os.traces.store_client import StoreClient
     from resonance_os.traces.trainer import AgentTrainer
+    from resonance_os.traces.warmup import start_from
 
     spec = load_spec(config)
+    if init is not None and not init.is_dir():
+        raise ConfigError(
+            f"--init {init}: no checkpoint folder there; pass the checkpoint resonance agents warmup wrote "
+            "(its OUT/checkpoint)"
+        )
     if no_air:
         cfg = spec["train"]
         spec["train"] = replace(
@@ -136,6 +195,8 @@ def run_training(config: Path, out: Path, no_air: bool = False) -> dict[str, Any
     try:
         client.runs_folder()  # the server answers and the key is good, before the model loads
         policy = build_policy(*spec["model"])
+        if init is not None:
+            start_from(policy, init)
         out.mkdir(parents=True, exist_ok=True)
         with RunnerPool(spec["url"], spec["function"], spec["key"], spec["runners"], out / "runners"):
             trainer = AgentTrainer(client, policy, spec["tasks"], spec["train"], log=typer.echo)
@@ -160,11 +221,16 @@ def train(
         "--no-air",
         help="Train without AIR (tool errors give no reward), as adapter and run '<name>-no-air'.",
     ),
+    init: Path | None = typer.Option(
+        None,
+        "--init",
+        help="Start the adapter from this checkpoint (resonance agents warmup's DIR/checkpoint).",
+    ),
 ) -> None:
     """Queue tasks, let runner processes run the agent through the recorded endpoint, train the LoRA
     adapter from the spans (GRPO across each task's rollouts), serve each new version; held-out reward
     before and after."""
-    summary = run_reporting_user_errors(lambda: run_training(config, out, no_air))
+    summary = run_reporting_user_errors(lambda: run_training(config, out, no_air, init))
     before, after = summary["before"], summary["after"]
     if before is not None:
         typer.echo(
@@ -174,3 +240,17 @@ def train(
     typer.echo(
         f"summary in {out / 'summary.json'}, per-step metrics (with trained span ids) in {summary['metrics']}"
     )
+
+
+@app.command("warmup")
+def warmup(
+    config: Path = typer.Argument(..., help="The training TOML, with a [warmup] table."),
+    out: Path = typer.Option(
+        Path("runs/agent-warmup"), "--out", help="Folder for checkpoint/, metrics.jsonl and warmup.json."
+    ),
+) -> None:
+    """Supervised warm-up before RL: fine-tune the LoRA adapter on each training task's demonstration
+    (the agent's first call answered as it should be); no server needed. Then: resonance agents train
+    CONFIG --init OUT/checkpoint."""
+    summary = run_reporting_user_errors(lambda: run_warmup(config, out))
+    typer.echo(f"next: resonance agents train {config} --init {summary['checkpoint']}")
