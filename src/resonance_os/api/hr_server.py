@@ -36,7 +36,7 @@ from resonance_os.api.openai import routes as openai_routes
 from resonance_os.api.processes import PARENT_PID_ENV, die_with_parent, parent_pid_from_env
 from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
-from resonance_os.api.routes import feedback, generate, health, profiles, text
+from resonance_os.api.routes import feedback, generate, health, profiles, steer, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.serving_gate import ServingGate, ServingGateMiddleware
@@ -147,6 +147,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         health.router,
         text.router,
         generate.router,
+        steer.router,
         profiles.router,
         feedback.router,
         job_routes.router,

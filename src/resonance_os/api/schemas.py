@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
+from resonance_os.api.steering import MAX_PARAGRAPH_CHARS
 from resonance_os.core.hrv_constants import GAP_CONVENTION, REWARD_TERM_MEANINGS
 from resonance_os.core.hrv_types import validate_hrv
 from resonance_os.core.limits import MAX_PARAGRAPHS
@@ -450,3 +451,73 @@ class Health(BaseModel):
     version: str
     database: str
     workers: WorkersHealth
+
+
+# --- steering (the Studio's sliders) ----------------------------------------------------------
+
+
+class SteerRequest(Body):
+    paragraph: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_PARAGRAPH_CHARS,
+        description="The paragraph to write again, steered (give this or topic).",
+    )
+    topic: Prompt | None = Field(
+        None, description="Write a new paragraph about this instead (the held-out figures' prompt)."
+    )
+    steer: dict[str, float] = Field(
+        default_factory=dict,
+        max_length=8,
+        description="Strength in [-1, 1] by dimension (0 = off); only the steerable dimensions "
+        "(GET /v1/steer/dimensions). Empty: the unsteered model.",
+    )
+    seed: int = Field(
+        0, ge=0, le=2**32 - 1, description="Sampling seed: the same request gives the same paragraph."
+    )
+
+    @model_validator(mode="after")
+    def _paragraph_or_topic(self) -> SteerRequest:
+        if (self.paragraph is None) == (self.topic is None):
+            raise ValueError("give exactly one of paragraph or topic")
+        if self.paragraph is not None and not self.paragraph.strip():
+            raise ValueError("paragraph is blank; send the paragraph's text")
+        return self
+
+
+class SteerResponse(BaseModel):
+    text: str = Field(description="The paragraph the steered model wrote.")
+    hrv: dict[str, float] = Field(description="Its measured HRV by dimension.")
+    original_hrv: dict[str, float] | None = Field(
+        description="The measured HRV of the paragraph sent; null for a topic."
+    )
+    steer: dict[str, float] = Field(description="The strengths applied, by dimension.")
+    seed: int
+    model: str = Field(description="The model the steering directions were built for.")
+    seconds: float = Field(description="Seconds the model took to write it.")
+
+
+class SteerDimension(BaseModel):
+    name: str
+    steerable: bool
+    layer: int | None = Field(description="The decoder layer its direction is added after.")
+    reason: str | None = Field(description="Why it cannot be steered; null when it can.")
+    curve: list[float] | None = Field(
+        description="Held-out dose-response: the mean measured dimension at each of `strengths`."
+    )
+    rho: float | None = Field(description="Spearman rho between strength and the curve.")
+    fluency_ratio: dict[str, float] | None = Field(
+        description="Fluency at strength -0.5 and +0.5 over unsteered, on the held-out prompts."
+    )
+    works_within: list[float] | None = Field(
+        description="[lowest, highest] strength over which the held-out curve moves one way."
+    )
+
+
+class SteerDimensions(BaseModel):
+    available: bool = Field(description="This service can steer (it writes with its local model).")
+    reason: str | None = Field(description="Why it cannot, and the fix; null when it can.")
+    model: str | None
+    strengths: list[float] = Field(description="The strengths of every curve.")
+    heldout_prompts: list[str] = Field(description="The held-out topics the curves were measured on.")
+    dimensions: list[SteerDimension]

@@ -99,3 +99,19 @@ class TextEngine:
         from resonance_os.generation.text_refine import refine_text
 
         return refine_text(self.writer, text, target, seed=seed, between_paragraphs=between)
+
+    def steerable(self) -> dict[str, Any]:
+        """Which dimensions the writer's model can be steered along, with their held-out figures
+        (``api.steering.steerable_report``)."""
+        from resonance_os.api.steering import steerable_report
+
+        return steerable_report(self.writer)
+
+    def steer(
+        self, steer: dict[str, float], paragraph: str | None, topic: str | None, seed: int
+    ) -> dict[str, Any]:
+        """``paragraph`` (or a paragraph about ``topic``) written by the steered local model, measured
+        (``api.steering.steered_rewrite``)."""
+        from resonance_os.api.steering import steered_rewrite
+
+        return steered_rewrite(self.writer, steer, paragraph=paragraph, topic=topic, seed=seed)
