@@ -34,8 +34,9 @@ def tinker_server(tmp_path_factory, tiny_model_folder) -> Iterator[TinkerServer]
 
 @pytest.fixture
 def service_client(tinker_server):
-    """A tinker.ServiceClient of a fresh tenant."""
+    """A tinker.ServiceClient of a fresh tenant, its session closed after the test (so its heartbeat
+    thread never outlives the server)."""
     import tinker
 
-    client = tinker.ServiceClient(base_url=tinker_server.url, api_key=tinker_server.tenant_key())
-    yield client
+    with tinker.ServiceClient(base_url=tinker_server.url, api_key=tinker_server.tenant_key()) as client:
+        yield client

@@ -96,8 +96,8 @@ def test_bad_paths_and_sampling_params_fail_cleanly(service_client, training):
 
 def test_tenants_never_see_each_other(tinker_server):
     key_a, key_b = tinker_server.tenant_key("a"), tinker_server.tenant_key("b")
-    a = tinker.ServiceClient(base_url=tinker_server.url, api_key=key_a)
-    b = tinker.ServiceClient(base_url=tinker_server.url, api_key=key_b)
+    a = tinker_server.service_client(key_a)
+    b = tinker_server.service_client(key_b)
     run = a.create_lora_training_client(base_model=BASE, rank=4, seed=0).result()
     ids = [5, 6, 7, 8]
     pending = run.forward_backward([datum(ids, target_tokens=ids)], "cross_entropy")
@@ -159,10 +159,10 @@ def test_per_tenant_model_and_storage_limits(tmp_path, tiny_model_folder):
     ).start()
     try:
         key = server.tenant_key()
-        client = tinker.ServiceClient(base_url=server.url, api_key=key)
+        client = server.service_client(key)
         run = client.create_lora_training_client(base_model=BASE, rank=4, seed=0).result()
         user_error(client.create_lora_training_client(base_model=BASE, rank=4), "RESONANCE_TINKER_MAX_MODELS")
-        other = tinker.ServiceClient(base_url=server.url, api_key=server.tenant_key())
+        other = server.service_client()
         other.create_lora_training_client(base_model=BASE, rank=4).result()  # another tenant's own allowance
         user_error(run.save_state("big"), "limit")
         rest = tinker.RestClient(base_url=server.url, api_key=key)
@@ -178,7 +178,7 @@ def test_a_restart_loses_no_acknowledged_request(tmp_path, tiny_model_folder):
     from, and resuming from it works."""
     server = TinkerServer(tmp_path, tiny_model_folder).start()
     key = server.tenant_key()
-    client = tinker.ServiceClient(base_url=server.url, api_key=key)
+    client = server.service_client(key)
     run = client.create_lora_training_client(base_model=BASE, rank=4, seed=0).result()
     ids = [5, 6, 7, 8, 9]
     batch = [datum(ids[:-1], target_tokens=ids[1:])]

