@@ -17,12 +17,17 @@ from typer.testing import CliRunner
 pytest.importorskip("openai")
 pytest.importorskip("peft", reason="LoRA adapters need the local extra")
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
+from live_store import LiveServer  # noqa: E402
 from tiny_lm import save_tiny_model  # noqa: E402
 
+from resonance_os.api.db import Database  # noqa: E402
+from resonance_os.api.tenants import create_tenant  # noqa: E402
 from resonance_os.cli.hr_main import app  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.sft import SFT  # noqa: E402
-from resonance_os.traces.runner import load_agent  # noqa: E402
+from resonance_os.traces.runner import load_agent, run_one  # noqa: E402
+from resonance_os.traces.store_client import StoreClient  # noqa: E402
+from resonance_os.traces.trainer import AgentTrainConfig, AgentTrainer  # noqa: E402
 from resonance_os.traces.warmup import demonstrations, start_from  # noqa: E402
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "sql_agent"
@@ -104,3 +109,33 @@ def test_train_init_without_a_checkpoint_says_so_before_any_work(example, tmp_pa
         app, ["agents", "train", str(config), "--out", str(tmp_path), "--init", str(tmp_path / "none")]
     )
     assert result.exit_code == 2 and "--init" in result.output and "agents warmup" in result.output
+
+
+def test_the_warmup_trains_on_the_prompt_tokens_the_endpoint_records(example, monkeypatch):
+    tmp, db, tasks = example
+    env = {"RESONANCE_HOME": str(tmp / "home"), "RESONANCE_OPENAI_MODEL": str(tmp / "tiny"),
+           "RESONANCE_OPENAI_RUNS": str(tmp / "runs")}  # fmt: skip
+    server = LiveServer(f"sqlite:///{tmp / 'service.db'}", env=env).start(timeout=180.0)
+    monkeypatch.setenv("RESONANCE_HOME", str(tmp / "home"))
+    monkeypatch.setenv("SQL_AGENT_DB", str(db))
+    database = Database(server.db_url)
+    client = StoreClient(server.url, create_tenant(database, "sql-warmup"))
+    database.dispose()
+    try:
+        task = next(t for t in json.loads(tasks.read_text()) if t["split"] == "train")
+        policy = LMPolicy.from_pretrained(tmp / "tiny", LORA)
+        config = AgentTrainConfig(
+            adapter="warm", run_name="warm", tasks_per_step=1, group_size=2, max_tokens=4
+        )
+        trainer = AgentTrainer(client, policy, [task], config, log=lambda _: None)
+        trainer.publish()
+        ids = trainer.enqueue([task], 1, 1.0, "train")
+        run_one(client, load_agent(f"{EXAMPLE / 'agent.py'}:run"), client.dequeue("warmup-check"))
+        [rollout], failed = trainer.collect(ids, 60)
+    finally:
+        client.close()
+        server.stop()
+    [pair] = demonstrations([task], load_agent(f"{EXAMPLE / 'agent.py'}:demonstration"))
+    recorded = rollout.transitions[0].prompt_token_ids  # the agent's first call, as the endpoint stored it
+    assert failed == 0 and recorded and policy.encode_prompts([pair["prompt"]])[0] == recorded
+    assert "Traceback" not in server.output()
