@@ -14,11 +14,24 @@ curve.
 
     .venv/bin/python benchmarks/bench_hr_learning.py [--seeds 0 1 2] [--timesteps 5000 20000 50000]
         [--observations gap full] [--episodes 120] [--plot benchmarks/results/hr_learning.png]
+
+``--control steer`` runs the steered task instead (``evolution.steered_writing``: the action steers
+SmolLM2 sentence by sentence through the shipped steering directions). Training topics are the
+pool's train prompts with random targets inside real prose's range; evaluation is on held-out
+prompts with held-out targets (the built-in profiles and three writers' voices), ``--eval-batches``
+x 32 paragraphs, the same topics, targets and sampling noise for every policy (paired). Baselines:
+zero steering and the proportional controller (strength = k x gap, k the best of ``--gains`` on
+training prompts). The model runs on one thread per process, so the seeds can run side by side:
+
+    OMP_NUM_THREADS=1 python benchmarks/bench_hr_learning.py --control steer --seeds 0 --json a.json
+    OMP_NUM_THREADS=1 python benchmarks/bench_hr_learning.py --control steer --seeds --json base.json
+    python benchmarks/bench_hr_learning.py --control steer --merge a.json b.json c.json base.json
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,10 +41,16 @@ import torch
 
 from resonance_os.evolution.hr_rl_trainer import (
     OBSERVATIONS,
+    STEER_ENVS,
     HRWritingEnv,
     evaluate_writing_policy,
     feedback_rule,
     train_hr_ppo,
+)
+from resonance_os.evolution.steered_writing import (
+    SteeredWritingVectorEnv,
+    evaluate_steering_policy,
+    proportional_controller,
 )
 
 EVAL_SEED = 10_000
@@ -61,9 +80,84 @@ def env_speed(steps: int = 2000) -> float:
     return steps / (time.process_time() - start)
 
 
+SPEC_SUCCESS = (("episode_reward_mean", ">", 0.7), ("loss", "<", 0.3), ("explained_variance", ">", 0.6))
+"""The spec's success indicators: reward > 0.7, loss < 0.3, explained variance > 0.6."""
+
+
+def steered_runs(args: argparse.Namespace) -> dict[str, dict]:
+    """Train and evaluate on the steered task: the baselines when no seed is given, else PPO per seed."""
+    heldout = SteeredWritingVectorEnv(STEER_ENVS, split="heldout")
+    rows: dict[str, dict] = {}
+    if not args.seeds:
+        rows["zero steering"] = evaluate_steering_policy(
+            heldout, lambda obs: np.zeros_like(obs), args.eval_batches, EVAL_SEED
+        )
+        train_env = heldout.vectorised(STEER_ENVS, split="train", targets=None)
+        tuning = {
+            k: evaluate_steering_policy(train_env, proportional_controller(k, heldout.steerable), 1, 0)[
+                "mean"
+            ]
+            for k in args.gains
+        }
+        best = max(tuning, key=tuning.get)
+        row = evaluate_steering_policy(
+            heldout, proportional_controller(best, heldout.steerable), args.eval_batches, EVAL_SEED
+        )
+        rows[
+            f"proportional controller (k {best:g}; train scores {', '.join(f'{k:g}: {v:.3f}' for k, v in tuning.items())})"
+        ] = row
+        return rows
+    for seed in args.seeds:
+        train_env = heldout.vectorised(STEER_ENVS, seed=seed, split="train", targets=None)
+        start, cpu = time.perf_counter(), time.process_time()
+        model = train_hr_ppo(train_env, timesteps=args.timesteps[0], seed=seed, progress_bar=False)
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+        row = evaluate_steering_policy(heldout, model, args.eval_batches, EVAL_SEED)
+        last = model.history[-1]
+        row.update(
+            seed=seed, timesteps=model.num_timesteps, train_wall_s=wall, train_cpu_s=cpu,
+            success={key: last[key] for key, _, _ in SPEC_SUCCESS},
+        )  # fmt: skip
+        rows[f"PPO seed {seed}, {args.timesteps[0]} steps"] = row
+    return rows
+
+
+def print_steered(rows: dict[str, dict]) -> None:
+    """The steered task's table: each policy on the same held-out paragraphs, and PPO vs the baselines."""
+    zero = next(r for name, r in rows.items() if name == "zero steering")
+    baselines = {name: r for name, r in rows.items() if not name.startswith("PPO")}
+    best_name = max(baselines, key=lambda n: baselines[n]["mean"])
+    print(f"\nSteered HRWritingEnv on held-out prompts and targets: {int(zero['episodes'])} paragraphs of 4 sentences,"
+          " the same topics, targets and sampling noise for every policy\n")  # fmt: skip
+    print("| policy | score | resonance | fluency | topic | quality | vs zero | vs best baseline |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, r in rows.items():
+        print(
+            f"| {name} | {r['mean']:.4f} | {r['resonance']:.4f} | {r['fluency']:.3f} | {r['topic']:.3f}"
+            f" | {r['quality']:.3f} | {r['mean'] - zero['mean']:+.4f} | {r['mean'] - baselines[best_name]['mean']:+.4f} |"
+        )
+    ppo = [r for name, r in rows.items() if name.startswith("PPO")]
+    if ppo:
+        mean = float(np.mean([r["mean"] for r in ppo]))
+        print(f"\nPPO mean over {len(ppo)} seeds {mean:.4f}; best baseline ({best_name.split(' (')[0]}) "
+              f"{baselines[best_name]['mean']:.4f}: {mean - baselines[best_name]['mean']:+.4f} (goal >= +0.02)")  # fmt: skip
+        for r in ppo:
+            cells = [f"{key} {r['success'][key]:.3f} ({'met' if (r['success'][key] > bound if op == '>' else r['success'][key] < bound) else 'not met'}: {op} {bound})" for key, op, bound in SPEC_SUCCESS]  # fmt: skip
+            print(f"seed {r['seed']}: {r['timesteps']} steps in {r['train_wall_s']:.0f} s wall, {r['train_cpu_s']:.0f} CPU s;"
+                  f" spec success indicators: {'; '.join(cells)}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--control", choices=("edits", "steer"), default="edits")
+    parser.add_argument(
+        "--eval-batches", type=int, default=4, help="steer: held-out batches of 32 paragraphs"
+    )
+    parser.add_argument("--json", type=Path, default=None, help="steer: write the rows here")
+    parser.add_argument(
+        "--merge", type=Path, nargs="+", default=None, help="steer: print the table of these rows"
+    )
+    parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
     parser.add_argument("--timesteps", type=int, nargs="+", default=[5000, 20000, 50000])
     parser.add_argument("--episodes", type=int, default=120)
     parser.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.5, 5.0, 10.0])
@@ -71,6 +165,16 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
+    if args.control == "steer":
+        if args.merge:
+            rows = {k: v for path in args.merge for k, v in json.loads(path.read_text()).items()}
+        else:
+            rows = steered_runs(args)
+            if args.json:
+                args.json.write_text(json.dumps(rows, indent=1))
+        if any(name == "zero steering" for name in rows):
+            print_steered(rows)
+        return
     heldout = HRWritingEnv(split="heldout")
     train = HRWritingEnv(split="train")
     gain = max(

@@ -48,6 +48,12 @@ LOG_STD_INIT = -0.5
 """Initial log std of the policy's Gaussian (std 0.61, not 1): with std 1 most samples clip to the
 action bounds (+-max_edits edits on every dimension), so what PPO learns about the mean hardly shows
 in the deterministic policy; measured on the train drafts at 5,000 steps."""
+CONTROLS = ("edits", "steer")
+"""What the action acts on: rule-based edits of a first draft, or the model's steering directions."""
+STEER_ENVS = 32
+"""Episodes ``train_hr_ppo`` writes in one batch on the steered task (one batched decode per step)."""
+SPEC_ROLLOUT = 2048
+"""The spec's ``n_steps``: env steps per PPO rollout, spread over the envs of a vectorised env."""
 REVISION_CACHE_SIZE = 100_000
 OBSERVATIONS = ("gap", "full")
 """What the policy sees: ``"gap"`` (default), the signed gap ``target - measured`` (8 floats in
@@ -103,6 +109,7 @@ class HRWritingEnv(gym.Env):
         render_mode: ``"ansi"`` returns the current draft and its HRV table as a string.
         store: profile store for ``"tenant/name"`` targets.
         observation: ``"gap"`` (default) or ``"full"`` (``OBSERVATIONS``).
+        control: ``"edits"`` (this env) or ``"steer"`` (``CONTROLS``; see ``__new__``).
 
     Spaces: observation ``Box(-1, 1, (8,))``: the signed gap ``target - measured`` of each dimension
     (``observation="full"``: ``Box(0, 1, (17,))``, the measured HRV, the target and the share of
@@ -113,6 +120,19 @@ class HRWritingEnv(gym.Env):
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 4}
+    control = "edits"
+
+    def __new__(cls, *args: Any, control: str = "edits", **kwargs: Any):
+        """``control="edits"`` (default) builds this env; ``control="steer"`` the steered task, in which
+        the action steers the language model itself (``evolution.steered_writing.SteeredWritingEnv``,
+        with its own arguments: ``targets``, ``split``, ``sentences``, ``max_strength``, ``seed`` ...)."""
+        if control not in CONTROLS:
+            raise ValidationError(f"control must be one of {', '.join(CONTROLS)}, got {control!r}")
+        if control == "steer":
+            from resonance_os.evolution.steered_writing import SteeredWritingEnv
+
+            return SteeredWritingEnv(*args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -132,6 +152,7 @@ class HRWritingEnv(gym.Env):
         render_mode: str | None = None,
         store: str | os.PathLike[str] | None = None,
         observation: str = "gap",
+        control: str = "edits",
     ) -> None:
         if hrv_dim != HRV_DIM:
             raise ValidationError(f"hrv_dim must be {HRV_DIM} (the HRV's dimensions), got {hrv_dim!r}")
@@ -367,12 +388,23 @@ def train_hr_ppo(
     Before training, a single env is reset and stepped once (``rl.env_check.check_env_api``), so an env
     with the old gym API or observations outside its space fails at once with a message saying so.
     Use the model as in Gymnasium: ``obs, info = env.reset(); action, _ = model.predict(obs)``.
+
+    The steered task (``HRWritingEnv(control="steer")``) trains on ``STEER_ENVS`` episodes written in
+    one batch; on any vector env the spec's rollout of 2048 steps is spread over its envs (``n_steps``
+    = 2048 / envs) unless ``config`` sets ``n_steps``.
     """
     if isinstance(timesteps, bool) or not isinstance(timesteps, int) or timesteps < 1:
         raise ValidationError(f"timesteps must be a positive integer, got {timesteps!r}")
     if isinstance(env, gym.Env):
         check_env_api(env)
-    model = PPO("MlpPolicy", env, log_dir=log_dir, **hr_ppo_config(config, seed))
+    if getattr(env, "control", None) == "steer":
+        env = env.vectorised(STEER_ENVS, seed)
+    settings = hr_ppo_config(config, seed)
+    num_envs = getattr(env, "num_envs", 1)
+    given = isinstance(config, PPOConfig) or (config is not None and "n_steps" in config)
+    if num_envs > 1 and not given:
+        settings["n_steps"] = max(1, SPEC_ROLLOUT // num_envs)
+    model = PPO("MlpPolicy", env, log_dir=log_dir, **settings)
     model.learn(timesteps, progress_bar=progress_bar)
     return model
 

@@ -1,0 +1,141 @@
+"""The steered writing task: the batched sentence decoder, the vector env, and HR-PPO on it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, str(Path(__file__).parents[1] / "generation"))
+
+from test_llm_writing import tiny_chat_model  # noqa: E402, F401
+
+from resonance_os.core.errors import ValidationError  # noqa: E402
+from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
+from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, train_hr_ppo  # noqa: E402
+from resonance_os.evolution.steered_writing import (  # noqa: E402
+    SentenceDecoder,
+    SteeredWritingEnv,
+    SteeredWritingVectorEnv,
+    evaluate_steering_policy,
+    heldout_targets,
+    proportional_controller,
+    training_targets,
+)
+from resonance_os.generation.steering_directions import SteeringDirections, writing_messages  # noqa: E402
+from resonance_os.rl.env_check import check_env_api  # noqa: E402
+
+STEERED = ("emotional_valence", "storytelling_index")
+GREEDY = 1e-5  # a temperature at which sampling picks the likeliest token
+
+
+@pytest.fixture
+def chat(request):
+    return request.getfixturevalue("tiny_chat_model")
+
+
+def _directions(scale: float = 4.0) -> SteeringDirections:
+    gen = torch.Generator().manual_seed(5)
+    return SteeringDirections(
+        "tiny", dict(zip(STEERED, (1, 0))), {d: scale * torch.randn(32, generator=gen) for d in STEERED}
+    )
+
+
+def _env(chat, num_envs=4, **kwargs) -> SteeredWritingVectorEnv:
+    return SteeredWritingVectorEnv(num_envs, model=chat, directions=_directions(), seed=0, **kwargs)
+
+
+def test_sentences_written_with_the_kept_cache_equal_greedy_generate(chat):
+    """Rows of different prompt lengths, stopped at different sentence ends and resumed: the cache,
+    masks and positions leave each row's text what the model writes alone, penalties included."""
+    tokenizer, model = chat
+    decoder = SentenceDecoder(tokenizer, model, _directions(), temperature=GREEDY, max_sentence_tokens=6)
+    topics = ["tea", "the long history of lighthouses", "snow"]
+    decoder.start(topics)
+    for _ in range(4):
+        decoder.write([{}] * len(topics), torch.Generator().manual_seed(0))
+    for topic, reply in zip(topics, decoder.replies):
+        prompt = tokenizer.apply_chat_template(
+            writing_messages(topic), add_generation_prompt=True, tokenize=True
+        )
+        prompt = torch.tensor([list(prompt["input_ids"] if isinstance(prompt, Mapping) else prompt)])
+        alone = model.generate(
+            prompt, attention_mask=torch.ones_like(prompt), max_new_tokens=len(reply), do_sample=False,
+            repetition_penalty=1.15, no_repeat_ngram_size=4, pad_token_id=tokenizer.pad_token_id,
+        )[0, prompt.shape[1] :].tolist()  # fmt: skip
+        assert reply and reply == alone[: len(reply)]
+
+
+def test_steering_one_row_changes_that_row_only(chat):
+    tokenizer, model = chat
+    replies = []
+    for steer in ([{}, {}, {}], [{}, {"storytelling_index": 1.0}, {}]):
+        decoder = SentenceDecoder(tokenizer, model, _directions(), temperature=GREEDY, max_sentence_tokens=8)
+        decoder.start(["tea", "tea", "snow"])
+        replies.append([decoder.write(steer, torch.Generator().manual_seed(0)) for _ in range(2)][-1])
+    assert replies[0][0] == replies[1][0] and replies[0][2] == replies[1][2]
+    assert replies[0][1] != replies[1][1]
+
+
+def test_an_episode_writes_a_sentence_a_step_and_returns_the_paragraphs_score(chat):
+    env = _env(chat, sentences=3)
+    obs, info = env.reset(seed=1)
+    assert obs.shape == (4, 8) and env.observation_space.contains(obs)
+    total = np.zeros(4)
+    actions = np.zeros((4, 8))
+    actions[:, HRV_DIMENSIONS.index("emotional_valence")] = 1.0
+    actions[:, HRV_DIMENSIONS.index("curiosity_index")] = -1.0  # no direction: ignored
+    for step in range(3):
+        obs, rewards, terminated, truncated, infos = env.step(actions)
+        total += rewards
+        assert not truncated.any() and terminated.all() == (step == 2)
+    final = infos["final_info"]
+    assert infos["_final_obs"].all() and len(infos["final_obs"]) == 4
+    np.testing.assert_allclose(total, final["score"])  # the return is the finished paragraph's score
+    assert all(s == {"emotional_valence": 0.5} for s in final["steer"])  # scaled by max_strength 0.5
+    for text, target, measured, o in zip(
+        final["text"], final["target_hrv"], final["measured_hrv"], infos["final_obs"]
+    ):
+        assert text
+        np.testing.assert_allclose(np.asarray(o, dtype=float), np.clip(np.asarray(target) - measured, -1, 1), atol=1e-6)
+    assert all(not t for t in infos["text"])  # the next paragraphs have started
+
+
+def test_the_same_seed_writes_the_same_paragraphs_and_bad_actions_are_refused(chat):
+    env = _env(chat)
+    texts = []
+    for _ in range(2):
+        env.reset(seed=3)
+        texts.append(list(env.step(np.full((4, 8), 0.3))[4]["text"]))
+    assert texts[0] == texts[1]
+    with pytest.raises(ValidationError, match="finite"):
+        env.step(np.full((4, 8), np.nan))
+    with pytest.raises(ValidationError, match="split"):
+        _env(chat, split="test")
+
+
+def test_targets_split_into_training_and_heldout():
+    train = training_targets()
+    assert len(train) == 64 and all(0 <= v <= 1 for t in train for v in t)
+    heldout = heldout_targets()
+    assert len(heldout) == 6 and not any(np.allclose(t, h) for t in train for h in heldout)
+
+
+def test_spec_signature_gives_the_single_env_and_ppo_trains_on_a_batch(chat, tmp_path):
+    env = HRWritingEnv(hrv_dim=8, control="steer", model=chat, directions=_directions(), sentences=2, seed=0)
+    assert isinstance(env, SteeredWritingEnv)
+    check_env_api(env)
+    with pytest.raises(ValidationError, match="control must be one of edits, steer"):
+        HRWritingEnv(control="knobs")
+    model = train_hr_ppo(
+        env, timesteps=64, config={"n_steps": 2, "batch_size": 32}, seed=0, progress_bar=False
+    )
+    assert model.env.num_envs == 32 and model.num_timesteps == 64
+    heldout = env.vectorised(4, split="heldout", targets=None)
+    for policy in (model, proportional_controller(4.0, heldout.steerable)):
+        row = evaluate_steering_policy(heldout, policy, batches=1, seed=0)
+        assert row["episodes"] == 4 and 0.0 <= row["mean"] <= 1.0
