@@ -18,6 +18,7 @@ from resonance_os.api.tinker import checkpoints
 from resonance_os.api.tinker.errors import UserError
 from resonance_os.api.tinker.store import TinkerCheckpoint
 from resonance_os.profiles.schema import utcnow
+from resonance_os.rl.errors import RLError
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def _weights(record: TinkerCheckpoint) -> SamplerWeights | None:
     folder = Path(record.folder)
     try:
         base_folder = Path(checkpoints.read_meta(folder)["base_folder"]).resolve()
-    except (OSError, ValueError, KeyError):
+    except (OSError, ValueError, KeyError, RLError):
         return None  # deleted or swept between the query and now
     where = checkpoints.TinkerPath(record.model_id, record.kind, record.name)
     created = record.created_at

@@ -466,6 +466,7 @@ class TinkerWorker:
         base = self.bases[loaded.base]
         size = checkpoints.write_training(
             folder,
+            where,
             base.slots.state_dict(loaded.run.model_id),
             loaded.run.optimizer.state_dict(),
             self._meta(loaded),
@@ -482,7 +483,7 @@ class TinkerWorker:
             where = checkpoints.TinkerPath(model_id, "sampler", checkpoints.check_name(body["path"]))
             folder = checkpoints.folder_for(self.config.checkpoints, row.tenant_id, where)
             size = checkpoints.write_sampler(
-                folder, base.slots.state_dict(model_id), self._meta(loaded), overwrite=True
+                folder, where, base.slots.state_dict(model_id), self._meta(loaded), overwrite=True
             )
             self._record_checkpoint(row, where, folder, size, body)
             return {"path": str(where), "type": "save_weights_for_sampler"}
