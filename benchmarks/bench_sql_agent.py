@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -89,13 +90,14 @@ def main() -> None:
     parser.add_argument("--rl-steps", type=int, default=4)
     parser.add_argument("--tasks-per-step", type=int, default=4)
     parser.add_argument("--group-size", type=int, default=4)
-    parser.add_argument("--learning-rate", type=float, default=5e-5, help="the RL steps' (the warm-up: 1e-3)")
+    parser.add_argument("--learning-rate", type=float, default=1e-4, help="the RL steps' (the warm-up: 1e-3)")
     parser.add_argument("--temperature", type=float, default=1.0)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--runners", type=int, default=4)
     parser.add_argument("--no-air-too", action="store_true", help="also the RL without AIR (phase 4)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "sql_agent.json")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the server and runners on the way out
 
     from resonance_os.cli.llm import build_policy
     from resonance_os.llm.policy import PolicyConfig
