@@ -163,6 +163,12 @@ class GenerateRequest(Body):
     policy: str | None = Field(
         None, max_length=64, description="Id of a finished training job to steer with."
     )
+    adapter: bool = Field(
+        True,
+        description="Draft with the profile's voice adapter when it has one (the built-in profiles "
+        "ship one; a profile's own is trained as a job) and the server writes with its local model; "
+        "false: with the bare model.",
+    )
 
     @model_validator(mode="after")
     def _at_most_one_target(self) -> GenerateRequest:
@@ -182,8 +188,12 @@ class GenerateResponse(BaseModel):
     policy: str | None = None
     backend: str | None = Field(
         None,
-        description="What drafted it: 'local', an OpenAI-compatible model, or "
+        description="What drafted it: 'local', 'local+voice (<profile>)' (the local model with the "
+        "profile's voice adapter), an OpenAI-compatible model, or "
         "'builtin (template draft mode)', the offline template composer (a draft mode, not a writer).",
+    )
+    voice_adapter: str | None = Field(
+        None, description="The profile ('tenant/name') whose voice adapter drafted it; null: none did."
     )
 
 

@@ -39,6 +39,15 @@ def profile_out(profile: HRVProfile) -> dict[str, Any]:
     }
 
 
+def _voice_of(article: Any) -> str | None:
+    """The profile whose voice adapter drafted ``article`` (its ``voice`` trace entry), else None."""
+    from resonance_os.generation.voice_adapter import profile_key_of
+
+    if any(step.get("layer") == "voice" for step in article.trace):
+        return profile_key_of(article.target_source)
+    return None
+
+
 class ResonanceService:
     """The service's domain calls over one :class:`Database` (profiles live in the same database);
     what a tenant stores is counted against ``quota`` (:mod:`resonance_os.api.quotas`). CPU-bound text
@@ -101,10 +110,28 @@ class ResonanceService:
         """The target HRV and the profile name stored with items and jobs, resolved within the caller's
         tenant by :func:`resonance_os.profiles.targets.resolve_target` (an explicit vector; else the
         tenant's profile, then a built-in template of that name; neither given: the default profile)."""
-        vector, _ = resolve_target(target_hrv, profile, self.profiles, tenant=ctx.tenant)
+        vector, name, _ = self.resolve_target_source(ctx, profile, target_hrv)
+        return vector, name
+
+    def resolve_target_source(
+        self, ctx: TenantContext, profile: str | None, target_hrv: list[float] | None
+    ) -> tuple[list[float], str | None, str]:
+        """:meth:`resolve_target` and where the target came from (``resolve_target``'s source:
+        ``"profile acme/newsletter"``, ``"profile builtin/creative"``, ``"target_hrv"``...)."""
+        vector, source = resolve_target(target_hrv, profile, self.profiles, tenant=ctx.tenant)
         if target_hrv is not None:
-            return vector, None
-        return vector, profile if profile is not None else DEFAULT_PROFILE_NAME
+            return vector, None, source
+        return vector, profile if profile is not None else DEFAULT_PROFILE_NAME, source
+
+    def voice_adapter(self, target_source: str) -> str | None:
+        """The folder of the voice adapter of the profile a target came from, when it has one: a
+        built-in profile's shipped adapter, or a tenant's (``<data home>/adapters/<tenant>/<name>``,
+        beside this service's SQLite database, else in ``$RESONANCE_HOME``; trained with
+        ``resonance profiles from-corpus --adapter``)."""
+        from resonance_os.generation.voice_adapter import find_adapter, profile_key_of
+
+        folder = find_adapter(profile_key_of(target_source), self.db.url)
+        return None if folder is None else str(folder)
 
     def score(
         self,
@@ -180,10 +207,16 @@ class ResonanceService:
         paragraphs: int = 3,
         seed: int | None = None,
         policy: str | None = None,
+        adapter: bool = True,
         deadline: float | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Write an article toward the target, measure it, store it as an item, return both.
+
+        Without a ``policy``, the writer drafts with the target profile's voice adapter when it has
+        one (:meth:`voice_adapter`) and the writer drafts with the local model; ``adapter=False``:
+        never. The answer's ``voice_adapter`` names the profile whose adapter drafted (else None) and
+        ``backend`` says what drafted. A corrupt adapter is a ``VoiceAdapterError`` (422) naming it.
 
         The writer is shared fairly (:class:`~resonance_os.api.turns.WriterTurns`: tenants take turns
         paragraph by paragraph); past ``deadline`` (a ``time.monotonic()`` instant) the call stops with
@@ -222,18 +255,29 @@ class ResonanceService:
                     self, policy_folder(job), prompt, target, paragraphs, seed, reward_model, next_paragraph
                 )
         else:
-            target, profile_name = self.resolve_target(ctx, profile, target_hrv)
+            from resonance_os.generation.voice_adapter import VoiceAdapterError
+
+            target, profile_name, source = self.resolve_target_source(ctx, profile, target_hrv)
+            voice = self.voice_adapter(source) if adapter else None
             report(1, paragraphs)
-            article = self.workers.run(
-                ctx.tenant_id,
-                "write",
-                prompt,
-                target,
-                paragraphs,
-                seed,
-                deadline=deadline,
-                on_paragraph=next_paragraph,
-            )
+            try:
+                article = self.workers.run(
+                    ctx.tenant_id,
+                    "write",
+                    prompt,
+                    target,
+                    paragraphs,
+                    seed,
+                    deadline=deadline,
+                    on_paragraph=next_paragraph,
+                    target_source=source,
+                    adapter=voice or False,
+                )
+            except VoiceAdapterError:  # its message names server paths; the tenant gets the fix
+                raise VoiceAdapterError(
+                    f"the voice adapter of profile {profile_name!r} is damaged or was trained on another "
+                    'model; train it again, or write without it ("adapter": false)'
+                ) from None
         measured = [float(v) for v in article.measured_hrv["article"]]
         resonance = float(article.resonance)
         item = self.store_item(
@@ -257,6 +301,7 @@ class ResonanceService:
             "reward": article.score.to_dict(),
             "policy": policy,
             "backend": article.backend,
+            "voice_adapter": _voice_of(article),
         }
 
     def refine(

@@ -88,10 +88,21 @@ class TextEngine:
         paragraphs: int,
         seed: int | None,
         between: Callable[[], None] | None = None,
+        *,
+        target_source: str | None = None,
+        adapter: str | bool = False,
     ):
-        """An article (``generation.Article``) of ``paragraphs`` paragraphs toward ``target``."""
+        """An article (``generation.Article``) of ``paragraphs`` paragraphs toward ``target``
+        (from ``target_source``), drafted with the voice adapter in folder ``adapter`` (False: none;
+        the service finds the folder, ``generation.voice_adapter.find_adapter``)."""
         return self.writer.generate(
-            prompt, target_hrv=target, num_paragraphs=paragraphs, seed=seed, between_paragraphs=between
+            prompt,
+            target_hrv=target,
+            num_paragraphs=paragraphs,
+            seed=seed,
+            between_paragraphs=between,
+            target_source=target_source,
+            adapter=adapter,
         )
 
     def refine(self, text: str, target: list[float], seed: int, between: Callable[[], None] | None = None):

@@ -232,23 +232,28 @@ class HumanResonantWriter:
         self.adapter, self.adapter_store = adapter, adapter_store
         self._voices: dict[str, Any] = {}
 
-    def voice_backend(self, target_source: str | None) -> Any:
+    def voice_backend(
+        self, target_source: str | None, adapter: bool | str | os.PathLike[str] | None = None
+    ) -> Any:
         """The backend drafting with the voice adapter for a target from ``target_source`` (the
         source ``resolve_target`` gives: ``"profile acme/newsletter"``), or None when the writer uses
         none: ``adapter=False``, a backend other than the local model, or a profile without one.
-        Loaded once per adapter; raises ``VoiceAdapterError`` for a corrupt adapter."""
+        ``adapter`` (True, False or a folder) overrides the writer's own for this call; a folder's
+        backend is named after ``target_source``'s profile, else the folder. Loaded once per adapter;
+        raises ``VoiceAdapterError`` for a corrupt adapter."""
         from resonance_os.generation.voice_adapter import find_adapter, load_voice_backend, profile_key_of
 
-        if self.adapter is False or not isinstance(self.backend, LocalBackend):
+        adapter = self.adapter if adapter is None else adapter
+        if adapter is False or not isinstance(self.backend, LocalBackend):
             return None
-        if self.adapter is True:
+        if adapter is True:
             label = profile_key_of(target_source)
             folder = find_adapter(label, self.adapter_store)
             if folder is None:
                 return None
         else:
-            folder = os.fspath(self.adapter)
-            label = os.path.basename(os.path.normpath(folder))
+            folder = os.fspath(adapter)
+            label = profile_key_of(target_source) or os.path.basename(os.path.normpath(folder))
         key = os.fspath(folder)
         if key not in self._voices:
             self._voices[key] = load_voice_backend(
@@ -407,6 +412,7 @@ class HumanResonantWriter:
         reviser: Reviser | None = None,
         target_source: str | None = None,
         between_paragraphs: Callable[[], None] | None = None,
+        adapter: bool | str | os.PathLike[str] | None = None,
     ) -> Article:
         """Write ``num_paragraphs`` (1 to ``core.limits.MAX_PARAGRAPHS``, 12) paragraphs about ``prompt``
         toward a target HRV.
@@ -422,6 +428,8 @@ class HumanResonantWriter:
         (built-in and local backends; servers where they honour ``seed``).
         ``between_paragraphs`` is called before every paragraph after the first: a service uses it to
         let other callers take a turn and to stop a request over its time budget (by raising).
+        ``adapter`` (True, False or an adapter folder) overrides the writer's ``adapter`` for this
+        article (a service decides per request; :meth:`voice_backend`).
         Raises ``ValidationError`` for an empty or over-long prompt or a malformed HRV and
         ``BackendError`` when an LLM fails.
         """
@@ -429,7 +437,7 @@ class HumanResonantWriter:
         num_paragraphs = validate_num_paragraphs(num_paragraphs)
         target, source = _resolved_target(target_hrv)
         source = target_source if target_source is not None else source
-        voice = self.voice_backend(source)
+        voice = self.voice_backend(source, adapter)
         outlines, targets = self.planner.plan_paragraphs(prompt, num_paragraphs, target)
         trace: list[dict[str, Any]] = [
             {

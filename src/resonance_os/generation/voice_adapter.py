@@ -38,6 +38,8 @@ VOICE_FILE = "voice.json"
 ADAPTERS_FOLDER = "adapters"
 SAMPLING = {"temperature": 0.8, "top_p": 0.95}
 """How the adapters are sampled: HR-GRPO's training values (``evolution.hr_grpo.HR_GRPO_DEFAULTS``)."""
+WITHOUT_IT = '(--no-adapter; in the API, "adapter": false)'
+"""How to write without an adapter, named in every error."""
 
 
 class VoiceAdapterError(ValidationError):
@@ -51,9 +53,10 @@ def builtin_adapter_dir(name: str) -> Path:
 
 def adapter_dir(profile_key: str, store: str | os.PathLike[str] | None = None) -> Path:
     """The adapter folder of profile ``tenant/name``: the package's for ``builtin/...``, else
-    ``<data home>/adapters/<tenant>/<name>`` of ``store`` (a data-home folder, or a SQLite file beside
-    which the folder lives; a database URL: ``$RESONANCE_HOME``; None: the profile commands' default
-    store, ``core.home.default_store``)."""
+    ``<data home>/adapters/<tenant>/<name>`` of ``store`` (a data-home folder, or a SQLite file or
+    ``sqlite:///`` URL beside which the folder lives, as the service passes its database; another
+    database URL: ``$RESONANCE_HOME``; None: the profile commands' default store,
+    ``core.home.default_store``)."""
     tenant, _, name = profile_key.rpartition("/")
     if not tenant or not name:
         raise ValidationError(f"profile {profile_key!r} is not 'tenant/name'; e.g. 'acme/newsletter'")
@@ -65,7 +68,23 @@ def adapter_dir(profile_key: str, store: str | os.PathLike[str] | None = None) -
         home = location.home
     elif location.file is not None:
         home = location.file.parent
+    elif location.url is not None and (file := _sqlite_file(location.url)) is not None:
+        home = file.parent
     return home / ADAPTERS_FOLDER / tenant / name
+
+
+def _sqlite_file(url: str) -> Path | None:
+    """The file of a ``sqlite:///`` database URL (None for another database or an in-memory one)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        return None
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database).expanduser()
 
 
 def find_adapter(profile_key: str | None, store: str | os.PathLike[str] | None = None) -> Path | None:
@@ -95,19 +114,19 @@ def read_voice(folder: str | os.PathLike[str]) -> dict[str, Any]:
     if not root.is_dir() or not file.is_file():
         raise VoiceAdapterError(
             f"no voice adapter in {root} ({VOICE_FILE} missing); train one with "
-            "`resonance profiles from-corpus DIR --adapter`, or write without it (--no-adapter)"
+            f"`resonance profiles from-corpus DIR --adapter`, or write without it {WITHOUT_IT}"
         )
     try:
         info = json.loads(file.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise VoiceAdapterError(
             f"the voice adapter's {file} cannot be read ({exc}); train the adapter again, or write "
-            "without it (--no-adapter)"
+            f"without it {WITHOUT_IT}"
         ) from None
     if not isinstance(info, dict) or not isinstance(info.get("target_hrv"), list):
         raise VoiceAdapterError(
             f"{file} lacks the target it was trained toward (target_hrv); train the adapter again, or "
-            "write without it (--no-adapter)"
+            f"write without it {WITHOUT_IT}"
         )
     return info
 
@@ -139,7 +158,7 @@ def load_voice_backend(
     except (RLError, OSError, ValueError, RuntimeError, KeyError) as exc:
         raise VoiceAdapterError(
             f"the voice adapter in {folder} cannot be loaded ({exc}); train it again, or write without "
-            "it (--no-adapter)"
+            f"it {WITHOUT_IT}"
         ) from None
     policy.eval()
     return PolicyBackend(policy, name=f"local+voice ({label})", **SAMPLING)

@@ -90,6 +90,7 @@ def _writing_options(body: GenerateRequest) -> dict:
         "paragraphs": body.paragraphs,
         "seed": body.seed,
         "policy": body.policy,
+        "adapter": body.adapter,
     }
 
 

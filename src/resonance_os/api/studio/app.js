@@ -468,8 +468,9 @@ async function write(event) {
     const draftMode = (result.backend || "").includes("draft mode")
       ? " Drafted by the offline template composer (draft mode, not a writer): install the local model for real prose."
       : "";
+    const voice = result.voice_adapter ? ` Drafted with the ${result.voice_adapter} voice adapter.` : "";
     notify(
-      `Article written: reward ${result.reward.reward.toFixed(3)}, resonance ${result.reward.resonance.toFixed(3)}.${draftMode}`,
+      `Article written: reward ${result.reward.reward.toFixed(3)}, resonance ${result.reward.resonance.toFixed(3)}.${voice}${draftMode}`,
     );
     written = true;
   });
