@@ -29,7 +29,13 @@ def test_page_and_every_asset_it_loads_are_served_from_the_app(client):
         for name in re.findall(r'from "\./([\w.-]+)"', script.text):
             if f"/studio/{name}" not in seen:
                 modules.append(f"/studio/{name}")
-    assert seen == {"/studio/app.js", "/studio/api.js", "/studio/charts.js", "/studio/evidence.js"}
+    assert seen == {
+        "/studio/app.js",
+        "/studio/api.js",
+        "/studio/charts.js",
+        "/studio/evidence.js",
+        "/studio/steer.js",
+    }
     assert client.get("/studio/studio.css").status_code == 200
     assert not re.search(r"https?://", page.text), "the page must not load anything from another origin"
 

@@ -3,6 +3,7 @@
 import { call, describe, sentence, session, stream } from "./api.js";
 import { label, lineChart, linesChart, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
+import { steerPanel } from "./steer.js";
 
 const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
 
@@ -1011,6 +1012,8 @@ async function start() {
   ({ dimensions: state.dimensions, terms: state.terms, gap: state.gap, training: state.training } = await response.json());
   buildSliders();
   legends();
+  const describeDimension = (name) => state.dimensions.find((d) => d.name === name).description;
+  const steer = steerPanel({ make, namedHeading, showError, clearMessages, description: describeDimension }, () => state.article);
   $("#sign-in-form").addEventListener("submit", signIn);
   $("#sign-out").addEventListener("click", () => signOut());
   for (const button of document.querySelectorAll("#tabs button")) {
@@ -1018,6 +1021,7 @@ async function start() {
       clearMessages();
       showTab(button.dataset.tab);
       if (button.dataset.tab === "learn") loadRewardModel();
+      if (button.dataset.tab === "steer") steer.open();
       if (button.dataset.tab === "write" || button.dataset.tab === "train") refreshJobs();
     });
   }
