@@ -51,8 +51,18 @@ def test_user_errors_are_one_line(tmp_path) -> None:
         (["score", str(tmp_path / "missing.txt")], "no such file"),
         (["score", "-", "--profile", "builtin/nope"], "no built-in profile"),
         (["score", "-", "--profile", "builtin/creative", "--hrv", "0.5"], "not both"),
-        (["score", "-", "--model", "gpt"], "model must be one of"),
+        (["score", "-", "--reward", "gpt"], "reward must be one of fast, lm"),
+        (["score", "-", "--model", "gpt"], "reward must be one of fast, lm"),  # --reward's older name
     ]:
         result = runner.invoke(app, args, input=TEXT)
         assert result.exit_code == 2, result.output
         assert fragment in result.output
+
+
+def test_the_reward_is_chosen_with_reward_as_in_every_command() -> None:
+    """``--reward fast`` (and its older name ``--model``) is the default's score."""
+    default = runner.invoke(app, ["score", "-", "--json"], input=TEXT)
+    for option in ("--reward", "--model"):
+        chosen = runner.invoke(app, ["score", "-", "--json", option, "fast"], input=TEXT)
+        assert chosen.exit_code == 0, chosen.output
+        assert json.loads(chosen.stdout) == json.loads(default.stdout)

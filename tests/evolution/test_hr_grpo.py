@@ -172,6 +172,7 @@ def test_default_prompts_come_from_the_draft_pool_and_are_disjoint():
         ({"config": {"group_size": 1}}, ConfigError, "group_size"),
         ({"config": {"nonsense": 1}}, ConfigError, "unknown GRPO settings"),
         ({"reward_model": object()}, ValidationError, "predict"),
+        ({"reward": "gpt"}, ValidationError, "reward must be one of fast, lm"),
         ({"reward_model_weight": 2.0, "reward_model": WritingReward}, ValidationError, "reward_model_weight"),
     ],
 )

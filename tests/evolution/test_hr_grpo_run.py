@@ -28,7 +28,7 @@ from resonance_os.evolution.hr_grpo_run import (  # noqa: E402
     policy_backend,
     save_hr_grpo_run,
 )
-from resonance_os.evolution.hr_policy import write_with_policy  # noqa: E402
+from resonance_os.evolution.hr_policy import run_reward, write_with_policy  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.sft import SFT, SFTConfig  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
@@ -79,7 +79,7 @@ def test_run_folder_reloads_the_trained_adapter_and_drafts_with_it(trained_run, 
         **json.loads((out / "task.json").read_text()),
     }
     settings.pop("run_format"), settings.pop("kind")
-    assert settings["method"] == "grpo" and settings["steps"] == 1
+    assert settings["method"] == "grpo" and settings["steps"] == 1 and settings["reward"] == "fast"
     assert settings["target_hrv"] == pytest.approx(BUILTIN_TEMPLATES["creative"].vector.to_list())
     policy, loaded = load_hr_grpo_run(out)
     assert loaded == settings
@@ -188,6 +188,7 @@ def test_a_run_in_the_layout_before_the_run_seam_still_loads(trained_run, tmp_pa
     old = tmp_path / "old"
     shutil.copytree(out / "checkpoint", old / "policy")
     settings = {**open_run(out).config, **open_run(out).task}
+    assert settings.pop("reward") == "fast"  # not recorded before
     (old / "run.json").write_text(json.dumps(settings, indent=2))
     run = open_run(old)
     assert (run.kind, run.layout, run.checkpoint, run.task["target_hrv"]) == (
@@ -198,7 +199,7 @@ def test_a_run_in_the_layout_before_the_run_seam_still_loads(trained_run, tmp_pa
     )
     assert is_hr_grpo_run(old)
     policy, loaded = load_hr_grpo_run(old)
-    assert loaded == settings
+    assert loaded == {**settings, "reward": "fast"} and run_reward(run) == "fast"
     ids = torch.tensor([[5, 9, 7, 12, 30, 31]])
     reloaded, _ = load_hr_grpo_run(out)
     assert torch.allclose(logits(policy.base_model, ids), logits(reloaded.base_model, ids), atol=1e-6)

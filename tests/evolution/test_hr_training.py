@@ -7,16 +7,22 @@ from typer.testing import CliRunner
 
 from resonance_os.cli.hr_main import app
 from resonance_os.core.errors import ValidationError
-from resonance_os.evolution.hr_policy import load_run, save_run, write_with_policy
+from resonance_os.evolution.hr_policy import (
+    load_run,
+    run_observation,
+    run_reward,
+    save_run,
+    write_with_policy,
+)
 from resonance_os.evolution.hr_rl_trainer import (
     HRWritingEnv,
     hr_ppo_config,
     train_hr_ppo,
 )
 from resonance_os.generation.human_resonant_writer import DRAFT_MODE
-from resonance_os.rl.algorithms.ppo import PPOConfig
+from resonance_os.rl.algorithms.ppo import PPO, PPOConfig
 from resonance_os.rl.logger import read_metrics
-from resonance_os.rl.run import open_run
+from resonance_os.rl.run import Run, open_run
 
 SMALL = {"n_steps": 64, "batch_size": 32, "n_epochs": 2}
 
@@ -60,8 +66,14 @@ def test_training_logs_the_spec_metrics_and_the_run_reloads(run_dir):
     model, env = load_run(run_dir)
     assert env.observation == "gap" and model.observation_space.shape == (8,)
     run = open_run(run_dir)  # the one run shape: config.json, task.json, checkpoint/, metrics.jsonl
-    assert (run.kind, run.layout, run.config) == ("hr_ppo", "run", {"algorithm": "PPO"})
-    assert run.task == env.settings() and run.metrics() == rows
+    assert (run.kind, run.layout, run.config["algorithm"], run.config["reward"]) == (
+        "hr_ppo",
+        "run",
+        "PPO",
+        "fast",
+    )
+    assert run.config["ppo"] == json.loads(model.config.to_json()) and run.config["ppo"]["n_steps"] == 64
+    assert run.task == env.settings() and run.task["reward"] == "fast" and run.metrics() == rows
     assert sorted(p.name for p in run_dir.iterdir()) == [
         "checkpoint",
         "config.json",
@@ -118,14 +130,14 @@ def test_a_run_in_the_old_layout_trained_on_the_full_observation_still_loads(tmp
     model = train_hr_ppo(env, timesteps=64, config=SMALL, seed=0, log_dir=tmp_path, progress_bar=False)
     model.save(tmp_path / "model")
     settings = env.settings()
-    assert settings.pop("observation") == "full"
+    assert settings.pop("observation") == "full" and settings.pop("reward") == "fast"
     (tmp_path / "env.json").write_text(json.dumps(settings, indent=2))
     run = open_run(tmp_path)
     assert (run.kind, run.layout, run.checkpoint) == ("hr_ppo", "hr_policy", tmp_path / "model")
     assert run.metrics() == model.history
     loaded, loaded_env = load_run(tmp_path)
     obs, _ = loaded_env.reset(seed=0)
-    assert obs.shape == (17,)
+    assert obs.shape == (17,) and run_reward(run) == loaded_env.writer.reward.kind == "fast"
     np.testing.assert_allclose(
         loaded.predict(obs, deterministic=True)[0], model.predict(obs, deterministic=True)[0]
     )
@@ -154,3 +166,52 @@ def test_bad_runs_and_arguments_are_clear_errors(tmp_path, run_dir):
     result = CliRunner().invoke(app, ["train", "--profile", "builtin/creative", "--hrv", "0.5,0.5"])
     assert result.exit_code == 2
     assert "not both" in result.output
+
+
+def test_saving_into_a_run_its_trainer_began_keeps_the_runs_settings(tmp_path):
+    """An API job's run: begun with its PPO settings (and whatever else the trainer recorded), trained,
+    then saved by save_run, which must not write its config over with {"algorithm": "PPO"}."""
+    env = HRWritingEnv()
+    began = {"algorithm": "PPO", "ppo": hr_ppo_config(SMALL, seed=0), "job": "j-1"}
+    run = Run.create(tmp_path, "hr_ppo", config=began, task=env.settings())
+    model = train_hr_ppo(env, timesteps=64, config=SMALL, seed=0, log_dir=tmp_path, progress_bar=False)
+    save_run(model, env, run.path)
+    saved = open_run(run.path)
+    assert saved.config["job"] == "j-1" and saved.config["reward"] == "fast"
+    assert saved.config["ppo"] == json.loads(model.config.to_json())
+    assert {k: saved.config["ppo"][k] for k in SMALL} == SMALL and saved.config["ppo"]["seed"] == 0
+    assert len(saved.metrics()) == 1  # the log the trainer wrote is kept
+
+
+def test_a_run_recorded_without_an_observation_reads_it_from_its_checkpoint(tmp_path):
+    for observation, size in (("gap", 8), ("full", 17)):
+        env = HRWritingEnv(observation=observation)
+        folder = tmp_path / observation
+        save_run(PPO("MlpPolicy", env, **SMALL), env, folder)
+        task = json.loads((folder / "task.json").read_text())
+        del task["observation"], task["reward"]
+        (folder / "task.json").write_text(json.dumps(task))
+        run = open_run(folder)
+        assert run.checkpoint_metadata()["observation_space"]["shape"] == [size]
+        assert (run_observation(run), run_reward(run)) == (observation, "fast")
+        assert load_run(folder)[1].observation_space.shape == (size,)
+
+
+def test_train_cli_refuses_an_unknown_reward_before_training(tmp_path):
+    result = CliRunner().invoke(app, ["train", "--reward", "gpt", "--out", str(tmp_path / "r")])
+    assert result.exit_code == 2
+    assert "reward must be one of fast, lm" in result.output and not (tmp_path / "r").exists()
+
+
+@pytest.mark.slow
+def test_the_lm_reward_is_chosen_once_and_a_run_reopens_with_it(tmp_path):
+    """reward="lm" reaches the env's writer, is recorded, and load_run and write_with_policy use it."""
+    env = HRWritingEnv(reward="lm")
+    assert env.writer.reward.kind == "lm"
+    save_run(PPO("MlpPolicy", env, **SMALL), env, tmp_path)
+    run = open_run(tmp_path)
+    assert run.config["reward"] == run.task["reward"] == run_reward(run) == "lm"
+    _, loaded = load_run(tmp_path)
+    assert loaded.writer.reward.kind == "lm"
+    article = write_with_policy(tmp_path, "community gardens", num_paragraphs=1, seed=1)
+    assert len(article.paragraphs) == 1

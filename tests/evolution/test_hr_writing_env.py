@@ -13,6 +13,7 @@ from resonance_os.evolution.hr_rl_trainer import (
     evaluate_writing_policy,
     feedback_rule,
 )
+from resonance_os.generation.human_resonant_writer import HumanResonantWriter
 
 ASSERTIVENESS = HRV_DIMENSIONS.index("assertiveness_index")
 
@@ -155,6 +156,7 @@ def test_render_ansi_shows_the_draft_and_table():
         ({"render_mode": "human"}, "render_mode"),
         ({"reward_model": object()}, "predict"),
         ({"observation": "raw"}, "observation must be one of gap, full"),
+        ({"reward": "gpt"}, "reward must be one of fast, lm"),
     ],
 )
 def test_bad_arguments_name_the_problem(kwargs, fragment):
@@ -188,3 +190,12 @@ def test_preview_is_the_score_the_step_gives_without_taking_it(env):
         expected - info["first_score"]
     )
     assert env.preview(np.zeros(8)) == pytest.approx(info["score"])
+
+
+def test_the_writing_reward_is_chosen_by_name_and_recorded(env):
+    """reward="fast" is the default; a given writer's reward is the env's, and another name is refused."""
+    assert env.writer.reward.kind == "fast" and env.settings()["reward"] == "fast"
+    writer = HumanResonantWriter(backend="builtin", reward="fast")
+    assert HRWritingEnv(writer=writer, reward="fast").writer.reward is writer.reward
+    with pytest.raises(ValidationError, match="reward='lm' but the writer scores with its 'fast' reward"):
+        HRWritingEnv(writer=writer, reward="lm")

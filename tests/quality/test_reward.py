@@ -8,7 +8,14 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 from resonance_os.quality import corpus, damage
-from resonance_os.quality.reward import REWARD_TERMS, WritingReward, quality_factor
+from resonance_os.quality.reward import (
+    REWARD_TERMS,
+    REWARDS,
+    WritingReward,
+    make_reward,
+    quality_factor,
+    reward_kind,
+)
 
 PROFESSIONAL = BUILTIN_TEMPLATES["professional"].vector.to_list()
 
@@ -71,7 +78,7 @@ def test_bad_input_is_a_clear_error(reward):
         reward.score("   ", PROFESSIONAL)
     with pytest.raises(ValidationError, match="8"):
         reward.score("Fine text.", [0.5] * 7)
-    with pytest.raises(ValidationError, match="model must be one of fast, lm"):
+    with pytest.raises(ValidationError, match="reward must be one of fast, lm"):
         WritingReward(model="gpt")
 
 
@@ -88,3 +95,27 @@ def test_a_text_scored_again_gives_what_a_fresh_reward_gives(reward, held_out):
         {"hrv": [0.5] * 8},
     ):
         assert reward.score(text, technical, **kwargs) == WritingReward().score(text, technical, **kwargs)
+
+
+def test_the_reward_is_chosen_by_name_or_passed_as_built(reward):
+    """make_reward is the one way callers choose: "fast" by default, a built reward as it is."""
+    assert REWARDS == ("fast", "lm")
+    assert make_reward().kind == make_reward("fast").kind == reward.kind == "fast"
+    assert make_reward(reward) is reward and reward_kind(reward) == "fast"
+    assert make_reward("fast", similarity_method="cosine").similarity_method.value == "cosine"
+    text = "The garden opens at dawn. Volunteers water the beds before the heat."
+    assert make_reward("fast").score(text, PROFESSIONAL) == reward.score(text, PROFESSIONAL)
+    for bad in ("gpt", "FAST", "", 1):
+        with pytest.raises(ValidationError, match="reward must be one of fast, lm .*got"):
+            make_reward(bad)
+
+
+@pytest.mark.slow
+def test_the_lm_choice_builds_the_reward_smollm2_reads():
+    from resonance_os.quality.coherence import LMCoherence
+    from resonance_os.quality.fluency import LMFluency
+
+    lm = make_reward("lm")
+    assert lm.kind == "lm" and reward_kind(lm) == "lm"
+    assert isinstance(lm.fluency_model, LMFluency) and isinstance(lm.coherence_model, LMCoherence)
+    assert 0.0 <= lm.score("The garden opens at dawn. It closes at dusk.", PROFESSIONAL).reward <= 1.0

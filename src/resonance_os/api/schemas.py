@@ -385,6 +385,11 @@ class TrainRequest(Body):
     timesteps: int = Field(5000, ge=64, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**32 - 1)
     use_reward_model: bool = Field(True, description="Blend in your latest reward model, if trained.")
+    reward: Literal["fast", "lm"] = Field(
+        "fast",
+        description="The writing reward the policy trains on: fast (shipped models, a millisecond a "
+        "revision) or lm (SmolLM2 reads fluency and coherence; seconds a revision). The run records it.",
+    )
 
     @model_validator(mode="after")
     def _one_target(self) -> TrainRequest:

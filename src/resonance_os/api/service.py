@@ -345,21 +345,24 @@ class ResonanceService:
         seed: int,
         use_reward_model: bool,
         limits: JobLimits | None = None,
+        reward: str = "fast",
     ) -> Job:
-        """Queue a PPO job toward the target (with the tenant's newest reward model unless told not to);
-        ``JobQueueFullError`` (429) past ``limits``. A :class:`~resonance_os.api.jobs.JobRunner` starts it."""
+        """Queue a PPO job toward the target on the ``reward`` writing reward (``"fast"`` or ``"lm"``), with
+        the tenant's newest reward model unless told not to; ``JobQueueFullError`` (429) past ``limits``.
+        A :class:`~resonance_os.api.jobs.JobRunner` starts it."""
         from resonance_os.api import feedback, jobs, trainers
 
         target, profile_name = self.resolve_target(ctx, profile, target_hrv)
         trainers.check_available(trainer)
-        reward = feedback.latest_version(self.db, ctx.tenant_id) if use_reward_model else None
+        reward_model = feedback.latest_version(self.db, ctx.tenant_id) if use_reward_model else None
         params = {
             "tenant": ctx.tenant,
             "profile": profile_name,
             "target_hrv": target,
             "timesteps": timesteps,
             "seed": seed,
-            "reward_model_version": None if reward is None else reward.version,
+            "reward_model_version": None if reward_model is None else reward_model.version,
+            "reward": reward,
         }
         return jobs.submit(self.db, ctx.tenant_id, "ppo", trainer, params, limits)
 

@@ -60,17 +60,28 @@ def train_profile_policy(params: dict, report: JobReport) -> TrainingResult:
     """Train PPO on ``HRWritingEnv`` toward ``params["target_hrv"]`` (runs in a job worker).
 
     params: ``target_hrv`` (8 floats), ``timesteps``, ``seed``, ``reward_model_version`` (the tenant's
-    reward model blended into the env's reward, or ``None``). Checkpoints and resumes through
-    :func:`learn_resumable`; progress comes from the run's metrics log; the result carries the final
-    metrics and the run folder (``hr_policy.save_run``: an ``rl.run`` run of kind ``hr_ppo``) as a zip.
+    reward model blended into the env's reward, or ``None``), ``reward`` (the writing reward, ``"fast"``
+    or ``"lm"``; absent in jobs queued before it: ``"fast"``). Checkpoints and resumes through
+    :func:`learn_resumable`: an attempt that continues a checkpoint observes what the checkpoint's
+    policy observed (the run's ``observation``, not today's default). Progress comes from the run's
+    metrics log; the result carries the final metrics and the run folder (``hr_policy.save_run``: an
+    ``rl.run`` run of kind ``hr_ppo``) as a zip.
     """
     hr, hr_policy = _hr_modules()
     reward_model = None
     if params.get("reward_model_version") is not None:
         reward_model = feedback.load_version(report.db, report.tenant_id, params["reward_model_version"])
-    env = hr.HRWritingEnv(target_hrv=params["target_hrv"], reward_model=reward_model, seed=params["seed"])
+    options: dict[str, Any] = {"reward": params.get("reward")}
+    earlier = _earlier_run(report.work_dir)
+    if earlier is not None and earlier.has_checkpoint:
+        options["observation"] = hr_policy.run_observation(earlier)
+    env = hr.HRWritingEnv(
+        target_hrv=params["target_hrv"], reward_model=reward_model, seed=params["seed"], **options
+    )
     config = hr.hr_ppo_config(None, params["seed"])
-    model = learn_resumable(env, config, int(params["timesteps"]), report, kind=hr_policy.KIND)
+    model = learn_resumable(
+        env, config, int(params["timesteps"]), report, kind=hr_policy.KIND, task=env.settings()
+    )
     rows = job_run(report.work_dir, hr_policy.KIND, config={}).metrics()  # every attempt's rows
     run_dir = hr_policy.save_run(model, env, report.work_dir / JOB_RUN)
     final = rows[-1] if rows else {}
@@ -84,16 +95,17 @@ def learn_resumable(
     report: JobReport,
     pause: Callable[..., None] | None = None,
     kind: str = "ppo",
+    task: dict[str, Any] | None = None,
 ) -> PPO:
     """PPO trained on ``env`` until ``total`` timesteps in the job's run folder, surviving a killed
     worker (``rl.resume.learn_resumable``).
 
-    The run is ``report.work_dir/run`` (``rl.run``, of ``kind``; a work folder an older build left,
-    ``checkpoint/`` + ``logs/``, is continued in place). It starts from the run's checkpoint when an
-    earlier attempt left one (``report.resumed``), else from a new ``PPO("MlpPolicy", env, **config)``,
-    and saves the checkpoint every ``report.checkpoint_every`` updates (``report.checkpointed``). The
-    run's metrics become the job's progress and learning curve. ``pause`` is called before every env
-    step and every optimiser step (default: the launching server's
+    The run is ``report.work_dir/run`` (``rl.run``, of ``kind``, with ``task`` as its task; a work
+    folder an older build left, ``checkpoint/`` + ``logs/``, is continued in place). It starts from
+    the run's checkpoint when an earlier attempt left one (``report.resumed``), else from a new
+    ``PPO("MlpPolicy", env, **config)``, and saves the checkpoint every ``report.checkpoint_every``
+    updates (``report.checkpointed``). The run's metrics become the job's progress and learning curve.
+    ``pause`` is called before every env step and every optimiser step (default: the launching server's
     :class:`~resonance_os.api.serving_gate.RequestYield`, when it named one).
     """
     from resonance_os.rl.algorithms.ppo import PPO
@@ -101,7 +113,7 @@ def learn_resumable(
     pause = pause or request_yield_from_env()
     if pause is not None:
         env = _yielding(env, pause)
-    run = job_run(report.work_dir, kind, config={"algorithm": "PPO", "ppo": config})
+    run = job_run(report.work_dir, kind, config={"algorithm": "PPO", "ppo": config}, task=task)
     log_dir = run.metrics_path.parent
 
     def ready(model: PPO) -> PPO:
@@ -122,12 +134,20 @@ def learn_resumable(
     )
 
 
-def job_run(work_dir: Path, kind: str, config: dict[str, Any]) -> Run:
+def job_run(work_dir: Path, kind: str, config: dict[str, Any], task: dict[str, Any] | None = None) -> Run:
     """The training run of a job's work folder: ``work_dir/run``, created on the first attempt; a
     work folder an older build checkpointed into (``checkpoint/`` + ``logs/``) is that run itself."""
     if is_run(work_dir):
         return open_run(work_dir)
-    return Run.create(work_dir / JOB_RUN, kind, config=config, exist_ok=True)
+    return Run.create(work_dir / JOB_RUN, kind, config=config, task=task, exist_ok=True)
+
+
+def _earlier_run(work_dir: Path) -> Run | None:
+    """The run an earlier attempt of the job left in ``work_dir`` (either shape), or None."""
+    for folder in (work_dir, work_dir / JOB_RUN):
+        if is_run(folder):
+            return open_run(folder)
+    return None
 
 
 train_profile_policy.requires = (TRAINING_MODULE, POLICY_MODULE)

@@ -13,6 +13,7 @@ from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.cli.numbers import GAP_CONVENTION, dimension_table, gap_cell, meaning
 from resonance_os.cli.progress import progress
+from resonance_os.cli.reward_option import REWARD_HELP
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.limits import MAX_PARAGRAPHS
@@ -70,6 +71,9 @@ def generate(
         help="Draft with the bare local model even when the profile has a voice adapter (a LoRA "
         "adapter trained toward it; the built-in profiles ship one).",
     ),
+    reward: str = typer.Option(
+        None, "--reward", help=REWARD_HELP + " With --policy: the run's own.", show_default=False
+    ),
 ) -> None:
     """Write an article toward a target HRV and print it with a target-vs-measured table.
 
@@ -96,11 +100,15 @@ def generate(
 
             if policy is not None:
                 from resonance_os.evolution.hr_grpo_run import KIND as HR_GRPO
-                from resonance_os.evolution.hr_policy import open_writing_run, write_with_policy
+                from resonance_os.evolution.hr_policy import open_writing_run, run_reward, write_with_policy
 
+                run = open_writing_run(policy)
+                chosen = reward or run_reward(run)  # by default, the reward the run trained on
                 # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
-                grpo = open_writing_run(policy).kind == HR_GRPO
-                writer = None if grpo and backend is None else HumanResonantWriter(backend=backend)
+                grpo = run.kind == HR_GRPO
+                writer = (
+                    None if grpo and backend is None else HumanResonantWriter(backend=backend, reward=chosen)
+                )
                 report.step(f"writing paragraph 1 of {paragraphs} with the policy in {policy}")
                 return write_with_policy(  # without --profile/--hrv: the run's own target
                     policy,
@@ -111,8 +119,11 @@ def generate(
                     writer=writer,
                     target_source=source if given else None,
                     between_paragraphs=next_paragraph,
+                    reward=chosen,
                 )
-            writer = HumanResonantWriter(backend=backend, adapter=not no_adapter, adapter_store=store)
+            writer = HumanResonantWriter(
+                backend=backend, adapter=not no_adapter, adapter_store=store, reward=reward
+            )
             voice = writer.voice_backend(source)
             drafter = writer.backend_name if voice is None else voice.name
             if voice is not None:

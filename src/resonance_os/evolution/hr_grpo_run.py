@@ -3,7 +3,7 @@
 ``resonance train --method grpo --out runs/NAME`` writes an ``rl.run`` run of kind ``"hr_grpo"``::
 
     config.json     {"kind": "hr_grpo", "method": "grpo", "base_model": "smollm2" or a local Hugging
-                     Face folder, "steps": N}
+                     Face folder, "steps": N, "reward": "fast" or "lm" (the writing reward it trained on)}
     task.json       {"target_hrv": [8 floats], "target_source": "..."}
     checkpoint/     the GRPO.save checkpoint (LoRA adapter, GRPO config, optimiser state; llm.policy layout)
     metrics.jsonl   one row per GRPO step (``resonance plot``)
@@ -32,6 +32,7 @@ from typing import Any
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.evolution.base_models import SMOLLM2, base_model
+from resonance_os.quality.reward import DEFAULT_REWARD
 from resonance_os.rl.run import Run, RunError, open_run
 
 KIND = "hr_grpo"
@@ -45,7 +46,12 @@ def save_hr_grpo_run(trainer: Any, out_dir: str | os.PathLike[str], base: str = 
     run = Run.create(
         out_dir,
         KIND,
-        config={"method": METHOD, "base_model": str(base), "steps": trainer.num_timesteps},
+        config={
+            "method": METHOD,
+            "base_model": str(base),
+            "steps": trainer.num_timesteps,
+            "reward": trainer.hr_reward.reward.kind,
+        },
         task={"target_hrv": [float(v) for v in trainer.hr_target], "target_source": trainer.hr_source},
         overwrite=True,
     )
@@ -65,7 +71,8 @@ def load_hr_grpo_run(
     run_dir: str | os.PathLike[str], device: str | None = None
 ) -> tuple[Any, dict[str, Any]]:
     """The run's ``LMPolicy`` (base model + the trained adapter) and its settings (``method``,
-    ``base_model``, ``steps``, ``target_hrv``, ``target_source``)."""
+    ``base_model``, ``steps``, ``reward`` (``"fast"`` for runs saved before it was recorded),
+    ``target_hrv``, ``target_source``)."""
     from resonance_os.llm.policy import LMPolicy
 
     try:
@@ -74,7 +81,7 @@ def load_hr_grpo_run(
         raise ValidationError(
             f"{run_dir} is not an HR-GRPO run ({exc}); create one with: resonance train --method grpo --out RUN_DIR"
         ) from None
-    settings = {**run.config, **run.task}
+    settings = {"reward": DEFAULT_REWARD, **run.config, **run.task}
     if not run.has_checkpoint:
         raise ValidationError(f"{run.path} has no trained policy ({run.checkpoint}); train the run again")
     if not isinstance(settings.get("target_hrv"), list) or not isinstance(settings.get("base_model"), str):

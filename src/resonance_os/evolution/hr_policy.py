@@ -19,29 +19,59 @@ each drafted paragraph as in the env (``PolicyReviser``); given an HR-GRPO run f
 from __future__ import annotations
 
 import inspect
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 
 from resonance_os.core.errors import ValidationError
+from resonance_os.core.hrv_constants import HRV_DIM
 from resonance_os.evolution.hr_grpo_run import KIND as HR_GRPO_KIND
 from resonance_os.evolution.hr_grpo_run import load_hr_grpo_run, policy_backend
 from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, RewardModel
 from resonance_os.generation.human_resonant_writer import Article, HumanResonantWriter, Paragraph
 from resonance_os.profiles.targets import resolve_target
+from resonance_os.quality.reward import DEFAULT_REWARD, reward_kind
 from resonance_os.rl.algorithms.ppo import PPO
-from resonance_os.rl.run import Run, RunError, open_run
+from resonance_os.rl.run import Run, RunError, is_run, open_run
 
 KIND = "hr_ppo"
 """The ``rl.run`` kind of a PPO writing-policy run."""
 
 
 def save_run(model: PPO, env: HRWritingEnv, out_dir: str | os.PathLike[str]) -> Path:
-    """Save ``model`` and ``env``'s settings as the run in ``out_dir`` (created if missing; a run
-    already there is replaced: its metrics log is kept and appended to)."""
-    run = Run.create(out_dir, KIND, config={"algorithm": "PPO"}, task=env.settings(), overwrite=True)
+    """Save ``model`` and ``env``'s settings as the run in ``out_dir`` (created if missing). A PPO
+    writing run already there (an API job's, begun by its trainer) keeps its metrics log and the
+    settings its config recorded; the model's PPO configuration and the env's reward are written over
+    theirs; any other run there is replaced."""
+    config = {"algorithm": "PPO", "ppo": json.loads(model.config.to_json()), "reward": env.writer.reward.kind}
+    if is_run(out_dir):
+        try:
+            earlier = open_run(out_dir)
+        except RunError:
+            earlier = None
+        if earlier is not None and earlier.kind == KIND:
+            config = {**earlier.config, **config}
+    run = Run.create(out_dir, KIND, config=config, task=env.settings(), overwrite=True)
     run.save_checkpoint(model.save)
     return run.path
+
+
+def run_reward(run: Run) -> str:
+    """The writing reward a writing run (PPO or HR-GRPO) trained on: ``"fast"`` or ``"lm"`` as its
+    config (or a PPO run's env settings) recorded it; ``"fast"`` for runs saved before it was."""
+    return reward_kind(run.config.get("reward") or run.task.get("reward") or DEFAULT_REWARD)
+
+
+def run_observation(run: Run) -> str:
+    """What a PPO writing run's policy observes (``HRWritingEnv``'s ``observation``): as its env
+    settings recorded it; else read from its checkpoint's observation space (8 floats: ``"gap"``, 17:
+    ``"full"``); ``"full"`` for a run without either (saved before the gap was the default)."""
+    observation = run.task.get("observation")
+    if observation is None:
+        space = run.checkpoint_metadata().get("observation_space") or {}
+        observation = "gap" if space.get("shape") == [HRV_DIM] else "full"
+    return observation
 
 
 def open_writing_run(run_dir: str | os.PathLike[str]) -> Run:
@@ -66,13 +96,13 @@ def load_run(
             f"{'' if run.has_checkpoint else ' without a checkpoint'}); create one with: resonance train --out RUN_DIR"
         )
     settings = dict(run.task)
-    unknown = sorted(set(settings) - set(inspect.signature(HRWritingEnv).parameters))
+    unknown = sorted(set(settings) - set(inspect.signature(HRWritingEnv.__init__).parameters))
     if unknown:
         raise ValidationError(
             f"{run.path} was trained on an older HRWritingEnv (settings {', '.join(unknown)} no longer exist); "
             "train it again with: resonance train --out RUN_DIR"
         )
-    settings.setdefault("observation", "full")  # runs saved before it was recorded saw the 17 floats
+    settings.update(observation=run_observation(run), reward=run_reward(run))
     env = HRWritingEnv(**settings, reward_model=reward_model)
     return PPO.load(run.checkpoint, env=env), env
 
@@ -126,6 +156,7 @@ def write_with_policy(
     writer: HumanResonantWriter | None = None,
     target_source: str | None = None,
     between_paragraphs: Callable[[], None] | None = None,
+    reward: str | None = None,
 ) -> Article:
     """Write an article with a trained policy: a run folder or ``(model, env)``.
 
@@ -138,7 +169,9 @@ def write_with_policy(
     target is used. ``target_source`` overrides the label ``Article.target_source`` reports (an edge
     that resolved the target itself passes its source). ``between_paragraphs`` is passed to
     ``HumanResonantWriter.generate``: called before every paragraph after the first (a service reports
-    progress there, or stops the writing by raising).
+    progress there, or stops the writing by raising). ``reward`` (``"fast"`` or ``"lm"``) is the
+    reward of the writer made here when ``writer`` is None (default: the one the run trained on); a
+    PPO policy always revises under the reward it trained on.
     """
     if isinstance(run, (str, os.PathLike)) and open_writing_run(run).kind == HR_GRPO_KIND:
         if writer is not None:
@@ -147,11 +180,13 @@ def write_with_policy(
                 "or backend can be used with it (drop --backend)"
             )
         policy, settings = load_hr_grpo_run(run)
-        writer = HumanResonantWriter(backend=policy_backend(policy, str(run)))
+        writer = HumanResonantWriter(
+            backend=policy_backend(policy, str(run)), reward=reward or settings["reward"]
+        )
         reviser, run_target = None, settings["target_hrv"]
     else:
         model, env = load_run(run) if isinstance(run, (str, os.PathLike)) else run
-        writer = writer or HumanResonantWriter()
+        writer = writer or HumanResonantWriter(reward=reward or env.writer.reward.kind)
         reviser, run_target = PolicyReviser(model, env), env.targets[0].tolist()
     if target_hrv is None and profile is None:
         target, source = run_target, "policy run target"

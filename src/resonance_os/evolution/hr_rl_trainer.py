@@ -35,7 +35,7 @@ from resonance_os.evolution.draft_pool import Draft, load_drafts
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter, Paragraph
 from resonance_os.profiles.targets import resolve_target, resolve_target_item
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
-from resonance_os.quality.reward import REWARD_TERMS, WritingReward
+from resonance_os.quality.reward import REWARD_TERMS, WritingReward, make_reward, reward_kind
 from resonance_os.rl.algorithms.ppo import PPO, PPOConfig
 from resonance_os.rl.env_check import check_env_api
 from resonance_os.rl.policies import HRV_POLICY_KWARGS
@@ -100,6 +100,9 @@ class HRWritingEnv(gym.Env):
         split: which pool drafts to use: ``"train"`` (default), ``"heldout"`` (for evaluation) or ``"all"``.
         max_episode_steps: revisions per episode; when they are spent the episode terminates. 3.
         max_edits: edits per dimension an action of +-1 asks for in one revision. 2.
+        reward: the writing reward that scores drafts: ``"fast"`` (default) or ``"lm"``
+            (``quality.reward.make_reward``; ``"lm"`` costs seconds a revision), or a ``WritingReward``;
+            with ``writer``, the writer's reward (give none, or the same kind).
         reward_model: an object with ``predict(text, target_hrv) -> [0, 1]`` blended into the score.
         reward_model_weight: weight ``w``: ``score = (1-w) writing reward + w reward_model``. 0.5.
         similarity_method: how the reward's style term (resonance) is measured; ``manhattan``
@@ -144,6 +147,7 @@ class HRWritingEnv(gym.Env):
         split: str = "train",
         max_episode_steps: int = DEFAULT_MAX_EPISODE_STEPS,
         max_edits: int = DEFAULT_MAX_EDITS,
+        reward: str | WritingReward | None = None,
         reward_model: RewardModel | None = None,
         reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
         similarity_method: SimilarityMethod | str = SimilarityMethod.MANHATTAN,
@@ -203,9 +207,15 @@ class HRWritingEnv(gym.Env):
         else:
             self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * HRV_DIM + 1,), dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
-        self.writer = writer or HumanResonantWriter(
-            backend="builtin", reward=WritingReward(similarity_method=self.similarity_method.value)
-        )
+        if writer is None:
+            reward = make_reward(reward, similarity_method=self.similarity_method.value)
+            writer = HumanResonantWriter(backend="builtin", reward=reward)
+        elif reward is not None and reward_kind(reward) != writer.reward.kind:
+            raise ValidationError(
+                f"reward={reward_kind(reward)!r} but the writer scores with its {writer.reward.kind!r} "
+                "reward; give one of them"
+            )
+        self.writer = writer
         self._revisions: OrderedDict[tuple[str, tuple[float, ...], tuple[int, ...]], Paragraph] = (
             OrderedDict()
         )
@@ -239,6 +249,7 @@ class HRWritingEnv(gym.Env):
             "max_edits": self.max_edits,
             "similarity_method": self.similarity_method.value,
             "observation": self.observation,
+            "reward": self.writer.reward.kind,
         }
 
     # ------------------------------------------------------------------ gymnasium API

@@ -46,7 +46,7 @@ from resonance_os.generation.planner_layer import Outline, PlannerLayer, validat
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
 from resonance_os.generation.topics import validate_prompt
-from resonance_os.quality.reward import WritingReward, WritingScore
+from resonance_os.quality.reward import WritingReward, WritingScore, make_reward
 
 QUALITY_TERMS = ("fluency", "coherence", "topic", "repetition")
 
@@ -176,8 +176,9 @@ class HumanResonantWriter:
         tolerance: per-dimension gap at which a paragraph counts as on target (default 0.015).
         max_steps: edit attempts per paragraph for the built-in backend (default 24).
         extractor: the ``HRVExtractor`` to measure with (one is created if omitted).
-        reward: the ``WritingReward`` that picks drafts, guards edits and scores articles (default:
-            the fast reward on ``extractor``).
+        reward: the writing reward that picks drafts, guards edits and scores articles: ``"fast"``
+            (the default) or ``"lm"`` (``quality.reward.make_reward``, on ``extractor``), or a
+            ``WritingReward``.
         adapter: ``True`` (default): with the local backend, draft with the target profile's voice
             adapter when it has one (``generation.voice_adapter.find_adapter``); ``False``: never; a
             folder: always draft with that adapter (local backend only).
@@ -196,7 +197,7 @@ class HumanResonantWriter:
         tolerance: float = DEFAULT_TOLERANCE,
         max_steps: int = DEFAULT_MAX_STEPS,
         extractor=None,
-        reward: WritingReward | None = None,
+        reward: WritingReward | str | None = None,
         adapter: bool | str | os.PathLike[str] = True,
         adapter_store: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -204,8 +205,10 @@ class HumanResonantWriter:
         from resonance_os.similarity.metrics import SimilarityCalculator
 
         self.backend = get_backend(backend)
-        self.extractor = extractor or (reward.extractor if reward is not None else HRVExtractor())
-        self.reward = reward or WritingReward(extractor=self.extractor)
+        self.extractor = extractor or (
+            reward.extractor if isinstance(reward, WritingReward) else HRVExtractor()
+        )
+        self.reward = make_reward(reward, extractor=self.extractor)
         self.planner = PlannerLayer()
         self.refine = refine
         if isinstance(candidates, bool) or not isinstance(candidates, int) or not 1 <= candidates <= 16:

@@ -20,8 +20,12 @@ split "train"), never on the held-out ones the benchmark reports: the grid point
 is best. Coherence gets a small exponent because the fast coherence model is the least certain
 term (it scores some well-ordered paragraphs with little word overlap near 0).
 
-One reward serves every caller: the writer's candidate selection, ``HRWritingEnv``, ``/v1/score``,
-``hr_generate`` and ``resonance score``.
+One reward serves every caller: the writer's candidate selection, ``HRWritingEnv``, HR-GRPO, API
+training jobs, ``/v1/score``, ``hr_generate`` and ``resonance score``. It comes in two builds
+(:data:`REWARDS`), chosen by name the same way in each: ``reward="fast"`` (the default) or
+``reward="lm"`` in Python (:func:`make_reward`), ``--reward fast|lm`` on the command line, ``"reward"``
+in an API training request; a training run records the name, so it re-opens with the reward it
+trained on.
 """
 
 from __future__ import annotations
@@ -44,7 +48,10 @@ TEXT_CACHE_SIZE = 8192
 W_FLUENCY = 2.0
 W_COHERENCE = 0.35
 W_TOPIC = 1.0
-MODELS = ("fast", "lm")
+REWARDS = ("fast", "lm")
+"""The writing reward's builds: ``"fast"`` (n-gram fluency, feature coherence; shipped, about a
+millisecond a paragraph) and ``"lm"`` (SmolLM2 reads fluency and coherence; seconds a paragraph)."""
+DEFAULT_REWARD = "fast"
 REWARD_TERMS = ("resonance", "fluency", "coherence", "topic", "repetition", "reward")
 
 
@@ -84,6 +91,8 @@ def quality_factor(fluency: float, coherence: float, topic: float | None, repeti
 class WritingReward:
     """The combined writing reward (see the module docstring).
 
+    Callers choose a build through :func:`make_reward`; ``kind`` says which this is.
+
     Args:
         model: ``"fast"`` (the default: n-gram fluency and the feature coherence model, shipped,
             about a millisecond a paragraph; what HRWritingEnv uses) or ``"lm"`` (fluency and
@@ -111,8 +120,7 @@ class WritingReward:
 
             extractor = HRVExtractor()
         self.extractor = extractor
-        if model not in MODELS:
-            raise ValidationError(f"model must be one of {', '.join(MODELS)}, got {model!r}")
+        self.kind = reward_kind(model)
         if model == "lm":
             from resonance_os.quality.coherence import LMCoherence
             from resonance_os.quality.fluency import LMFluency
@@ -178,3 +186,31 @@ class WritingReward:
     def predict(self, text: str, target_hrv: Sequence[float]) -> float:
         """The reward alone (no prompt): the ``predict(text, target_hrv)`` surface of a reward model."""
         return self.score(text, target_hrv).reward
+
+
+def reward_kind(kind: object) -> str:
+    """The build a reward choice names: ``kind`` itself if it is one of :data:`REWARDS`, a
+    ``WritingReward``'s own ``kind``; a ``ValidationError`` naming the choices otherwise."""
+    if isinstance(kind, WritingReward):
+        return kind.kind
+    if not isinstance(kind, str) or kind not in REWARDS:
+        raise ValidationError(
+            f"reward must be one of {', '.join(REWARDS)} (fast: shipped models, a millisecond a paragraph; "
+            f"lm: SmolLM2 reads fluency and coherence), got {kind!r}"
+        )
+    return kind
+
+
+def make_reward(
+    reward: str | WritingReward | None = None,
+    *,
+    extractor=None,
+    similarity_method: str = "manhattan",
+) -> WritingReward:
+    """The writing reward a caller asked for: ``"fast"`` or ``"lm"`` (:data:`REWARDS`; ``None`` is
+    :data:`DEFAULT_REWARD`) built on ``extractor`` with ``similarity_method``, or a ``WritingReward``
+    the caller built, as it is. The one way the writer, ``HRWritingEnv``, HR-GRPO and the API choose."""
+    if isinstance(reward, WritingReward):
+        return reward
+    kind = reward_kind(DEFAULT_REWARD if reward is None else reward)
+    return WritingReward(model=kind, extractor=extractor, similarity_method=similarity_method)

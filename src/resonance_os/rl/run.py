@@ -42,6 +42,7 @@ from resonance_os.rl.logger import METRICS_FILE
 
 RUN_FORMAT = 1
 CONFIG_FILE, TASK_FILE, CHECKPOINT_DIR = "config.json", "task.json", "checkpoint"
+CHECKPOINT_METADATA = "metadata.json"
 LEGACY_ENV_FILE, LEGACY_MODEL_DIR = "env.json", "model"
 LEGACY_RUN_FILE, LEGACY_POLICY_DIR = "run.json", "policy"
 LEGACY_JOB_LOGS = "logs"
@@ -139,6 +140,13 @@ class Run:
         self.checkpoint = target
         return target
 
+    def checkpoint_metadata(self) -> dict[str, Any]:
+        """The checkpoint's ``metadata.json`` (its algorithm, timesteps and spaces: ``rl/checkpoint.py``),
+        or ``{}`` when the run has no checkpoint or the checkpoint no such file."""
+        if not self.has_checkpoint or not (self.checkpoint / CHECKPOINT_METADATA).is_file():
+            return {}
+        return _read_json(self.checkpoint / CHECKPOINT_METADATA)
+
     def metrics(self) -> list[dict[str, Any]]:
         """Every metrics row logged so far, oldest first (a line being written right now is skipped)."""
         if self.metrics_path is None or not self.metrics_path.is_file():
@@ -226,7 +234,7 @@ def _read_trainer_log(root: Path, layout: str) -> Run:
     """A trainer's log folder (DDPO, resonance llm/rlvr) or an API job's work folder: the kind and
     config come from the checkpoint's own files."""
     checkpoint = root / CHECKPOINT_DIR
-    metadata = _read_json(checkpoint / "metadata.json")
+    metadata = _read_json(checkpoint / CHECKPOINT_METADATA)
     kind = str(metadata.get("trainer") or metadata.get("algorithm") or "unknown").lower()
     metrics = root / METRICS_FILE if layout == "checkpoint" else root / LEGACY_JOB_LOGS / METRICS_FILE
     return Run(root, kind, _read_json(checkpoint / "config.json"), {}, checkpoint, metrics, layout)

@@ -64,6 +64,7 @@ def train(
         timesteps=trainers.whole_updates(trainer, body.timesteps),
         seed=body.seed,
         use_reward_model=body.use_reward_model,
+        reward=body.reward,
         limits=request.app.state.job_limits,
     )
     return accepted(request, svc, ctx, job)
