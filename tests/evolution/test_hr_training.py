@@ -205,13 +205,11 @@ def test_train_cli_refuses_an_unknown_reward_before_training(tmp_path):
 
 @pytest.mark.slow
 def test_the_lm_reward_is_chosen_once_and_a_run_reopens_with_it(tmp_path):
-    """reward="lm" reaches the env's writer, is recorded, and load_run and write_with_policy use it."""
+    """reward="lm" reaches the env's writer, is recorded, and load_run re-opens the env with it."""
     env = HRWritingEnv(reward="lm")
     assert env.writer.reward.kind == "lm"
     save_run(PPO("MlpPolicy", env, **SMALL), env, tmp_path)
     run = open_run(tmp_path)
     assert run.config["reward"] == run.task["reward"] == run_reward(run) == "lm"
     _, loaded = load_run(tmp_path)
-    assert loaded.writer.reward.kind == "lm"
-    article = write_with_policy(tmp_path, "community gardens", num_paragraphs=1, seed=1)
-    assert len(article.paragraphs) == 1
+    assert loaded.writer.reward.kind == "lm" and loaded.reset(seed=0)[1]["fluency"] > 0
