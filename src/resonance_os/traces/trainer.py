@@ -10,13 +10,18 @@ behind the policy being trained is dropped (``lag_policy="drop"``) or its advant
 ``lag_decay ** (lag - max_policy_lag)`` (``"downweight"``); both are counted in each step's metrics.
 Rollouts that did not finish within a step's wait are carried to the next step, where they arrive late.
 
-Every step appends one JSON line to ``metrics.jsonl`` in the run folder, naming for each trained sample
-the stored span it came from (``trained_spans``: ``span_id``, ``rollout_id``, ``attempt_id``, advantage, weight).
+The run folder (``runs_folder/run_name``) is an ``rl.run`` run of kind ``"agent"`` (``open_run`` and
+``list_runs`` find it): ``config.json`` (the :class:`AgentTrainConfig`), ``task.json`` (the training
+tasks), ``checkpoint/`` (the latest published adapter, replaced atomically) and ``metrics.jsonl``; beside
+them ``vNNNN/``, every published version, which the endpoint serves. Every step appends one JSON line
+to ``metrics.jsonl``, naming for each trained sample the stored span it came from (``trained_spans``:
+``span_id``, ``rollout_id``, ``attempt_id``, advantage, weight).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +31,7 @@ from typing import Any, Literal
 
 from resonance_os.llm.policy import LMPolicy
 from resonance_os.rl.errors import ConfigError
+from resonance_os.rl.run import Run
 from resonance_os.traces.advantages import RolloutReturns, task_advantages
 from resonance_os.traces.air import AirConfig
 from resonance_os.traces.credit import assign_credit, final_reward
@@ -33,6 +39,8 @@ from resonance_os.traces.store_client import StoreClient
 from resonance_os.traces.transitions import Transition, TransitionConfig, spans_to_transitions
 from resonance_os.traces.update import TransitionUpdater, UpdateConfig
 
+KIND = "agent"
+"""The ``rl.run`` kind of an agent trainer's run."""
 VERSION_ATTRIBUTE = "resonance.adapter.version"
 LLM_CALLS = r"openai\.(chat\.)?completion"
 
@@ -118,17 +126,27 @@ class AgentTrainer:
             if config.air_tool_error_reward is not None
             else None
         )
-        self.run_folder = Path(client.runs_folder()) / config.run_name
+        # training again under the same name trains into the same run (its metrics log is appended to)
+        self.run = Run.create(
+            Path(client.runs_folder()) / config.run_name,
+            KIND,
+            config=asdict(config),
+            task={"tasks": self.tasks},
+            overwrite=True,
+        )
+        self.run_folder, self.metrics_file = self.run.path, self.run.metrics_path
         self.version = 0
         self.pending: dict[str, int] = {}  # rollout id -> version it was queued under
-        self.metrics_file = self.run_folder / "metrics.jsonl"
 
     # ------------------------------------------------------------------ publishing
     def publish(self) -> int:
-        """Save the adapter as the next version folder and serve it as ``config.adapter``."""
+        """Save the adapter as the next version folder, serve it as ``config.adapter``, and make it the
+        run's checkpoint."""
         folder = f"{self.config.run_name}/v{self.version + 1:04d}"
-        self.policy.save(self.run_folder.parent / folder, metadata={"adapter": self.config.adapter})
+        saved = self.run_folder.parent / folder
+        self.policy.save(saved, metadata={"adapter": self.config.adapter})
         self.version = self.client.publish(self.config.adapter, folder)
+        self.run.save_checkpoint(lambda checkpoint: shutil.copytree(saved, checkpoint))
         return self.version
 
     def resources(self, temperature: float) -> str:
@@ -269,7 +287,6 @@ class AgentTrainer:
         return metrics
 
     def record(self, metrics: dict[str, Any]) -> None:
-        self.run_folder.mkdir(parents=True, exist_ok=True)
         with self.metrics_file.open("a") as out:
             out.write(json.dumps(metrics) + "\n")
         shown = {k: v for k, v in metrics.items() if k != "trained_spans"}

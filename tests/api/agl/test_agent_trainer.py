@@ -23,6 +23,7 @@ from tiny_lm import make_model, make_tokenizer  # noqa: E402
 from resonance_os.api.db import Database  # noqa: E402
 from resonance_os.api.tenants import create_tenant  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
+from resonance_os.rl.run import list_runs, open_run  # noqa: E402
 from resonance_os.traces.runner import RunnerPool, load_agent, run_one  # noqa: E402
 from resonance_os.traces.store_client import StoreClient  # noqa: E402
 from resonance_os.traces.trainer import AgentTrainConfig, AgentTrainer  # noqa: E402
@@ -100,7 +101,16 @@ def test_one_iteration_end_to_end_changes_the_served_model(served, client, tmp_p
     for rollout_id in {s["rollout_id"] for s in samples}:
         stored = {s.span_id for s in client.spans(rollout_id, "latest")}
         assert {s["span_id"] for s in samples if s["rollout_id"] == rollout_id} <= stored
-    assert (trainer.run_folder / f"v{trainer.version:04d}" / "weights" / "adapter.safetensors").is_file()
+    published = trainer.run_folder / f"v{trainer.version:04d}" / "weights" / "adapter.safetensors"
+    assert published.is_file()
+
+    # the run is an rl.run run like every trainer's: the loader and the listing find it
+    run = open_run(trainer.run_folder)
+    assert (run.kind, run.layout, run.config["run_name"]) == ("agent", "run", trainer.config.run_name)
+    assert run.config["update"]["learning_rate"] == 0.05 and run.task == {"tasks": TASKS}
+    assert (run.checkpoint / "weights" / "adapter.safetensors").read_bytes() == published.read_bytes()
+    assert run.metrics() == logged
+    assert trainer.run_folder in [r.path for r in list_runs(trainer.run_folder.parent)]
 
 
 @pytest.mark.parametrize("lag_policy", ["drop", "downweight"])
