@@ -197,10 +197,15 @@ def test_a_run_recorded_without_an_observation_reads_it_from_its_checkpoint(tmp_
         assert load_run(folder)[1].observation_space.shape == (size,)
 
 
-def test_train_cli_refuses_an_unknown_reward_before_training(tmp_path):
+def test_train_and_generate_cli_refuse_an_unknown_reward_before_any_work(tmp_path, run_dir):
     result = CliRunner().invoke(app, ["train", "--reward", "gpt", "--out", str(tmp_path / "r")])
     assert result.exit_code == 2
     assert "reward must be one of fast, lm" in result.output and not (tmp_path / "r").exists()
+    for extra in ([], ["--policy", str(run_dir)]):
+        result = CliRunner().invoke(
+            app, ["generate", "gardens", "--backend", "builtin", "--reward", "gpt", *extra]
+        )
+        assert result.exit_code == 2 and "reward must be one of fast, lm" in result.output
 
 
 @pytest.mark.slow
