@@ -38,6 +38,7 @@ from resonance_os.api.quotas import StorageQuota
 from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
 from resonance_os.api.routes import feedback, generate, health, profiles, steer, text
 from resonance_os.api.routes import jobs as job_routes
+from resonance_os.api.routes import voice_adapters as voice_adapter_routes
 from resonance_os.api.service import ResonanceService
 from resonance_os.api.serving_gate import ServingGate, ServingGateMiddleware
 from resonance_os.api.settings import Settings
@@ -151,6 +152,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         profiles.router,
         feedback.router,
         job_routes.router,
+        voice_adapter_routes.router,
         openai_routes.router,
     ):
         app.include_router(router)

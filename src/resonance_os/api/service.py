@@ -127,7 +127,7 @@ class ResonanceService:
         """The folder of the voice adapter of the profile a target came from, when it has one: a
         built-in profile's shipped adapter, or a tenant's (``<data home>/adapters/<tenant>/<name>``,
         beside this service's SQLite database, else in ``$RESONANCE_HOME``; trained with
-        ``resonance profiles from-corpus --adapter``)."""
+        ``POST /v1/profiles/{name}/adapter`` or ``resonance profiles from-corpus --adapter``)."""
         from resonance_os.generation.voice_adapter import find_adapter, profile_key_of
 
         folder = find_adapter(profile_key_of(target_source), self.db.url)
@@ -379,6 +379,53 @@ class ResonanceService:
         params = {"holdout_fraction": holdout_fraction, "seed": seed}
         return jobs.submit(self.db, ctx.tenant_id, feedback.REWARD_MODEL_KIND, trainer, params, limits)
 
+    def start_voice_adapter_training(
+        self,
+        ctx: TenantContext,
+        name: str,
+        text: str,
+        trainer: str,
+        *,
+        sft_steps: int,
+        grpo_steps: int,
+        seed: int,
+        limits: JobLimits,
+    ) -> Job:
+        """Queue the training of the voice adapter of the tenant's profile ``name`` on ``text``'s
+        paragraphs (``api.voice_adapter_jobs``); the paragraphs are stored as an item (source
+        ``corpus``, counted in the quota) the job reads. Refused before it queues: 404 for an unknown
+        profile, 422 without a paragraph of 25 words, 507 without room for the item, 429 past
+        ``limits`` (the item is then removed again)."""
+        from resonance_os.api import jobs
+        from resonance_os.api.voice_adapter_jobs import CORPUS_SOURCE, VOICE_ADAPTER_KIND
+        from resonance_os.evolution.voice_adapters import split_paragraphs, writer_candidates
+
+        profile = self.profiles.get_profile(ctx.tenant, name)
+        writer_candidates(split_paragraphs(text))
+        corpus = self.measure_submitted(ctx, text, profile.vector.to_list())
+        corpus.source, corpus.profile_name = CORPUS_SOURCE, name
+        with self.db.write() as session:
+            charge(session, ctx.tenant_id, self.quota, 1, text_bytes(text))
+            session.add(corpus)
+            session.flush()
+            corpus_id = corpus.id
+        params = {
+            "tenant": ctx.tenant,
+            "profile": name,
+            "target_hrv": profile.vector.to_list(),
+            "corpus_item": corpus_id,
+            "sft_steps": sft_steps,
+            "grpo_steps": grpo_steps,
+            "seed": seed,
+        }
+        try:
+            return jobs.submit(self.db, ctx.tenant_id, VOICE_ADAPTER_KIND, trainer, params, limits)
+        except BaseException:
+            with self.db.write() as session:
+                session.execute(sa.delete(Item).where(Item.id == corpus_id))
+            release(self.db, ctx.tenant_id, 1, text_bytes(text))
+            raise
+
     # -- profiles ----------------------------------------------------------------------------------
 
     def list_profiles(self, ctx: TenantContext) -> list[dict[str, Any]]:
@@ -418,9 +465,12 @@ class ResonanceService:
 
     def delete_profile(self, ctx: TenantContext, name: str) -> None:
         """Delete the profile with its history (their rows and bytes leave the tenant's storage usage)."""
+        from resonance_os.api.voice_adapter_jobs import remove_adapter
+
         versions = self.profiles.profile_history(ctx.tenant, name)
         self.profiles.delete_profile(ctx.tenant, name)
         release(self.db, ctx.tenant_id, len(versions), text_bytes(*(v.description for v in versions)))
+        remove_adapter(self.db, ctx.tenant_id, ctx.tenant, name)
 
     def profile_history(self, ctx: TenantContext, name: str) -> list[dict[str, Any]]:
         return [profile_out(p) for p in self.profiles.profile_history(ctx.tenant, name)]

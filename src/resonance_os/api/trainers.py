@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 
-from resonance_os.api import feedback, training
+from resonance_os.api import feedback, training, voice_adapter_jobs
 from resonance_os.api.job_report import JobReport, TrainingResult
 from resonance_os.api.training import TrainingUnavailableError
 
@@ -22,6 +22,7 @@ Trainer = Callable[[dict, JobReport], TrainingResult]
 TRAINERS: dict[str, Trainer] = {
     training.PROFILE_POLICY_TRAINER: training.train_profile_policy,
     feedback.REWARD_MODEL_TRAINER: feedback.fit_reward_model,
+    voice_adapter_jobs.VOICE_ADAPTER_TRAINER: voice_adapter_jobs.train_voice_adapter_job,
 }
 LEGACY_SPECS = {
     "resonance_os.api.training:train_profile_policy": training.PROFILE_POLICY_TRAINER,

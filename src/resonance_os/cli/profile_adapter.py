@@ -29,11 +29,6 @@ AdapterModelOpt = typer.Option(
 )
 
 
-def split_paragraphs(text: str) -> list[str]:
-    """The paragraphs of ``text``: blocks separated by blank lines."""
-    return [block.strip() for block in text.replace("\r\n", "\n").split("\n\n") if block.strip()]
-
-
 def check_adapter_text(paragraphs: Sequence[str]) -> None:
     """Refuse, before anything is saved, a text with no paragraph long enough to learn from."""
     from resonance_os.evolution.voice_adapters import writer_candidates

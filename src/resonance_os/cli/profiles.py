@@ -21,12 +21,12 @@ from resonance_os.cli.profile_adapter import (
     AdapterOpt,
     AdapterStepsOpt,
     check_adapter_text,
-    split_paragraphs,
     train_profile_adapter,
 )
 from resonance_os.cli.text_input import read_source
 from resonance_os.core.errors import AlreadyExistsError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.evolution.voice_adapters import split_paragraphs
 from resonance_os.profiles.sample import sample_warning
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES, DEFAULT_PROFILE_NAME
 

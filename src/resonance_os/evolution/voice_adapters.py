@@ -25,12 +25,13 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.evolution.base_models import SMOLLM2
-from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo
-from resonance_os.quality.reward import WritingReward
+
+if TYPE_CHECKING:
+    from resonance_os.quality.reward import WritingReward
 
 __all__ = [
     "VOICE_FILE",
@@ -38,6 +39,7 @@ __all__ = [
     "nearest_paragraphs",
     "pool_candidates",
     "save_voice_adapter",
+    "split_paragraphs",
     "train_voice_adapter",
     "voice_policy",
     "writer_candidates",
@@ -83,6 +85,11 @@ def pool_candidates() -> list[tuple[str, str]]:
     return [(d.prompt, d.text) for d in load_drafts(split="train")]
 
 
+def split_paragraphs(text: str) -> list[str]:
+    """The paragraphs of ``text``: blocks separated by blank lines."""
+    return [block.strip() for block in text.replace("\r\n", "\n").split("\n\n") if block.strip()]
+
+
 def writer_candidates(paragraphs: Sequence[str], min_words: int = 25) -> list[tuple[str, str]]:
     """``(topic, paragraph)`` for a writer's own paragraphs of at least ``min_words`` words: the topic
     is the paragraph's two leading topic phrases (``generation.topics.topic_phrases``), so the SFT
@@ -113,6 +120,8 @@ def nearest_paragraphs(
     """The ``keep`` candidates whose measured HRV is nearest ``target`` (``(topic, text, gap)``, nearest
     first), among those whose writing quality (the reward without its style term) is at least
     ``min_quality``: a paragraph near the style but badly written would teach the bad writing too."""
+    from resonance_os.quality.reward import WritingReward
+
     scorer = reward if reward is not None else WritingReward()
     scored = []
     for topic, text in candidates:
@@ -138,13 +147,17 @@ def train_voice_adapter(
     policy: Any = None,
     log_dir: str | os.PathLike[str] | None = None,
     report: Callable[[str], None] | None = None,
+    on_step: Callable[[str, int, dict[str, Any]], None] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """SFT on the candidates nearest ``target``, then HR-GRPO toward it; returns ``(policy, summary)``.
 
     ``candidates``: ``(topic, paragraph)`` pairs to choose the SFT data from. ``prompts``: the HR-GRPO
     topics (default: the draft pool's training topics). ``policy``: default :func:`voice_policy`.
     The summary holds the chosen paragraphs' mean gap, the SFT losses and the HR-GRPO steps run.
+    ``report(message)`` gets a line per step; ``on_step(stage, step, row)`` each step's metrics row
+    (stage ``"sft"`` of ``settings.sft_steps``, then ``"grpo"`` of ``settings.grpo_steps``).
     """
+    from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo
     from resonance_os.llm.sft import SFT, SFTConfig
 
     cfg = settings or VoiceTraining()
@@ -165,8 +178,16 @@ def train_voice_adapter(
         log_dir=None if log_dir is None else Path(log_dir) / "sft",
     )
 
+    step = on_step or (lambda _stage, _step, _row: None)
+    done = {"sft": 0, "grpo": 0}
+
+    def stepped(stage: str, row: dict[str, Any]) -> None:
+        done[stage] += 1
+        step(stage, done[stage], row)
+
     def sft_step(_trainer: Any, row: dict[str, Any]) -> None:
         say(f"sft step {row.get('timesteps')}: loss {row.get('loss', float('nan')):.3f}")
+        stepped("sft", row)
 
     sft.learn(cfg.sft_steps, callback=sft_step)
     summary: dict[str, Any] = {
@@ -177,6 +198,7 @@ def train_voice_adapter(
     if cfg.grpo_steps:
 
         def grpo_step(_trainer: Any, row: dict[str, Any]) -> None:
+            stepped("grpo", row)
             say(
                 f"grpo step {row['timesteps']}: reward {row['episode_reward_mean']:.3f} resonance "
                 f"{row['reward_resonance']:.3f} fluency {row['reward_fluency']:.3f} ({row['time_step']:.0f} s)"

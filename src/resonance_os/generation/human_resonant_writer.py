@@ -242,9 +242,14 @@ class HumanResonantWriter:
         source ``resolve_target`` gives: ``"profile acme/newsletter"``), or None when the writer uses
         none: ``adapter=False``, a backend other than the local model, or a profile without one.
         ``adapter`` (True, False or a folder) overrides the writer's own for this call; a folder's
-        backend is named after ``target_source``'s profile, else the folder. Loaded once per adapter;
-        raises ``VoiceAdapterError`` for a corrupt adapter."""
-        from resonance_os.generation.voice_adapter import find_adapter, load_voice_backend, profile_key_of
+        backend is named after ``target_source``'s profile, else the folder. Loaded once per adapter
+        (again once it was trained again); raises ``VoiceAdapterError`` for a corrupt adapter."""
+        from resonance_os.generation.voice_adapter import (
+            find_adapter,
+            load_voice_backend,
+            profile_key_of,
+            voice_stamp,
+        )
 
         adapter = self.adapter if adapter is None else adapter
         if adapter is False or not isinstance(self.backend, LocalBackend):
@@ -257,12 +262,12 @@ class HumanResonantWriter:
         else:
             folder = os.fspath(adapter)
             label = profile_key_of(target_source) or os.path.basename(os.path.normpath(folder))
-        key = os.fspath(folder)
-        if key not in self._voices:
-            self._voices[key] = load_voice_backend(
-                folder, str(label), base=(self.backend.tokenizer, self.backend.model)
-            )
-        return self._voices[key]
+        key, stamp = os.fspath(folder), voice_stamp(folder)
+        cached = self._voices.get(key)
+        if cached is None or cached[0] != stamp:  # new, or trained again since it was loaded
+            voice = load_voice_backend(folder, str(label), base=(self.backend.tokenizer, self.backend.model))
+            self._voices[key] = cached = (stamp, voice)
+        return cached[1]
 
     @property
     def backend_name(self) -> str:

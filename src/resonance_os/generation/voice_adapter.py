@@ -31,6 +31,7 @@ __all__ = [
     "find_adapter",
     "load_voice_backend",
     "profile_key_of",
+    "voice_stamp",
 ]
 
 BUILTIN_ADAPTERS = Path(__file__).parent / "data" / "voice_adapters"
@@ -93,6 +94,15 @@ def find_adapter(profile_key: str | None, store: str | os.PathLike[str] | None =
         return None
     folder = adapter_dir(profile_key, store)
     return folder if (folder / VOICE_FILE).is_file() else None
+
+
+def voice_stamp(folder: str | os.PathLike[str]) -> int | None:
+    """When the adapter in ``folder`` was saved (its ``voice.json``, written last; None if missing):
+    a writer that loaded it reloads it once this changes."""
+    try:
+        return (Path(folder) / VOICE_FILE).stat().st_mtime_ns
+    except OSError:
+        return None
 
 
 def profile_key_of(target_source: str | None) -> str | None:

@@ -20,7 +20,7 @@ from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1", tags=["training"])
 
-JobKind = Literal["ppo", "reward_model"]
+JobKind = Literal["ppo", "reward_model", "voice_adapter"]
 
 
 def job_out(job: Job) -> dict:
@@ -86,7 +86,9 @@ def list_jobs(
         None, description="Only jobs in these states (repeat the parameter for several)."
     ),
     kind: list[JobKind] | None = Query(
-        None, description="Only jobs of these kinds: ppo (policies), reward_model (reward-model fits)."
+        None,
+        description="Only jobs of these kinds: ppo (policies), reward_model (reward-model fits), "
+        "voice_adapter (profiles' voice adapters).",
     ),
     limit: int = Query(50, ge=1, le=200, description="At most this many jobs."),
     ctx: TenantContext = Depends(tenant),
