@@ -10,10 +10,12 @@ Side by side in one run, on SmolLM2-135M-Instruct (CPU, LoRA rank 16 on attentio
 2. RL step (save_weights_and_get_sampling_client, sample 4 x 16 tokens, importance_sampling, optim_step):
    b vs c as above.
 3. Batching: 4 SDK clients training at once against one server vs the same 4 clients' steps run one
-   client at a time (what 4 separate single-client servers would each spend, summed on one machine).
+   client at a time (what 4 separate single-client servers would each spend, summed on one machine);
+   and the same in process (the backend's ``forward_backward`` of 4 runs in one pass vs 4 passes).
 
-Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_tinker.py [--steps 5]``. Prints a table. The variants
-take turns step by step, so a change in the machine's load falls on all of them alike.
+Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_tinker.py [--steps 5] [--parts all|batching]
+[--rows 8]``. Prints a table. The variants take turns step by step, so a change in the machine's load
+falls on all of them alike.
 """
 
 from __future__ import annotations
@@ -141,6 +143,37 @@ def in_process_backend(folder: str, batch: list[list[int]]):
     return sft, rl
 
 
+def in_process_batching(folder: str, batch: list[list[int]], clients: int = 4):
+    """(one forward_backward pass over ``clients`` runs' batches, the same runs one pass each)."""
+    from resonance_os.api.tinker import backend
+    from resonance_os.api.tinker.wire import Datum, FwdBwdRequest
+    from resonance_os.llm.lora_slots import LoraSpec
+
+    tokenizer, model, folder = backend.load_base_model(folder)
+    base = backend.BaseModel(BASE, tokenizer, model, folder)
+    data = [
+        Datum(np.array(s[:-1]), {"target_tokens": np.array(s[1:]), "weights": np.ones(LENGTH, np.float32)})
+        for s in batch
+    ]
+    items = [
+        backend.FwdBwdItem(
+            base.add_run(f"bench{i}", LoraSpec(RANK, train_unembed=False), seed=i),
+            FwdBwdRequest(f"bench{i}", 1, "cross_entropy", {}, False, data),
+            {},
+        )
+        for i in range(clients)
+    ]
+
+    def together() -> None:
+        backend.forward_backward(base, items)
+
+    def one_at_a_time() -> None:
+        for item in items:
+            backend.forward_backward(base, [item])
+
+    return together, one_at_a_time
+
+
 # ------------------------------------------------------------------------------------------ the service
 class Server:
     def __init__(self, folder: str) -> None:
@@ -178,8 +211,18 @@ class Server:
         database = Database(self.db)
         self.key = "tml-" + create_tenant(database, f"bench-{uuid.uuid4().hex[:8]}")
         database.dispose()
+        self.clients: list = []
+
+    def service_client(self):
+        """A tinker ServiceClient of the bench's tenant, closed by :meth:`stop` before the server stops."""
+        import tinker
+
+        self.clients.append(tinker.ServiceClient(base_url=self.url, api_key=self.key))
+        return self.clients[-1]
 
     def stop(self) -> None:
+        for client in self.clients:
+            client.close("success").result(timeout=60)
         self.process.terminate()
         self.process.wait(timeout=60)
 
@@ -187,10 +230,9 @@ class Server:
 def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1):
     """(SFT step, RL step) of one client; with clients > 1, (all clients' SFT steps at once, the same
     steps one client at a time)."""
-    import tinker
     from tinker import types
 
-    service = tinker.ServiceClient(base_url=server.url, api_key=server.key)
+    service = server.service_client()
     runs = [
         service.create_lora_training_client(base_model=BASE, rank=RANK, seed=i, train_unembed=False).result()
         for i in range(clients)
@@ -257,12 +299,17 @@ def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--parts", choices=["all", "batching"], default="all")
+    parser.add_argument("--rows", type=int, default=BATCH, help=f"sequences per client's batch ({BATCH})")
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     folder = smollm2_folder()
     from transformers import AutoConfig
 
-    batch = sft_batch(AutoConfig.from_pretrained(folder).vocab_size)
+    batch = sft_batch(AutoConfig.from_pretrained(folder).vocab_size)[: args.rows]
+    if args.parts == "batching":
+        batching(folder, batch, args.steps)
+        return
     policy_sft = in_process_policy(folder, batch)
     backend_sft, backend_rl = in_process_backend(folder, batch)
     server = Server(folder)
@@ -300,6 +347,32 @@ def main() -> None:
     print(f"{'4 clients, one SFT step each, one at a time':44s}{med(one_at_a_time):10.3f}{1.0:10.2f}")
     print(
         f"{'4 clients, one SFT step each, at once':44s}{med(together):10.3f}{med(together) / med(one_at_a_time):10.2f}"
+    )
+
+
+def batching(folder: str, batch: list[list[int]], steps: int) -> None:
+    """Only the batching figures: 4 runs' forward_backward in one pass vs one pass each (in process),
+    and 4 SDK clients at once vs one at a time (SFT steps through the server)."""
+    together, one = in_process_batching(folder, batch)
+    t = interleaved({"together": together, "one": one}, steps)
+    server = Server(folder)
+    try:
+        sdk_together, sdk_one = sdk_steps(server, batch, clients=4)
+        s = interleaved({"together": sdk_together, "one": sdk_one}, steps)
+    finally:
+        server.stop()
+    med = statistics.median
+    print(
+        f"SmolLM2-135M, CPU threads {torch.get_num_threads()}, LoRA rank {RANK}, 4 clients x {len(batch)}x{LENGTH} tokens, median of {steps}"
+    )
+    print(f"{'':52s}{'seconds':>10s}{'ratio':>10s}")
+    print(f"{'in process: 4 runs forward_backward, one pass each':52s}{med(t['one']):10.3f}{1.0:10.2f}")
+    print(
+        f"{'in process: 4 runs forward_backward, one pass':52s}{med(t['together']):10.3f}{med(t['together']) / med(t['one']):10.2f}"
+    )
+    print(f"{'SDK: 4 clients, one SFT step each, one at a time':52s}{med(s['one']):10.3f}{1.0:10.2f}")
+    print(
+        f"{'SDK: 4 clients, one SFT step each, at once':52s}{med(s['together']):10.3f}{med(s['together']) / med(s['one']):10.2f}"
     )
 
 

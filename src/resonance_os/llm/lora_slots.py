@@ -73,17 +73,21 @@ class SlotLinear(torch.nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         out = self.base(x)
-        for name, rows in self._owner[0].active_routes():
-            if name not in self.scales:
-                continue
-            a, b = self.pair(name)
-            scale = self.scales[name][1]
-            if rows is None:  # every row
-                out = out + (x.to(a.dtype) @ a.T @ b.T * scale).to(out.dtype)
+        segments = self._owner[0].active_routes()
+        if not any(name in self.scales for name, _ in segments):
+            return out
+        # one contiguous block of rows per segment (views of x, not copies), and the updates joined into
+        # one tensor added once: a batch of several adapters costs what one adapter's batch costs, in the
+        # backward pass too (a gather per adapter would write a batch-sized gradient per adapter)
+        parts = x.split([size for _, size in segments]) if len(segments) > 1 else (x,)
+        deltas = []
+        for (name, _), part in zip(segments, parts, strict=True):
+            if name in self.scales:
+                a, b = self.pair(name)
+                deltas.append((part.to(a.dtype) @ a.T @ b.T * self.scales[name][1]).to(out.dtype))
             else:
-                delta = x[rows].to(a.dtype) @ a.T @ b.T * scale
-                out = out.index_add(0, rows, delta.to(out.dtype))
-        return out
+                deltas.append(out.new_zeros((*part.shape[:-1], out.shape[-1])))
+        return out + (torch.cat(deltas) if len(deltas) > 1 else deltas[0])
 
     def pair(self, name: str) -> tuple[torch.nn.Parameter, torch.nn.Parameter]:
         """Adapter ``name``'s (A, B) in this layer."""
@@ -122,7 +126,7 @@ class LoraSlots:
             raise LLMError(f"{type(model).__name__} has no linear layer an adapter can target")
         self.specs: dict[str, LoraSpec] = {}
         self._next_key = 0
-        self._routes: list[tuple[str, torch.Tensor | None]] = []
+        self._routes: list[tuple[str | None, int]] = []
 
     # ----------------------------------------------------------------------------------- adapters
     def add(self, name: str, spec: LoraSpec, seed: int | None = None) -> list[torch.nn.Parameter]:
@@ -210,24 +214,24 @@ class LoraSlots:
     @contextmanager
     def route(self, names: Sequence[str | None] | str | None) -> Iterator[None]:
         """Run the model's forward passes inside with row ``i`` on adapter ``names[i]`` (a single name:
-        every row; ``None``: the base model)."""
+        every row; ``None``: the base model). Rows of one adapter are cheapest side by side."""
         previous = self._routes
         if names is None or isinstance(names, str):
-            self._routes = [] if names is None else [(names, None)]
+            self._routes = [(names, -1)]  # -1: every row
         else:
-            rows: dict[str, list[int]] = {}
-            for i, name in enumerate(names):
-                if name is not None:
-                    rows.setdefault(name, []).append(i)
-            if len(rows) == 1 and len(next(iter(rows.values()))) == len(names):
-                self._routes = [(next(iter(rows)), None)]
-            else:
-                device = next(self.model.parameters()).device
-                self._routes = [(n, torch.tensor(r, device=device)) for n, r in rows.items()]
+            segments: list[tuple[str | None, int]] = []
+            for name in names:
+                if segments and segments[-1][0] == name:
+                    segments[-1] = (name, segments[-1][1] + 1)
+                else:
+                    segments.append((name, 1))
+            self._routes = segments
         try:
             yield
         finally:
             self._routes = previous
 
-    def active_routes(self) -> list[tuple[str, torch.Tensor | None]]:
+    def active_routes(self) -> list[tuple[str | None, int]]:
+        """The current batch as (adapter name or None, number of consecutive rows) segments, in row order
+        (one segment of -1 rows: the whole batch)."""
         return self._routes
