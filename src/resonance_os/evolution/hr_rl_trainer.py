@@ -18,6 +18,7 @@ the draft's score, so an episode's return is the final draft's score minus the f
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import zlib
@@ -364,6 +365,11 @@ class HRWritingEnv(gym.Env):
             **{term: getattr(score, term) for term in REWARD_TERMS},
         }
 
+
+HRWritingEnv.__signature__ = inspect.signature(HRWritingEnv.__init__).replace(
+    parameters=list(inspect.signature(HRWritingEnv.__init__).parameters.values())[1:],
+    return_annotation=inspect.Signature.empty,
+)  # what help() and inspect show: the edits env's arguments, not __new__'s (*args, control, **kwargs)
 
 ENV_ID = "resonance_os/HRWriting-v0"
 if ENV_ID not in gym.registry:

@@ -48,7 +48,7 @@ from resonance_os.generation.steering_directions import (
 )
 from resonance_os.profiles.targets import resolve_target_item
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
-from resonance_os.quality.reward import REWARD_TERMS, WritingReward
+from resonance_os.quality.reward import REWARD_TERMS, WritingReward, make_reward
 
 SENTENCES_PER_EPISODE = 4
 """Steps (sentences) per episode: a paragraph of four sentences."""
@@ -216,7 +216,8 @@ class SteeredWritingVectorEnv(VectorEnv):
             ``training_targets()``, ``"heldout"`` the ``heldout_targets()`` (never trained on).
         split: topics (and default targets): the draft pool's ``"train"`` or ``"heldout"`` prompts.
         sentences: sentences (steps) per episode. 4.
-        reward: the ``WritingReward`` a paragraph is scored with (default: the fast reward).
+        reward: the writing reward a paragraph is scored with: ``"fast"`` (default), ``"lm"``
+            (``quality.reward.make_reward``) or a ``WritingReward``.
         directions: steering directions (default: the shipped SmolLM2 set).
         model: ``(tokenizer, model)`` to write with (default: SmolLM2, as the local backend loads it).
         seed: seeds the first ``reset()`` when it gets none.
@@ -237,7 +238,7 @@ class SteeredWritingVectorEnv(VectorEnv):
         targets: Sequence[object] | None = None,
         split: str = "train",
         sentences: int = SENTENCES_PER_EPISODE,
-        reward: WritingReward | None = None,
+        reward: str | WritingReward | None = None,
         directions: SteeringDirections | None = None,
         model: tuple[Any, torch.nn.Module] | None = None,
         seed: int | None = None,
@@ -262,7 +263,7 @@ class SteeredWritingVectorEnv(VectorEnv):
         self.targets = [np.asarray(resolve_target_item(t)[0]) for t in items]
         if not self.targets:
             raise ValidationError("targets must hold at least one HRV")
-        self.reward = reward or WritingReward()
+        self.reward = make_reward(reward)
         self.directions = directions or shipped_directions()
         if model is None:
             from resonance_os.quality.reference_lm import default_cache_dir, load_model
@@ -288,6 +289,7 @@ class SteeredWritingVectorEnv(VectorEnv):
             "split": self.split,
             "sentences": self.sentences,
             "max_strength": self.max_strength,
+            "reward": self.reward.kind,
         }
 
     def vectorised(self, num_envs: int, seed: int | None = None, **changes: Any) -> SteeredWritingVectorEnv:
@@ -295,7 +297,7 @@ class SteeredWritingVectorEnv(VectorEnv):
         replace settings (``split="train", targets=None``: the training task)."""
         decoder = self.decoder
         return SteeredWritingVectorEnv(
-            num_envs, **{**self.settings(), **changes}, reward=self.reward, directions=self.directions,
+            num_envs, **{**self.settings(), **changes, "reward": self.reward}, directions=self.directions,
             model=(decoder.tokenizer, decoder.model), seed=seed,
         )  # fmt: skip
 
