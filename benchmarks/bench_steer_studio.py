@@ -70,37 +70,34 @@ def main() -> None:
             return elapsed, cpu, answer.json()
 
         move({})  # warm-up: the first generation builds the engine's caches
-        rows, plain, plain_model = [], [], []
+        rows, plain = [], []
         for dim in steerable:
-            for strength in STRENGTHS:
-                seconds, body = move({dim: strength})
-                reference, unsteered = move({dim: 0.0})
-                rows.append(
-                    (dim, strength, seconds, body["seconds"], body["hrv"][dim], len(body["text"].split()))
-                )
-                plain.append(reference)
-                plain_model.append(unsteered["seconds"])
-                print(f"{dim:20s} {strength:+.1f}: {seconds:5.2f} s ({body['seconds']:.2f} s model), "
-                      f"{len(body['text'].split())} words, measured {body['hrv'][dim]:.3f} | "
-                      f"unsteered {reference:5.2f} s, measured {unsteered['hrv'][dim]:.3f}")  # fmt: skip
-    steered = [r[2] for r in rows]
-    summary = {
-        "moves": len(rows),
-        "steered_median_s": statistics.median(steered),
-        "steered_p90_s": p90(steered),
-        "unsteered_median_s": statistics.median(plain),
-        "unsteered_p90_s": p90(plain),
-        "ratio_median": statistics.median(steered) / statistics.median(plain),
-        "model_share": statistics.median(r[3] for r in rows) / statistics.median(steered),
-        "words_median": statistics.median(r[5] for r in rows),
-        "unsteered_model_median_s": statistics.median(plain_model),
-    }
+            for strength in args.strengths:
+                seconds, cpu, body = move({dim: strength})
+                reference, reference_cpu, unsteered = move({dim: 0.0})
+                rows.append((dim, strength, seconds, cpu, body["hrv"][dim], len(body["text"].split())))
+                plain.append((reference, reference_cpu, len(unsteered["text"].split())))
+                print(f"{dim:20s} {strength:+.1f}: {seconds:6.2f} s wall, {cpu:5.2f} s CPU, "
+                      f"{len(body['text'].split())} words, measured {body['hrv'][dim]:.3f} | unsteered "
+                      f"{reference:6.2f} s wall, {reference_cpu:5.2f} s CPU, measured {unsteered['hrv'][dim]:.3f}",
+                      flush=True)  # fmt: skip
+    summary = {"moves": len(rows), "words_median": statistics.median(r[5] for r in rows)}
+    for name, values in (
+        ("steered_wall", [r[2] for r in rows]),
+        ("steered_cpu", [r[3] for r in rows]),
+        ("unsteered_wall", [p[0] for p in plain]),
+        ("unsteered_cpu", [p[1] for p in plain]),
+    ):
+        summary[f"{name}_median_s"], summary[f"{name}_p90_s"] = statistics.median(values), p90(values)
+    summary["cpu_ratio_median"] = summary["steered_cpu_median_s"] / summary["unsteered_cpu_median_s"]
     print(
-        f"\none slider move (POST /v1/steer, {len(rows)} moves over {', '.join(steerable)}): median "
-        f"{summary['steered_median_s']:.2f} s, p90 {summary['steered_p90_s']:.2f} s; unsteered (strength 0, "
-        f"same run) median {summary['unsteered_median_s']:.2f} s, p90 {summary['unsteered_p90_s']:.2f} s; "
-        f"steered/unsteered {summary['ratio_median']:.2f}; the model's share of a move "
-        f"{summary['model_share']:.0%}; median reply {summary['words_median']:.0f} words"
+        f"\none slider move (POST /v1/steer, {len(rows)} moves over {', '.join(steerable)}, median reply "
+        f"{summary['words_median']:.0f} words; unsteered reply {plain[0][2]} words):\n"
+        f"  CPU (one thread): steered median {summary['steered_cpu_median_s']:.2f} s, p90 "
+        f"{summary['steered_cpu_p90_s']:.2f} s; unsteered median {summary['unsteered_cpu_median_s']:.2f} s; "
+        f"ratio {summary['cpu_ratio_median']:.2f}\n"
+        f"  wall (this machine's load): steered median {summary['steered_wall_median_s']:.2f} s, p90 "
+        f"{summary['steered_wall_p90_s']:.2f} s; unsteered median {summary['unsteered_wall_median_s']:.2f} s"
     )
     if args.json:
         with open(args.json, "w") as out:
