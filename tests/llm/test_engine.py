@@ -11,7 +11,7 @@ import torch
 pytest.importorskip("transformers", reason="the engine needs the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="LoRA checkpoints need peft")
 
-from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
+from tiny_lm import make_model, one_step_lora  # noqa: E402
 
 from resonance_os.llm.adapters import AdapterError
 from resonance_os.llm.engine import EngineConfig, GenerationEngine
@@ -21,19 +21,6 @@ from resonance_os.llm.sampling_params import SamplingParams
 from resonance_os.rl.errors import ConfigError
 
 PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine zero one two"]
-
-
-@pytest.fixture
-def tokenizer():
-    return make_tokenizer()
-
-
-@pytest.fixture
-def engine(tokenizer):
-    with GenerationEngine(
-        make_model(len(tokenizer), context=128), tokenizer, EngineConfig(min_prefix_tokens=4)
-    ) as eng:
-        yield eng
 
 
 def teacher_forced(model, prompt: list[int], completion: list[int]) -> torch.Tensor:

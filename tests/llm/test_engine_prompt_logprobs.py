@@ -10,9 +10,8 @@ import torch
 pytest.importorskip("transformers", reason="the engine needs the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="LoRA checkpoints need peft")
 
-from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
+from tiny_lm import make_model, one_step_lora  # noqa: E402
 
-from resonance_os.llm.engine import EngineConfig, GenerationEngine
 from resonance_os.llm.sampling_params import SamplingParams
 from resonance_os.rl.errors import ConfigError
 
@@ -21,19 +20,6 @@ PROMPTS = [
     "a dog ran",
     "one two three four five six seven eight nine zero one two",
 ]
-
-
-@pytest.fixture
-def tokenizer():
-    return make_tokenizer()
-
-
-@pytest.fixture
-def engine(tokenizer):
-    with GenerationEngine(
-        make_model(len(tokenizer), context=128), tokenizer, EngineConfig(min_prefix_tokens=4)
-    ) as eng:
-        yield eng
 
 
 def plain_forward(model, prompt: list[int]) -> list[float]:
