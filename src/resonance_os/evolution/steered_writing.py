@@ -21,7 +21,6 @@ each row with its own strengths, so a sentence costs its own tokens only.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -46,6 +45,7 @@ from resonance_os.generation.steering_directions import (
     shipped_directions,
     writing_messages,
 )
+from resonance_os.llm.causal_lm import cache_argument, eos_token_ids
 from resonance_os.profiles.targets import resolve_target_item
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
 from resonance_os.quality.reward import REWARD_TERMS, WritingReward, make_reward
@@ -115,11 +115,8 @@ class SentenceDecoder:
         )
         self.top_p = top_p
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        end = model.generation_config.eos_token_id
-        self.end_ids = set(end if isinstance(end, list) else [end]) | {tokenizer.eos_token_id}
-        self._cache_kw = (
-            "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
-        )
+        self.end_ids = eos_token_ids(model, tokenizer)
+        self._cache_kw = cache_argument(model)
         self._pieces: dict[int, str] = {}
         self.replies: list[list[int]] = []
 

@@ -46,7 +46,6 @@ Usage::
 from __future__ import annotations
 
 import asyncio
-import inspect
 import itertools
 import logging
 import queue
@@ -63,6 +62,7 @@ from typing import Any
 import torch
 
 from resonance_os.llm.adapters import Adapter, AdapterError, RowAdapters, install, read_adapter, uninstall
+from resonance_os.llm.causal_lm import cache_argument, eos_token_ids
 from resonance_os.llm.detokenize import TextStream
 from resonance_os.llm.errors import ConfigError, LLMError, PromptTooLongError
 from resonance_os.llm.kv_slots import PrefixStore, SlotKV
@@ -307,11 +307,10 @@ class GenerationEngine:
         self.dtype = dtype
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device
-        forward = inspect.signature(model.forward).parameters
-        self._cache_kw = "cache" if "cache" in forward else "past_key_values"
+        self._cache_kw = cache_argument(model)
         self.vocab_size = int(model.get_input_embeddings().weight.shape[0])  # the head may be wrapped
         self.context_length = _context_length(model)
-        self.eos_ids = _eos_ids(model, tokenizer)
+        self.eos_ids = eos_token_ids(model, tokenizer)
         self._plan = RowAdapters()
         self._kv = SlotKV()
         self._prefixes = PrefixStore(self.config.prefix_cache_bytes, self.config.min_prefix_tokens)
@@ -922,15 +921,3 @@ def _context_length(model: torch.nn.Module) -> int | None:
         if isinstance(value, int) and value > 0:
             return value
     return None
-
-
-def _eos_ids(model: torch.nn.Module, tokenizer: Any) -> set[int]:
-    eos: set[int] = set()
-    if getattr(tokenizer, "eos_token_id", None) is not None:
-        eos.add(int(tokenizer.eos_token_id))
-    extra = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
-    if isinstance(extra, int):
-        eos.add(extra)
-    elif isinstance(extra, (list, tuple)):
-        eos.update(int(e) for e in extra)
-    return eos

@@ -29,7 +29,6 @@ knows nothing of writing. Checkpoints follow ``rl.checkpoint``: ``weights/adapte
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -41,6 +40,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from resonance_os.llm.causal_lm import cache_argument
 from resonance_os.llm.errors import ConfigError, LLMError, ReferenceUnavailableError
 from resonance_os.rl.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from resonance_os.rl.errors import CheckpointError
@@ -150,9 +150,7 @@ class LMPolicy:
         self._rollout_copies: dict[torch.dtype, _RolloutCopy] = {}
         self._rollout_active: torch.nn.Module | None = None
         self._autocast_dtype: torch.dtype | None = None
-        # transformers renamed the forward's ``past_key_values`` to ``cache`` (5.x); use what it takes.
-        forward_params = inspect.signature(self.base_model.forward).parameters
-        self._cache_kw = "cache" if "cache" in forward_params else "past_key_values"
+        self._cache_kw = cache_argument(self.base_model)
 
     # ----------------------------------------------------------------------------------- building
     def _wrap_lora(self, model: torch.nn.Module) -> torch.nn.Module:
