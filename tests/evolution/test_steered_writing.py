@@ -26,6 +26,7 @@ from resonance_os.evolution.steered_writing import (  # noqa: E402
     proportional_controller,
     training_targets,
 )
+from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
 from resonance_os.generation.steering_directions import SteeringDirections, writing_messages  # noqa: E402
 from resonance_os.rl.env_check import check_env_api  # noqa: E402
 
@@ -53,7 +54,9 @@ def test_sentences_written_with_the_kept_cache_equal_greedy_generate(chat):
     """Rows of different prompt lengths, stopped at different sentence ends and resumed: the cache,
     masks and positions leave each row's text what the model writes alone, penalties included."""
     tokenizer, model = chat
-    decoder = SentenceDecoder(tokenizer, model, _directions(), temperature=GREEDY, max_sentence_tokens=6)
+    decoder = SentenceDecoder(
+        LocalBackend(model=chat, temperature=GREEDY), _directions(), max_sentence_tokens=6
+    )
     topics = ["tea", "the long history of lighthouses", "snow"]
     decoder.start(topics)
     for _ in range(4):
@@ -71,10 +74,11 @@ def test_sentences_written_with_the_kept_cache_equal_greedy_generate(chat):
 
 
 def test_steering_one_row_changes_that_row_only(chat):
-    tokenizer, model = chat
     replies = []
     for steer in ([{}, {}, {}], [{}, {"storytelling_index": 1.0}, {}]):
-        decoder = SentenceDecoder(tokenizer, model, _directions(), temperature=GREEDY, max_sentence_tokens=8)
+        decoder = SentenceDecoder(
+            LocalBackend(model=chat, temperature=GREEDY), _directions(), max_sentence_tokens=8
+        )
         decoder.start(["tea", "tea", "snow"])
         replies.append([decoder.write(steer, torch.Generator().manual_seed(0)) for _ in range(2)][-1])
     assert replies[0][0] == replies[1][0] and replies[0][2] == replies[1][2]
@@ -101,7 +105,9 @@ def test_an_episode_writes_a_sentence_a_step_and_returns_the_paragraphs_score(ch
         final["text"], final["target_hrv"], final["measured_hrv"], infos["final_obs"]
     ):
         assert text
-        np.testing.assert_allclose(np.asarray(o, dtype=float), np.clip(np.asarray(target) - measured, -1, 1), atol=1e-6)
+        np.testing.assert_allclose(
+            np.asarray(o, dtype=float), np.clip(np.asarray(target) - measured, -1, 1), atol=1e-6
+        )
     assert all(not t for t in infos["text"])  # the next paragraphs have started
 
 

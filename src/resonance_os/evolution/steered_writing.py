@@ -39,6 +39,7 @@ from transformers.generation.logits_process import (
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS, TYPICAL_HRV
 from resonance_os.evolution.draft_pool import load_drafts
+from resonance_os.generation.backends.local import LocalBackend
 from resonance_os.generation.llm_writing import MODEL_TYPICAL_HRV
 from resonance_os.generation.steering_directions import (
     SteeringDirections,
@@ -85,35 +86,32 @@ def heldout_targets() -> list[list[float]]:
 class SentenceDecoder:
     """Writes the next sentence of a batch of chat replies, each row steered by its own strengths.
 
-    ``start(topics)`` computes the writing prompts (unsteered); each ``write(steer_rows)`` samples
-    until every row has ended a sentence (``SENTENCE_END``) or written ``max_sentence_tokens``, with
-    the row's steering vectors added at their layers. Keys and values persist, so a call computes its
-    new tokens only; the token that ended a sentence is computed at the start of the next call, under
-    the next strengths. A row that ends its reply (end of turn or a line break) writes nothing more.
-    Decoding as the local backend's: temperature, nucleus, repetition penalty, no repeated n-grams.
+    ``start(topics)`` sets up one writing prompt per row; the first ``write(steer_rows)`` computes
+    them (unsteered), and each call samples until every row has ended a sentence (``SENTENCE_END``) or
+    written ``max_sentence_tokens``, with the row's steering vectors added at their layers. Keys and
+    values persist, so a call computes its new tokens only; the token that ended a sentence is
+    computed at the start of the next call, under the next strengths. A row that ends its reply (end
+    of turn or a line break) writes nothing more. The model and its decoding settings (temperature,
+    nucleus, repetition penalty, no repeated n-grams) are the local ``backend``'s.
     """
 
     def __init__(
         self,
-        tokenizer: Any,
-        model: torch.nn.Module,
+        backend: LocalBackend,
         directions: SteeringDirections,
-        temperature: float = 0.7,
-        top_p: float = 0.9,
-        repetition_penalty: float = 1.15,
-        no_repeat_ngram_size: int = 4,
         max_sentence_tokens: int = MAX_SENTENCE_TOKENS,
     ) -> None:
+        tokenizer, model = backend.tokenizer, backend.model
         self.tokenizer, self.model, self.directions = tokenizer, model, directions
         self.max_sentence_tokens = max_sentence_tokens
         self.processors = LogitsProcessorList(
             [
-                RepetitionPenaltyLogitsProcessor(repetition_penalty),
-                NoRepeatNGramLogitsProcessor(no_repeat_ngram_size),
-                TemperatureLogitsWarper(temperature),
+                RepetitionPenaltyLogitsProcessor(backend.repetition_penalty),
+                NoRepeatNGramLogitsProcessor(backend.no_repeat_ngram_size),
+                TemperatureLogitsWarper(backend.temperature),
             ]
         )
-        self.top_p = top_p
+        self.top_p = backend.top_p
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.end_ids = eos_token_ids(model, tokenizer)
         self._cache_kw = cache_argument(model)
@@ -121,7 +119,8 @@ class SentenceDecoder:
         self.replies: list[list[int]] = []
 
     def start(self, topics: Sequence[str]) -> None:
-        """Compute the prompt of a short paragraph about each topic, one row each (unsteered)."""
+        """Set up the prompt of a short paragraph about each topic, one row each; the next ``write``
+        computes them (a batch reset and never written costs nothing)."""
         rows = [
             self.tokenizer.apply_chat_template(writing_messages(t), add_generation_prompt=True, tokenize=True)
             for t in topics
@@ -137,8 +136,7 @@ class SentenceDecoder:
         self.cache = DynamicCache()
         self.finished = torch.zeros(len(rows), dtype=torch.bool)
         self.replies = [[] for _ in rows]
-        with torch.inference_mode():
-            self._forward(ids[:, :-1], self.mask[:, :-1], (self.mask[:, :-1].cumsum(1) - 1).clamp(min=0))
+        self._unread: torch.Tensor | None = ids[:, :-1]  # the prompts before their last token
 
     def write(self, steer_rows: Sequence[Mapping[str, float]], generator: torch.Generator) -> list[str]:
         """Write one more sentence in every unfinished row; returns each row's whole reply so far."""
@@ -147,6 +145,11 @@ class SentenceDecoder:
 
         writing = ~self.finished
         count = 0
+        if self._unread is not None:
+            prompts, mask = self._unread, self.mask[:, : self._unread.shape[1]]
+            with torch.inference_mode():
+                self._forward(prompts, mask, (mask.cumsum(1) - 1).clamp(min=0))
+            self._unread = None
         with steering(self.model, additions), torch.inference_mode():
             while writing.any() and count < self.max_sentence_tokens:
                 token_mask = writing.long()
@@ -216,7 +219,8 @@ class SteeredWritingVectorEnv(VectorEnv):
         reward: the writing reward a paragraph is scored with: ``"fast"`` (default), ``"lm"``
             (``quality.reward.make_reward``) or a ``WritingReward``.
         directions: steering directions (default: the shipped SmolLM2 set).
-        model: ``(tokenizer, model)`` to write with (default: SmolLM2, as the local backend loads it).
+        model: ``(tokenizer, model)`` to write with (default: SmolLM2, as the local backend loads it),
+            with the local backend's decoding settings.
         seed: seeds the first ``reset()`` when it gets none.
         max_strength: the steering strength an action of +-1 applies (``MAX_STRENGTH``, 0.5).
 
@@ -262,13 +266,9 @@ class SteeredWritingVectorEnv(VectorEnv):
             raise ValidationError("targets must hold at least one HRV")
         self.reward = make_reward(reward)
         self.directions = directions or shipped_directions()
-        if model is None:
-            from resonance_os.quality.reference_lm import default_cache_dir, load_model
-
-            model = load_model(default_cache_dir())
-        tokenizer, lm = model
-        lm.eval()
-        self.decoder = SentenceDecoder(tokenizer, lm, self.directions)
+        backend = LocalBackend(model=model)
+        backend.model.eval()
+        self.decoder = SentenceDecoder(backend, self.directions)
         self.single_observation_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
         self.single_action_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
         self.observation_space = batch_space(self.single_observation_space, num_envs)
