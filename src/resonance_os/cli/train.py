@@ -18,12 +18,6 @@ from resonance_os.evolution.base_models import SMOLLM2
 
 console = Console(highlight=False)
 
-SPEC_INDICATORS = (
-    # (label, metric, comparison, threshold): the spec's success indicators
-    ("Reward > 0.7: high human resonance", "reward_per_step", ">", 0.7),
-    ("Loss < 0.3: good convergence", "loss", "<", 0.3),
-    ("Explained variance > 0.6: effective learning", "explained_variance", ">", 0.6),
-)
 METRIC_ROWS = (
     "episode_reward_mean",
     "episode_reward_std",
@@ -100,6 +94,8 @@ def _train(
 
 
 def _report(result: dict[str, Any], out: Path) -> None:
+    from resonance_os.evolution.hr_rl_trainer import success_indicators
+
     metrics = result["metrics"]
     table = Table("metric", "value", title=f"PPO after {metrics['timesteps']} timesteps (last update)")
     for name in METRIC_ROWS:
@@ -132,9 +128,7 @@ def _report(result: dict[str, Any], out: Path) -> None:
         "explained_variance": metrics.get("explained_variance"),
     }
     table = Table("success indicator (spec)", "measured", "met", title="success indicators")
-    for label, key, op, threshold in SPEC_INDICATORS:
-        value = measured[key]
-        met = value is not None and (value > threshold if op == ">" else value < threshold)
+    for label, value, met in success_indicators(measured):
         table.add_row(
             label,
             "n/a" if value is None else f"{value:.3f}",

@@ -426,6 +426,27 @@ def train_hr_ppo(
     return model
 
 
+SPEC_INDICATORS = (
+    # (label, metric, comparison, threshold): the spec's success indicators
+    ("Reward > 0.7: high human resonance", "reward_per_step", ">", 0.7),
+    ("Loss < 0.3: good convergence", "loss", "<", 0.3),
+    ("Explained variance > 0.6: effective learning", "explained_variance", ">", 0.6),
+)
+
+
+def success_indicators(measured: dict[str, float | None]) -> list[tuple[str, float | None, bool]]:
+    """``(label, value, met)`` for each of the spec's success indicators; ``measured`` maps
+    ``reward_per_step`` (the trained policy's evaluated reward), ``loss`` and ``explained_variance``
+    (the last update's) to values (``None``: not measured, not met)."""
+    rows = []
+    for label, key, op, threshold in SPEC_INDICATORS:
+        value = measured.get(key)
+        rows.append(
+            (label, value, value is not None and (value > threshold if op == ">" else value < threshold))
+        )
+    return rows
+
+
 FEEDBACK_GAIN = 5.0
 """Default gain of ``feedback_rule``: a gap of 0.1 asks for one edit (with ``max_edits`` 2)."""
 
