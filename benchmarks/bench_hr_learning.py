@@ -104,6 +104,8 @@ def steered_runs(args: argparse.Namespace) -> dict[str, dict]:
             f"proportional controller (k {best:g}; train scores {', '.join(f'{k:g}: {v:.3f}' for k, v in tuning.items())})"
         ] = row
         return rows
+    residual = {"controller_gain": args.residual} if args.residual else {}
+    heldout = heldout.vectorised(STEER_ENVS, **residual)
     for seed in args.seeds:
         train_env = heldout.vectorised(STEER_ENVS, seed=seed, split="train", targets=None)
         start, cpu = time.perf_counter(), time.process_time()
@@ -115,7 +117,8 @@ def steered_runs(args: argparse.Namespace) -> dict[str, dict]:
             seed=seed, timesteps=model.num_timesteps, train_wall_s=wall, train_cpu_s=cpu,
             success={key: last[key] for key in ("loss", "explained_variance")},
         )  # fmt: skip
-        rows[f"PPO seed {seed}, {args.timesteps[0]} steps"] = row
+        on = f" residual on controller k {args.residual:g}" if args.residual else ""
+        rows[f"PPO{on} seed {seed}, {args.timesteps[0]} steps"] = row
     return rows
 
 
@@ -162,6 +165,10 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, nargs="+", default=[5000, 20000, 50000])
     parser.add_argument("--episodes", type=int, default=120)
     parser.add_argument("--gains", type=float, nargs="+", default=[1.0, 2.5, 5.0, 10.0])
+    parser.add_argument(
+        "--residual", type=float, default=0.0,
+        help="steer: PPO acts as a residual on the proportional controller of this gain (0: off)",
+    )  # fmt: skip
     parser.add_argument("--observations", nargs="+", choices=OBSERVATIONS, default=list(OBSERVATIONS))
     parser.add_argument("--plot", type=Path, default=None)
     args = parser.parse_args()

@@ -27,6 +27,7 @@ from resonance_os.evolution.steered_writing import (  # noqa: E402
     training_targets,
 )
 from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
+from resonance_os.generation.llm_writing import clean_reply  # noqa: E402
 from resonance_os.generation.steering_directions import SteeringDirections, writing_messages  # noqa: E402
 from resonance_os.rl.env_check import check_env_api  # noqa: E402
 
@@ -87,6 +88,8 @@ def test_steering_one_row_changes_that_row_only(chat):
 
 def test_an_episode_writes_a_sentence_a_step_and_returns_the_paragraphs_score(chat):
     env = _env(chat, sentences=3)
+    written, write = [], env.decoder.write
+    env.decoder.write = lambda *args: written.append(write(*args)) or written[-1]  # what the model wrote
     obs, info = env.reset(seed=1)
     assert obs.shape == (4, 8) and env.observation_space.contains(obs)
     total = np.zeros(4)
@@ -101,10 +104,14 @@ def test_an_episode_writes_a_sentence_a_step_and_returns_the_paragraphs_score(ch
     assert infos["_final_obs"].all() and len(infos["final_obs"]) == 4
     np.testing.assert_allclose(total, final["score"])  # the return is the finished paragraph's score
     assert all(s == {"emotional_valence": 0.5} for s in final["steer"])  # scaled by max_strength 0.5
-    for text, target, measured, o in zip(
-        final["text"], final["target_hrv"], final["measured_hrv"], infos["final_obs"]
+    # the finished paragraph is what the writer keeps: an unfinished last sentence dropped
+    assert list(final["text"]) == [clean_reply(t) for t in written[-1]]
+    for text, score, target, measured, o in zip(
+        final["text"], final["score"], final["target_hrv"], final["measured_hrv"], infos["final_obs"]
     ):
-        assert text
+        if not text:  # nothing a reader would keep is worth nothing
+            assert score == 0.0
+            continue
         np.testing.assert_allclose(
             np.asarray(o, dtype=float), np.clip(np.asarray(target) - measured, -1, 1), atol=1e-6
         )
@@ -145,3 +152,21 @@ def test_spec_signature_gives_the_single_env_and_ppo_trains_on_a_batch(chat, tmp
     for policy in (model, proportional_controller(4.0, heldout.steerable)):
         row = evaluate_steering_policy(heldout, policy, batches=1, seed=0)
         assert row["episodes"] == 4 and 0.0 <= row["mean"] <= 1.0
+
+
+def test_a_residual_policy_at_zero_steers_as_the_controller_does(chat):
+    controller = _env(chat)
+    residual = controller.vectorised(4, controller_gain=2.0)
+    act = proportional_controller(2.0, controller.steerable)
+    written = []
+    for env, policy in ((controller, act), (residual, np.zeros_like)):
+        obs, _ = env.reset(seed=5)
+        steps = []
+        for _ in range(2):
+            obs, _, _, _, infos = env.step(policy(obs))
+            steps.append((list(infos["text"]), list(infos["steer"])))
+        written.append(steps)
+    assert written[0] == written[1] and any(written[0][0][1])  # the same strengths, the same text
+    assert residual.settings()["controller_gain"] == 2.0
+    with pytest.raises(ValidationError, match="controller_gain"):
+        controller.vectorised(4, controller_gain=-1.0)

@@ -9,7 +9,10 @@ while it writes that sentence (contrastive activation addition); the others have
 ignored (``info["steer"]`` lists what was applied). The observation is the signed gap
 ``target - measured`` of the paragraph so far (before the first sentence, of ``MODEL_TYPICAL_HRV``:
 what the model writes unsteered). The reward is the change of the paragraph's writing reward
-(``quality.reward``; 0 for no text), so an episode's return is the finished paragraph's score.
+(``quality.reward``; 0 for no text), so an episode's return is the finished paragraph's score. The
+finished paragraph is what the writer keeps of the reply (``llm_writing.clean_reply``: a last
+sentence cut at ``MAX_SENTENCE_TOKENS`` is dropped, as are meta-text and repeats), the text a reader
+gets and the final step's ``info["text"]``.
 
 ``SteeredWritingVectorEnv(num_envs)`` runs ``num_envs`` episodes in one batch: every step is one
 batched decode (``SentenceDecoder``) whose keys and values persist across the episode's sentences,
@@ -40,7 +43,7 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS, TYPICAL_HRV
 from resonance_os.evolution.draft_pool import load_drafts
 from resonance_os.generation.backends.local import LocalBackend
-from resonance_os.generation.llm_writing import MODEL_TYPICAL_HRV
+from resonance_os.generation.llm_writing import MODEL_TYPICAL_HRV, clean_reply
 from resonance_os.generation.steering_directions import (
     SteeringDirections,
     shipped_directions,
@@ -223,6 +226,9 @@ class SteeredWritingVectorEnv(VectorEnv):
             with the local backend's decoding settings.
         seed: seeds the first ``reset()`` when it gets none.
         max_strength: the steering strength an action of +-1 applies (``MAX_STRENGTH``, 0.5).
+        controller_gain: when above 0, the action is a residual on the proportional controller of
+            this gain (residual policy learning): the env applies ``clip(action + controller(obs))``,
+            so an untrained policy (mean 0) steers as the controller does and PPO learns corrections.
 
     Spaces per env: observation ``Box(-1, 1, (8,))`` (the gap), action ``Box(-1, 1, (8,))``
     (strengths). Same-step autoreset: a finished episode's last observation and info are in
@@ -244,6 +250,7 @@ class SteeredWritingVectorEnv(VectorEnv):
         model: tuple[Any, torch.nn.Module] | None = None,
         seed: int | None = None,
         max_strength: float = MAX_STRENGTH,
+        controller_gain: float = 0.0,
     ) -> None:
         if not 0.0 < max_strength <= 1.0:
             raise ValidationError(f"max_strength must be in (0, 1], got {max_strength!r}")
@@ -255,6 +262,11 @@ class SteeredWritingVectorEnv(VectorEnv):
             raise ValidationError(f"split must be 'train' or 'heldout', got {split!r}")
         self.num_envs, self.split, self.sentences = num_envs, split, sentences
         self.max_strength = float(max_strength)
+        if isinstance(controller_gain, bool) or not (
+            isinstance(controller_gain, (int, float)) and 0.0 <= controller_gain < np.inf
+        ):
+            raise ValidationError(f"controller_gain must be a number >= 0, got {controller_gain!r}")
+        self.controller_gain = float(controller_gain)
         self.topics = sorted({d.prompt for d in load_drafts(None, split)})
         items = (
             targets
@@ -274,6 +286,7 @@ class SteeredWritingVectorEnv(VectorEnv):
         self.observation_space = batch_space(self.single_observation_space, num_envs)
         self.action_space = batch_space(self.single_action_space, num_envs)
         self.steerable = np.array([d in self.directions.vectors for d in HRV_DIMENSIONS])
+        self._controller = proportional_controller(self.controller_gain, self.steerable)
         self._initial_seed = seed
         self._np_random = np.random.default_rng(seed)
         self._generator = torch.Generator().manual_seed(0 if seed is None else seed)
@@ -286,6 +299,7 @@ class SteeredWritingVectorEnv(VectorEnv):
             "split": self.split,
             "sentences": self.sentences,
             "max_strength": self.max_strength,
+            "controller_gain": self.controller_gain,
             "reward": self.reward.kind,
         }
 
@@ -336,7 +350,10 @@ class SteeredWritingVectorEnv(VectorEnv):
         actions = np.asarray(actions, dtype=np.float64).reshape(self.num_envs, HRV_DIM)
         if not np.all(np.isfinite(actions)):
             raise ValidationError(f"actions must be finite numbers in [-1, 1], got {actions!r}")
-        strengths = self.max_strength * np.clip(actions, -1.0, 1.0)
+        actions = np.clip(actions, -1.0, 1.0)
+        if self.controller_gain:
+            actions = np.clip(actions + self._controller(self._observation()), -1.0, 1.0)
+        strengths = self.max_strength * actions
         self._steer = [
             {
                 d: round(float(s), 4)
@@ -347,16 +364,21 @@ class SteeredWritingVectorEnv(VectorEnv):
         ]
         self._texts = self.decoder.write(self._steer, self._generator)
         self._steps += 1
+        last = self._steps >= self.sentences
+        if last:  # the paragraph a reader gets: the writer's cleaning, an unfinished tail dropped
+            self._texts = [clean_reply(text) for text in self._texts]
         rewards = np.zeros(self.num_envs)
         for b, text in enumerate(self._texts):
             try:
                 score = self.reward.score(text, self._target[b], prompt=self._topics[b])
-            except ValidationError:  # no text yet, or no words in it: nothing to score
+            except ValidationError:  # no words (yet): nothing to score; a finished one is worth 0
+                if last:
+                    rewards[b], self._value[b], self._terms[b] = -self._value[b], 0.0, {}
                 continue
             self._measured[b] = score.hrv
             self._terms[b] = {term: getattr(score, term) for term in (*REWARD_TERMS, "quality")}
             rewards[b], self._value[b] = score.reward - self._value[b], score.reward
-        terminated = np.full(self.num_envs, self._steps >= self.sentences)
+        terminated = np.full(self.num_envs, last)
         truncated = np.zeros(self.num_envs, dtype=bool)
         obs, infos = self._observation(), self._infos()
         if terminated.all():
