@@ -119,6 +119,8 @@ def steered_runs(args: argparse.Namespace) -> dict[str, dict]:
         )  # fmt: skip
         on = f" residual on controller k {args.residual:g}" if args.residual else ""
         rows[f"PPO{on} seed {seed}, {args.timesteps[0]} steps"] = row
+        if args.save:
+            model.save(args.save / f"seed{seed}")  # PPO.load(path, env=...) reads it
     return rows
 
 
@@ -158,6 +160,7 @@ def main() -> None:
         "--eval-batches", type=int, default=4, help="steer: held-out batches of 32 paragraphs"
     )
     parser.add_argument("--json", type=Path, default=None, help="steer: write the rows here")
+    parser.add_argument("--save", type=Path, default=None, help="steer: save each trained policy here")
     parser.add_argument(
         "--merge", type=Path, nargs="+", default=None, help="steer: print the table of these rows"
     )
