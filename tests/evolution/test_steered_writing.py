@@ -29,6 +29,7 @@ from resonance_os.evolution.steered_writing import (  # noqa: E402
 from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
 from resonance_os.generation.llm_writing import clean_reply  # noqa: E402
 from resonance_os.generation.steering_directions import SteeringDirections, writing_messages  # noqa: E402
+from resonance_os.quality.reward import quality_factor  # noqa: E402
 from resonance_os.rl.env_check import check_env_api  # noqa: E402
 
 STEERED = ("emotional_valence", "storytelling_index")
@@ -170,3 +171,22 @@ def test_a_residual_policy_at_zero_steers_as_the_controller_does(chat):
     assert residual.settings()["controller_gain"] == 2.0
     with pytest.raises(ValidationError, match="controller_gain"):
         controller.vectorised(4, controller_gain=-1.0)
+
+
+def test_the_resonance_objective_scores_resonance_with_fluency_topic_and_repetition_held(chat):
+    env = _env(chat, sentences=2, objective="resonance")
+    env.reset(seed=2)
+    total = np.zeros(4)
+    for _ in range(2):
+        _, rewards, _, _, infos = env.step(np.zeros((4, 8)))
+        total += rewards
+    final = infos["final_info"]
+    assert any(final["text"])
+    for b in range(4):
+        held = final["resonance"][b] * quality_factor(
+            final["fluency"][b], 1.0, final["topic"][b], final["repetition"][b]
+        )
+        assert total[b] == pytest.approx(np.nan_to_num(held), abs=1e-9)
+    assert env.settings()["objective"] == "resonance"
+    with pytest.raises(ValidationError, match="objective must be one of writing, resonance"):
+        _env(chat, objective="style")

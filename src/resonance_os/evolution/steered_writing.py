@@ -41,6 +41,7 @@ from transformers.generation.logits_process import (
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS, TYPICAL_HRV
+from resonance_os.core.text import split_sentences
 from resonance_os.evolution.draft_pool import load_drafts
 from resonance_os.generation.backends.local import LocalBackend
 from resonance_os.generation.llm_writing import MODEL_TYPICAL_HRV, clean_reply
@@ -52,7 +53,13 @@ from resonance_os.generation.steering_directions import (
 from resonance_os.llm.causal_lm import cache_argument, eos_token_ids
 from resonance_os.profiles.targets import resolve_target_item
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES
-from resonance_os.quality.reward import REWARD_TERMS, WritingReward, make_reward
+from resonance_os.quality.reward import (
+    REWARD_TERMS,
+    WritingReward,
+    WritingScore,
+    make_reward,
+    quality_factor,
+)
 
 SENTENCES_PER_EPISODE = 4
 """Steps (sentences) per episode: a paragraph of four sentences."""
@@ -67,6 +74,11 @@ NUCLEUS_CANDIDATES = 256
 """Tokens the nucleus is drawn from (sorting 49k logits a token cost more than the rest of sampling;
 at temperature 0.7 the 256 likeliest hold the nucleus)."""
 SENTENCE_END = (".", "!", "?", '."', '!"', '?"', ".'", ".)")
+OBJECTIVES = ("writing", "resonance")
+"""What an episode's return scores: ``"writing"`` the writing reward (resonance x quality);
+``"resonance"`` resonance with fluency, topic and repetition held (the writing reward without its
+coherence term, whose spread on model prose outweighs the style term's: PPO trained on the writing
+reward learned to raise the quality factor and left resonance where it was)."""
 
 
 def training_targets(count: int = TRAIN_TARGETS, seed: int = 0) -> list[list[float]]:
@@ -226,6 +238,7 @@ class SteeredWritingVectorEnv(VectorEnv):
             with the local backend's decoding settings.
         seed: seeds the first ``reset()`` when it gets none.
         max_strength: the steering strength an action of +-1 applies (``MAX_STRENGTH``, 0.5).
+        objective: what the return scores (``OBJECTIVES``): ``"writing"`` (default) or ``"resonance"``.
         controller_gain: when above 0, the action is a residual on the proportional controller of
             this gain (residual policy learning): the env applies ``clip(action + controller(obs))``,
             so an untrained policy (mean 0) steers as the controller does and PPO learns corrections.
@@ -233,7 +246,8 @@ class SteeredWritingVectorEnv(VectorEnv):
     Spaces per env: observation ``Box(-1, 1, (8,))`` (the gap), action ``Box(-1, 1, (8,))``
     (strengths). Same-step autoreset: a finished episode's last observation and info are in
     ``infos["final_obs"]`` / ``infos["final_info"]``. Per-step ``infos``: ``text``, ``prompt``,
-    ``target_hrv``, ``measured_hrv``, ``steer``, ``score`` and the writing reward's terms.
+    ``target_hrv``, ``measured_hrv``, ``steer``, ``score`` (the objective's value of the paragraph so
+    far) and the writing reward's terms.
     ``vectorised(n)`` is the same task with ``n`` rows on the same model.
     """
 
@@ -251,6 +265,7 @@ class SteeredWritingVectorEnv(VectorEnv):
         seed: int | None = None,
         max_strength: float = MAX_STRENGTH,
         controller_gain: float = 0.0,
+        objective: str = "writing",
     ) -> None:
         if not 0.0 < max_strength <= 1.0:
             raise ValidationError(f"max_strength must be in (0, 1], got {max_strength!r}")
@@ -267,6 +282,9 @@ class SteeredWritingVectorEnv(VectorEnv):
         ):
             raise ValidationError(f"controller_gain must be a number >= 0, got {controller_gain!r}")
         self.controller_gain = float(controller_gain)
+        if objective not in OBJECTIVES:
+            raise ValidationError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        self.objective = objective
         self.topics = sorted({d.prompt for d in load_drafts(None, split)})
         items = (
             targets
@@ -300,6 +318,7 @@ class SteeredWritingVectorEnv(VectorEnv):
             "sentences": self.sentences,
             "max_strength": self.max_strength,
             "controller_gain": self.controller_gain,
+            "objective": self.objective,
             "reward": self.reward.kind,
         }
 
@@ -377,7 +396,8 @@ class SteeredWritingVectorEnv(VectorEnv):
                 continue
             self._measured[b] = score.hrv
             self._terms[b] = {term: getattr(score, term) for term in (*REWARD_TERMS, "quality")}
-            rewards[b], self._value[b] = score.reward - self._value[b], score.reward
+            value = score.reward if self.objective == "writing" else _held_resonance(score)
+            rewards[b], self._value[b] = value - self._value[b], value
         terminated = np.full(self.num_envs, last)
         truncated = np.zeros(self.num_envs, dtype=bool)
         obs, infos = self._observation(), self._infos()
@@ -463,6 +483,11 @@ class SteeredWritingEnv(gym.Env):
         return "\n".join(rows)
 
 
+def _held_resonance(score: WritingScore) -> float:
+    """Resonance with fluency, topic and repetition held: the writing reward without coherence."""
+    return score.resonance * quality_factor(score.fluency, 1.0, score.topic, score.repetition)
+
+
 def _row(infos: Mapping[str, Any]) -> dict[str, Any]:
     """Row 0 of a vector env's ``infos``, as plain values."""
     out = {}
@@ -492,19 +517,22 @@ def evaluate_steering_policy(
     batches: int = 2,
     seed: int = 0,
 ) -> dict[str, float]:
-    """Finished paragraphs' mean score (its std), resonance, fluency, topic and quality factor over
+    """Finished paragraphs' mean score (the objective; its std), writing reward, resonance, fluency,
+    topic, quality factor and sentences kept over
     ``batches x num_envs`` seeded episodes. ``policy`` maps a batch of observations to strengths, or
     is a trained model (deterministic ``predict``). The same ``seed`` gives every policy the same
     topics, targets and sampling noise (common random numbers), so policies compare pair by pair."""
-    finals: dict[str, list[float]] = {"score": [], "resonance": [], "fluency": [], "topic": [], "quality": []}
+    keys = ("score", "reward", "resonance", "fluency", "topic", "quality")
+    finals: dict[str, list[float]] = {key: [] for key in (*keys, "sentences")}
     for batch in range(batches):
         obs, _ = env.reset(seed=seed + batch)
         for _ in range(env.sentences):
             actions = policy(obs) if callable(policy) else policy.predict(obs, deterministic=True)[0]
             obs, _, terminated, _, infos = env.step(actions)
         info = infos["final_info"]
-        for key in finals:
+        for key in keys:
             finals[key].extend(np.nan_to_num(np.asarray(info[key], dtype=np.float64)).tolist())
+        finals["sentences"].extend(len(split_sentences(text)) for text in info["text"])
     return {
         "mean": float(np.mean(finals["score"])),
         "std": float(np.std(finals["score"])),
