@@ -1,6 +1,12 @@
 """Fit the coherence model (``quality.coherence``) on training prose; print held-out figures.
 
-    .venv/bin/python scripts/train_coherence.py   # writes src/resonance_os/quality/data/coherence.json
+    .venv/bin/python scripts/train_coherence.py [--books build/order_corpus] [--out FILE]   # writes data/coherence.json
+
+``--books``: the book paragraphs of ``scripts/build_order_corpus.py`` (public-domain novels, children's
+books and philosophy for training; history, essays and a book teaching a programming language held
+out, never fitted or tuned on): the order weights are fitted on the training books too (BOOK_PERMS
+orders each; ``--book-limit N``: a seeded sample of N of them), and the held-out figures are printed
+per book domain as well. ``--out``: write the model elsewhere (to compare before installing it).
 
 Paragraphs in their real sentence order come from ``quality.corpus.document_paragraphs`` (pydoc
 prose and fortunes, which the ``dev`` extra installs), train split only, 3+ sentences, plus, for
@@ -8,7 +14,8 @@ the connectedness fit only, the training-only docstring paragraphs
 (``quality.corpus.docstring_paragraphs``: the standard library's and installed BSD/MIT packages'), whose
 words the topic vectors never saw, so their semantic features are as on new text. (Order weights
 fitted with the docstrings too ranked a validation part of the pydoc and fortune training paragraphs
-worse, so they are left out of the order fit.) Held-out figures are for pydoc and fortunes.
+worse, so they are left out of the order fit.) Held-out figures are for pydoc and fortunes (and the
+held-out book domains with ``--books``).
 
 * Order weights ``w``: pairwise ranking (Joachims 2002; the entity-grid set-up of Barzilay & Lapata
   2008): L2 logistic regression without intercept on ``Phi(real) - Phi(perm)`` (label 1) and its
@@ -25,6 +32,7 @@ measured after fitting and never feed back into it.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -51,20 +59,28 @@ from resonance_os.quality.coherence import (
 )
 
 PERMS = 20
+BOOK_PERMS = 4
 MIN_COUNT = 10
 C = 0.1
 SEED = 0
 OUT = Path(__file__).resolve().parents[1] / "src/resonance_os/quality/data/coherence.json"
 
 
-def paragraphs(split: str) -> dict[str, list[list[Unit]]]:
-    """Sentence units of each real paragraph with 3+ sentences, per source (docstrings: train only)."""
+def paragraphs(split: str, books: Path | None = None, book_limit: int = 0) -> dict[str, list[list[Unit]]]:
+    """Sentence units of each real paragraph with 3+ sentences, per source (docstrings: train only;
+    book paragraphs per domain, prefixed "books/")."""
     sources = {
         "pydoc": corpus.document_paragraphs(corpus.pydoc_paragraphs(split)),
         "fortunes": corpus.document_paragraphs(corpus.fortune_entries(split)),
     }
     if split == "train":
         sources["docstrings"] = corpus.docstring_paragraphs()
+    if books is not None:
+        rows = corpus.order_corpus(books, split)
+        if book_limit and len(rows) > book_limit:
+            rows = random.Random(SEED).sample(rows, book_limit)
+        for row in rows:
+            sources.setdefault("books/" + row["domain"], []).append(row["text"])
     units = {name: [text_units(p) for p in texts] for name, texts in sources.items()}
     return {name: [u for u in items if len(u) >= 3] for name, items in units.items()}
 
@@ -97,15 +113,16 @@ def different_orders(n: int, count: int, rng: random.Random) -> list[list[int]]:
     return orders
 
 
-def fit_order(train: list[list[Unit]]) -> dict[str, float]:
-    """Ranking weights ``w`` by feature name."""
+def fit_order(train: list[list[Unit]], books: list[list[Unit]] = ()) -> dict[str, float]:
+    """Ranking weights ``w`` by feature name (PERMS orders of each ``train`` paragraph, BOOK_PERMS of
+    each of ``books``)."""
     rng = random.Random(SEED)
     seen: Counter[str] = Counter()
     rows = []
-    for units in train:
+    for k, units in enumerate([*train, *books]):
         real = phi(units, list(range(len(units))))
         seen.update(real.keys())
-        for order in different_orders(len(units), PERMS, rng):
+        for order in different_orders(len(units), PERMS if k < len(train) else BOOK_PERMS, rng):
             diff = Counter(real)
             diff.subtract(phi(units, order))
             rows.append(diff)
@@ -142,7 +159,9 @@ def paired_auc(model: CoherenceModel, data: list[list[Unit]], seed: int = 1) -> 
 def fit(train: dict[str, list[list[Unit]]]) -> dict:
     """The ``coherence.json`` dictionary fitted on ``train``."""
     everything = train["pydoc"] + train["fortunes"]
-    weights = fit_order(everything)
+    weights = fit_order(
+        everything, [u for name, items in train.items() if name.startswith("books/") for u in items]
+    )
     model = CoherenceModel(weights, 1.0, 0.0, ())
     rng = random.Random(SEED + 1)
     real, other = [], []
@@ -155,8 +174,9 @@ def fit(train: dict[str, list[list[Unit]]]) -> dict:
         np.array(real + other)[:, None], [1] * len(real) + [0] * len(other)
     )
     rng = random.Random(SEED + 2)
-    real_all = [units for source in train.values() for units in source]
-    mixed = [units for source in train.values() for units in unrelated(source, rng)]
+    kept = [items for name, items in train.items() if not name.startswith("books/")]
+    real_all = [units for source in kept for units in source]
+    mixed = [units for source in kept for units in unrelated(source, rng)]
     c = np.array([connectedness_features(u) for u in real_all + mixed])
     connected = LogisticRegression(C=1e4).fit(c, [1] * len(real_all) + [0] * len(mixed))
     return {
@@ -169,24 +189,34 @@ def fit(train: dict[str, list[list[Unit]]]) -> dict:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--books", type=Path, default=None, help="build/order_corpus (scripts/build_order_corpus.py)"
+    )
+    parser.add_argument(
+        "--book-limit", type=int, default=0, help="a seeded sample of N training book paragraphs"
+    )
+    parser.add_argument("--out", type=Path, default=OUT, help=f"where to write the model (default {OUT})")
+    args = parser.parse_args()
+    out = args.out
     start = time.perf_counter()
-    train, heldout = paragraphs("train"), paragraphs("heldout")
+    train = paragraphs("train", args.books, args.book_limit)
+    heldout = paragraphs("heldout", args.books)
     data = fit(train)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    tmp = OUT.with_name(OUT.name + ".tmp")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", "utf-8")
-    os.replace(tmp, OUT)
+    os.replace(tmp, out)
     model = CoherenceModel.from_json(data)
-    print(f"wrote {OUT}: {len(data['weights'])} weights, {OUT.stat().st_size} bytes")
+    print(f"wrote {out}: {len(data['weights'])} weights, {out.stat().st_size} bytes")
     print("train paragraphs: " + ", ".join(f"{name} {len(items)}" for name, items in train.items()))
     print(f"alpha {data['alpha']}, beta {data['beta']}, connected {data['connected_weights']}")
     rng = random.Random(SEED + 3)
-    for name in ("pydoc", "fortunes"):
-        items = heldout[name]
+    for name, items in heldout.items():
         real = [model.score_units(u) for u in items]
         mixed = [model.score_units(u) for u in unrelated(items, rng)]
         print(
-            f"{name:8s} train paired AUC {paired_auc(model, train[name]):.3f} | held-out ({len(items)} paragraphs): "
+            f"{name:8s} train paired AUC {paired_auc(model, train[name]) if name in train else float('nan'):.3f} | held-out ({len(items)} paragraphs): "
             f"paired AUC real > different order {paired_auc(model, items):.3f}, "
             f"AUC real > unrelated sentences {roc_auc_score([1] * len(real) + [0] * len(mixed), real + mixed):.3f}, "
             f"mean score real {np.mean(real):.3f} unrelated {np.mean(mixed):.3f}"
