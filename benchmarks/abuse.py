@@ -65,8 +65,8 @@ from queue import Empty
 import httpx
 import numpy as np
 
-from resonance_os.api.db import Database
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import tenant_floods as floods  # noqa: E402  (the train and storage floods, one implementation)

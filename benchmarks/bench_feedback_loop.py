@@ -40,7 +40,7 @@ import numpy as np
 from fastapi.testclient import TestClient
 
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.evolution.resonance_reward_model import QUALITY_TERMS, quality_terms
 from resonance_os.profiling.hrv_extractor import HRVExtractor

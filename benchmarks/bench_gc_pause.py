@@ -1,9 +1,9 @@
 """How long a full garbage collection stops the service's processes, before and after ``settle_heap``.
 
 Builds what each long-running process holds (the server's app with its extractor, a text worker's warm
-:class:`~resonance_os.api.text_engine.TextEngine`) in a fresh subprocess, then times full collections
+:class:`~resonance_os.api.text.engine.TextEngine`) in a fresh subprocess, then times full collections
 (``gc.collect()``, the median of ``--rounds``) with every object in reach and after
-:func:`resonance_os.api.heap.settle_heap`. A full collection is a pause: the process answers nothing
+:func:`resonance_os.api.text.heap.settle_heap`. A full collection is a pause: the process answers nothing
 while it runs (issue 14 §3: a 195-291 ms ``/v1/generate`` of another tenant with no attack running).
 
     .venv/bin/python benchmarks/bench_gc_pause.py [--rounds 5]
@@ -22,12 +22,12 @@ PROCESSES = {
         "keep = create_app(f'sqlite:///{tempfile.mkdtemp()}/gc.db')"
     ),
     "text worker (TextEngine.warm)": (
-        "from resonance_os.api.text_engine import TextEngine; keep = TextEngine(); keep.warm()"
+        "from resonance_os.api.text.engine import TextEngine; keep = TextEngine(); keep.warm()"
     ),
 }
 MEASURE = """
 import gc, json, statistics, time
-from resonance_os.api.heap import settle_heap
+from resonance_os.api.text.heap import settle_heap
 {build}
 def pause_ms():
     times = []

@@ -152,8 +152,8 @@ def run_level(side, clients: int, requests: int, max_tokens: int) -> dict[str, f
 
 
 def start_ours(threads: int, home: Path) -> tuple[subprocess.Popen, OpenAISide, str]:
-    from resonance_os.api.db import Database
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.db import Database
+    from resonance_os.api.persistence.tenants import create_tenant
     from resonance_os.llm.precision import fast_dtype
 
     os.environ["RESONANCE_KEY_PEPPER"] = PEPPER

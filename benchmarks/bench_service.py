@@ -40,8 +40,8 @@ from locust.env import Environment  # noqa: E402
 sys.path.insert(0, str(Path(__file__).parent))
 from _corpus import mixed_paragraphs  # noqa: E402
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 
 PROMPTS = ["remote work", "coffee roasting", "city cycling", "open source", "sleep science", "small farms"]
 WARM_UP_S = 3.0

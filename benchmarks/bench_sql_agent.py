@@ -46,8 +46,8 @@ def free_port() -> int:
 def start_server(workdir: Path) -> tuple[subprocess.Popen, str, str]:
     """``resonance serve`` on a free port with its own database, runs folder and one tenant's key."""
     os.environ["RESONANCE_HOME"] = str(workdir / "home")  # the key pepper, shared with the server
-    from resonance_os.api.db import Database
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.db import Database
+    from resonance_os.api.persistence.tenants import create_tenant
 
     db_url = f"sqlite:///{workdir / 'service.db'}"
     db = Database(db_url)

@@ -30,7 +30,7 @@ os.environ["RESONANCE_TEXT_WORKERS"] = "0"
 from fastapi.testclient import TestClient  # noqa: E402
 
 from resonance_os.api.hr_server import create_app  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 
 PARAGRAPH = (
     "The night train leaves the city a little after eleven. Most of the passengers are asleep before "

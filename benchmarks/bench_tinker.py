@@ -205,8 +205,8 @@ class Server:
             except httpx.HTTPError:
                 time.sleep(0.2)
         os.environ["RESONANCE_HOME"] = str(self.home)  # the key pepper is the server's
-        from resonance_os.api.db import Database
-        from resonance_os.api.tenants import create_tenant
+        from resonance_os.api.persistence.db import Database
+        from resonance_os.api.persistence.tenants import create_tenant
 
         database = Database(self.db)
         self.key = "tml-" + create_tenant(database, f"bench-{uuid.uuid4().hex[:8]}")

@@ -168,8 +168,8 @@ class Server:
 
 def start_ours(workdir: Path) -> Server:
     os.environ["RESONANCE_HOME"] = str(workdir / "home")  # the key pepper, shared with the server
-    from resonance_os.api.db import Database
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.db import Database
+    from resonance_os.api.persistence.tenants import create_tenant
 
     db_url = f"sqlite:///{workdir / 'bench.db'}"
     db = Database(db_url)

@@ -29,8 +29,8 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import abuse  # noqa: E402  (the server, the victim's paced requests and p99: one implementation)
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 
 JOB_TIMESTEPS = 1_000_000
 

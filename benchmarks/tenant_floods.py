@@ -33,7 +33,7 @@ from urllib.parse import urlparse
 import httpx
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
-WORKER_MODULE = "resonance_os.api.job_worker"
+WORKER_MODULE = "resonance_os.api.jobs.worker"
 BEFORE = {"train_workers": 10, "train_rss_gb": 3.8, "storage_gb_per_hour": 36.0}
 """The issue's measurements on the build before job limits and storage quotas."""
 
@@ -219,8 +219,8 @@ def main() -> None:
     parser.add_argument("--quota-bytes", type=int, default=5_000_000)
     args = parser.parse_args()
 
-    from resonance_os.api.db import Database
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.db import Database
+    from resonance_os.api.persistence.tenants import create_tenant
 
     with tempfile.TemporaryDirectory(prefix="resonance-floods-") as tmp:
         home = Path(tmp)

@@ -43,8 +43,8 @@ TIMEOUT = httpx.Timeout(30.0, read=THROW_AWAY_BUDGET_S + 60.0)
 @contextmanager
 def local_server():
     """Start ``python -m resonance_os.api.hr_server`` with a fresh database; yield (url, key)."""
-    from resonance_os.api.db import Database
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.db import Database
+    from resonance_os.api.persistence.tenants import create_tenant
 
     with tempfile.TemporaryDirectory(prefix="resonance-example-") as home:
         os.environ["RESONANCE_HOME"] = home

@@ -12,9 +12,9 @@ from fastapi.testclient import TestClient
 from live_server import LiveServer
 from service_helpers import Tenant, unique
 
-from resonance_os.api.db import Database
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 
 @pytest.fixture(autouse=True)

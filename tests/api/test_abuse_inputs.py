@@ -12,8 +12,8 @@ import stat
 import pytest
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database, Item
 from resonance_os.api.hr_server import create_app
+from resonance_os.api.persistence.db import Database, Item
 
 TEXT = "The harbour was quiet at dawn. Boats rocked gently while the gulls argued over scraps."
 NUL = "bad\x00value"

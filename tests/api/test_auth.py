@@ -10,11 +10,11 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from service_helpers import Tenant, unique
 
-from resonance_os.api.db import ApiKey
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.keys import hash_key
+from resonance_os.api.persistence.db import ApiKey
+from resonance_os.api.persistence.keys import hash_key
+from resonance_os.api.persistence.tenants import create_tenant, revoke_keys, rotate_key
 from resonance_os.api.settings import Settings
-from resonance_os.api.tenants import create_tenant, revoke_keys, rotate_key
 from resonance_os.core.errors import ValidationError
 
 TEXT = {"text": "We shipped the new release on Monday. Customers loved it!"}

@@ -7,7 +7,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 
-from resonance_os.api.db import Database, resolve_db_url
+from resonance_os.api.persistence.db import Database, resolve_db_url
 from resonance_os.profiles.schema import Base
 
 HEAD = "0007"
@@ -47,7 +47,7 @@ def test_concurrent_first_starts_migrate_once_without_errors(db_url, tmp_path):
     import sys
 
     url = db_url if not db_url.startswith("sqlite") else f"sqlite:///{tmp_path / 'race.db'}"
-    script = "import sys; from resonance_os.api.db import Database; print(Database(sys.argv[1]).migrate())"
+    script = "import sys; from resonance_os.api.persistence.db import Database; print(Database(sys.argv[1]).migrate())"
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script, url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True

@@ -144,7 +144,7 @@ def test_500_preferences_through_the_api_train_an_accurate_reward_model(client, 
 
 
 def test_ratings_and_preferences_are_stored_with_the_items_text_and_hrv(client, make_tenant, app):
-    from resonance_os.api.db import Feedback
+    from resonance_os.api.persistence.db import Feedback
 
     tenant = make_tenant("store")
     first = client.post(

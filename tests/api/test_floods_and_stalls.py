@@ -12,9 +12,9 @@ import uuid
 
 import httpx
 
-from resonance_os.api.db import Database
-from resonance_os.api.http_protocol import REFUSED_HOLD_S
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.http.protocol import REFUSED_HOLD_S
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 ATTACKER = "127.0.0.2"  # the whole of 127.0.0.0/8 is loopback on Linux
 THROTTLE_S = 0.2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from resonance_os.api.heap import settle_heap
+from resonance_os.api.text.heap import settle_heap
 
 
 class _Node:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from resonance_os.api import jobs
+from resonance_os.api.jobs import queue
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 TEXT = "The team shipped the release on Monday. Why did customers love it? It felt like a gift."
@@ -79,7 +79,7 @@ def test_jobs_are_invisible_across_tenants(client, two_tenants, app):
         from resonance_os.profiles.schema import Tenant
 
         a_id = session.query(Tenant.id).filter(Tenant.name == a.name).scalar()
-    job = jobs.submit(tenant_a, a_id, "ppo", "trainers:count", {"timesteps": 64})
+    job = queue.submit(tenant_a, a_id, "ppo", "trainers:count", {"timesteps": 64})
     assert client.get(f"/v1/jobs/{job.id}", headers=a.headers).status_code == 200
     response = client.get(f"/v1/jobs/{job.id}", headers=b.headers)
     assert response.status_code == 404

@@ -14,9 +14,9 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from service_helpers import Tenant, unique
 
-from resonance_os.api.db import Database, Job
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database, Job
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.profiles.schema import Tenant as TenantRow
 
 HERE = Path(__file__).parent

@@ -10,9 +10,9 @@ import httpx
 import pytest
 from service_helpers import HERE, unique
 
-from resonance_os.api.db import Database
-from resonance_os.api.job_report import curve_points
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.jobs.report import curve_points
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 
 def _keys(db_url: str, *prefixes: str) -> list[str]:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from resonance_os.api import jobs
-from resonance_os.api.db import Job
 from resonance_os.api.hr_server import create_app
+from resonance_os.api.jobs import queue
+from resonance_os.api.persistence.db import Job
 from resonance_os.profiles.schema import Tenant, utcnow
 
 HERE = Path(__file__).parent
@@ -85,7 +85,7 @@ def test_killed_worker_is_replaced_until_attempts_run_out_never_lost(job_app, ma
         job = client.post(
             "/v1/train", json={"target_hrv": HRV, "timesteps": 6400}, headers=tenant.headers
         ).json()
-        for attempt in range(1, jobs.MAX_ATTEMPTS + 1):
+        for attempt in range(1, queue.MAX_ATTEMPTS + 1):
             running = _wait(
                 client,
                 job["id"],
@@ -98,7 +98,7 @@ def test_killed_worker_is_replaced_until_attempts_run_out_never_lost(job_app, ma
             assert running["state"] == "running"
         failed = _wait(client, job["id"], tenant.headers, lambda j: j["state"] == "failed")
         assert "stopped before the job finished" in failed["error"]
-        assert f"each of {jobs.MAX_ATTEMPTS} attempts" in failed["error"]
+        assert f"each of {queue.MAX_ATTEMPTS} attempts" in failed["error"]
 
 
 def test_restart_recovery_requeues_orphaned_running_jobs_and_starts_queued_ones(db_url, monkeypatch):
@@ -110,8 +110,8 @@ def test_restart_recovery_requeues_orphaned_running_jobs_and_starts_queued_ones(
         session.add(tenant)
         session.flush()
         tenant_id = tenant.id
-    orphan = jobs.submit(db, tenant_id, "ppo", "trainers:count", {"timesteps": 64})
-    queued = jobs.submit(db, tenant_id, "ppo", "trainers:count", {"timesteps": 64})
+    orphan = queue.submit(db, tenant_id, "ppo", "trainers:count", {"timesteps": 64})
+    queued = queue.submit(db, tenant_id, "ppo", "trainers:count", {"timesteps": 64})
     with db.write() as session:
         row = session.get(Job, orphan.id)
         row.state, row.pid, row.host, row.started_at, row.heartbeat_at, row.attempts = (

@@ -8,8 +8,8 @@ from fastapi.testclient import TestClient
 from service_helpers import unique
 
 from resonance_os.api.hr_server import create_app
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
-from resonance_os.api.tenants import create_tenant
 
 
 def test_body_over_one_megabyte_is_413_by_length_and_when_chunked(client, make_tenant):

@@ -20,8 +20,8 @@ from live_server import LiveServer  # noqa: E402
 from service_helpers import unique  # noqa: E402
 from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 
 MODEL = "tiny"
 USER = [{"role": "user", "content": "the cat sat on the mat"}]

@@ -13,8 +13,8 @@ import pytest
 from live_server import free_port
 from service_helpers import unique
 
-from resonance_os.api.db import Database
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.core.env import LEGACY_ALIASES, getenv
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 

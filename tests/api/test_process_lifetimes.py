@@ -13,14 +13,14 @@ import time
 
 import pytest
 
-from resonance_os.api.processes import WATCH_S, pid_alive
+from resonance_os.api.jobs.processes import WATCH_S, pid_alive
 
 PARENT = textwrap.dedent(
     """
     import subprocess, sys, threading, time
     CHILD = '''
     import sys, threading, time
-    from resonance_os.api.processes import die_with_parent
+    from resonance_os.api.jobs.processes import die_with_parent
     parent = int(sys.argv[1])
     if sys.argv[2] == "watchdog-only":  # off the main thread: no signal handler, no prctl
         threading.Thread(target=die_with_parent, args=(parent,)).start()

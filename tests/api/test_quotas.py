@@ -14,10 +14,10 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from service_helpers import Tenant, unique
 
-from resonance_os.api.db import Database, Feedback, Item, Usage
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.quotas import StorageQuota, StorageQuotaError, check_room, stored
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database, Feedback, Item, Usage
+from resonance_os.api.persistence.quotas import StorageQuota, StorageQuotaError, check_room, stored
+from resonance_os.api.persistence.tenants import create_tenant
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 TEXT = "The rain kept falling on the quiet harbour. Boats rocked, and the gulls waited for the fishermen."

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 from service_helpers import unique
 
-from resonance_os.api.db import Database
-from resonance_os.api.ratelimit import PROBES, SLOTS, RateLimiter, SharedRateLimiter
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.limits.per_key import PROBES, SLOTS, RateLimiter, SharedRateLimiter
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 
 def test_a_bucket_allows_the_burst_then_refuses_with_the_wait():

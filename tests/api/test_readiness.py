@@ -10,8 +10,8 @@ import time
 import httpx
 from service_helpers import unique
 
-from resonance_os.api.db import Database
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 

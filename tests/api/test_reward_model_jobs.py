@@ -13,11 +13,11 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from service_helpers import Tenant, train_reward_model, unique
 
-from resonance_os.api.db import Job, RewardModelVersion
-from resonance_os.api.feedback import version_bytes
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.quotas import usage
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Job, RewardModelVersion
+from resonance_os.api.persistence.feedback import version_bytes
+from resonance_os.api.persistence.quotas import usage
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.profiles.schema import Tenant as TenantRow
 
 TEXTS = [
@@ -125,7 +125,7 @@ def test_a_version_that_no_longer_fits_the_quota_fails_its_job_and_stores_nothin
             session.execute(sa.update(Job).where(Job.id == job_id).values(state="starting"))
         env = {**os.environ, "RESONANCE_DB": db_url, "RESONANCE_QUOTA_ROWS": "21"}
         worker = subprocess.run(
-            [sys.executable, "-m", "resonance_os.api.job_worker", job_id],
+            [sys.executable, "-m", "resonance_os.api.jobs.worker", job_id],
             env=env,
             capture_output=True,
             timeout=300,

@@ -11,12 +11,12 @@ import gymnasium as gym
 import pytest
 from fastapi.testclient import TestClient
 
-from resonance_os.api import jobs, serving_gate
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.job_report import JobReport
-from resonance_os.api.serving_gate import GATE_ENV, RequestYield, ServingGate
+from resonance_os.api.jobs import queue, serving_gate
+from resonance_os.api.jobs.hr_ppo import learn_resumable
+from resonance_os.api.jobs.report import JobReport
+from resonance_os.api.jobs.serving_gate import GATE_ENV, RequestYield, ServingGate
 from resonance_os.api.settings import Settings
-from resonance_os.api.training import learn_resumable
 from resonance_os.core.errors import ValidationError
 
 
@@ -39,7 +39,7 @@ def test_a_worker_sees_the_servers_requests_in_flight_and_its_share(tmp_path):
 
 def test_a_new_gate_removes_the_files_of_dead_servers(tmp_path):
     code = (
-        "import pathlib, sys; from resonance_os.api.serving_gate import ServingGate; "
+        "import pathlib, sys; from resonance_os.api.jobs.serving_gate import ServingGate; "
         "ServingGate.create(pathlib.Path(sys.argv[1]))"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)  # exits without closing
@@ -88,7 +88,7 @@ def test_a_job_that_trained_undisturbed_has_not_saved_up_waiting(tmp_path):
 
 def test_no_wait_once_the_server_that_owns_the_gate_is_gone(tmp_path, monkeypatch):
     code = (
-        "import pathlib, sys; from resonance_os.api.serving_gate import ServingGate; "
+        "import pathlib, sys; from resonance_os.api.jobs.serving_gate import ServingGate; "
         "ServingGate.create(pathlib.Path(sys.argv[1])).enter()"
     )
     subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True)  # dies with a request open
@@ -109,9 +109,9 @@ def test_the_server_counts_a_request_while_it_runs_and_names_its_gate_to_workers
         assert client.get("/probe").json() == {"in_flight": 1}
         assert gate.in_flight == 0
         assert app.state.job_runner.serving_gate == gate.path
-        assert jobs.worker_environment(db_url, serving_gate=gate.path)[GATE_ENV] == str(gate.path)
+        assert queue.worker_environment(db_url, serving_gate=gate.path)[GATE_ENV] == str(gate.path)
         monkeypatch.setenv(GATE_ENV, "/stale/gate")
-        assert GATE_ENV not in jobs.worker_environment(db_url)
+        assert GATE_ENV not in queue.worker_environment(db_url)
     assert app.state.serving_gate is None and not gate.path.exists()
 
 
@@ -132,7 +132,7 @@ def test_a_share_that_could_stop_training_is_refused_with_the_setting_named(shar
 
 
 def test_learn_resumable_yields_before_every_env_step_and_optimiser_step(db_url, tmp_path):
-    from resonance_os.api.db import Database
+    from resonance_os.api.persistence.db import Database
 
     calls = []
     db = Database(db_url)

@@ -17,7 +17,7 @@ pytest.importorskip("transformers", reason="steering needs the local extra (tran
 sys.path.insert(0, str(Path(__file__).parents[1] / "llm"))
 from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
-from resonance_os.api.tenants import authenticate  # noqa: E402
+from resonance_os.api.persistence.tenants import authenticate  # noqa: E402
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
 from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402

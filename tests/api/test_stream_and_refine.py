@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from live_server import LiveServer
 from service_helpers import unique
 
-from resonance_os.api.db import Database
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 DRAFT = (
     "The interpreter imports the module. The result is an integer. "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from resonance_os.api.training import PPO_UPDATE_STEPS
+from resonance_os.api.jobs.hr_ppo import PPO_UPDATE_STEPS
 from resonance_os.core.hrv_constants import (
     GAP_CONVENTION,
     HRV_DESCRIPTIONS,

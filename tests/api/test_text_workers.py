@@ -12,11 +12,11 @@ import threading
 import pytest
 from service_helpers import unique
 
-from resonance_os.api.db import Database
 from resonance_os.api.hr_server import create_app
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import TenantContext, authenticate, create_tenant
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext, authenticate, create_tenant
-from resonance_os.api.text_workers import TextWorkers
+from resonance_os.api.text.workers import TextWorkers
 from resonance_os.core.errors import BusyError, ValidationError
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]

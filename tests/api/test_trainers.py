@@ -1,4 +1,4 @@
-"""api/trainers.py: API jobs name their trainer; the worker finds it in a plain registry."""
+"""api/jobs/trainers.py: API jobs name their trainer; the worker finds it in a plain registry."""
 
 from __future__ import annotations
 
@@ -6,17 +6,18 @@ import os.path
 
 import pytest
 
-from resonance_os.api import feedback, training
+from resonance_os.api.jobs import hr_ppo
+from resonance_os.api.jobs.hr_ppo import TrainingUnavailableError
+from resonance_os.api.jobs.trainers import TRAINERS, check_available, lookup
+from resonance_os.api.persistence import feedback
 from resonance_os.api.settings import Settings
-from resonance_os.api.trainers import TRAINERS, check_available, lookup
-from resonance_os.api.training import TrainingUnavailableError
 from resonance_os.core.errors import ValidationError
 
 
 def test_the_built_in_trainers_are_found_by_name_and_by_the_spec_older_jobs_stored():
-    assert lookup("hr_ppo") is training.train_profile_policy
+    assert lookup("hr_ppo") is hr_ppo.train_profile_policy
     assert lookup("reward_model") is feedback.fit_reward_model
-    assert lookup("resonance_os.api.training:train_profile_policy") is training.train_profile_policy
+    assert lookup("resonance_os.api.training:train_profile_policy") is hr_ppo.train_profile_policy
     assert lookup("resonance_os.api.feedback:fit_reward_model") is feedback.fit_reward_model
     assert Settings().trainers == {"ppo": "hr_ppo"} and Settings().trainers["ppo"] in TRAINERS
     check_available("hr_ppo")  # the training stack is installed here
@@ -46,8 +47,8 @@ def test_resonance_trainers_names_a_trainer_per_kind(monkeypatch):
 def test_a_job_trains_in_its_run_folder_and_an_older_work_folder_resumes_in_place(db_url, tmp_path):
     import gymnasium as gym
 
-    from resonance_os.api.db import Database
-    from resonance_os.api.job_report import JobReport
+    from resonance_os.api.jobs.report import JobReport
+    from resonance_os.api.persistence.db import Database
     from resonance_os.rl.algorithms.ppo import PPO
     from resonance_os.rl.run import open_run
 
@@ -56,7 +57,7 @@ def test_a_job_trains_in_its_run_folder_and_an_older_work_folder_resumes_in_plac
     db.migrate()
     try:
         fresh = JobReport(db, "no-such-job", 1, work_dir=tmp_path / "new")
-        training.learn_resumable(gym.make("CartPole-v1"), config, 64, fresh, pause=lambda *a: None)
+        hr_ppo.learn_resumable(gym.make("CartPole-v1"), config, 64, fresh, pause=lambda *a: None)
         run = open_run(tmp_path / "new" / "run")
         assert (run.kind, run.layout, run.config["ppo"]) == ("ppo", "run", config)
         assert [row["timesteps"] for row in run.metrics()] == [64]
@@ -68,7 +69,7 @@ def test_a_job_trains_in_its_run_folder_and_an_older_work_folder_resumes_in_plac
         resumed: list[int] = []
         report = JobReport(db, "no-such-job", 1, work_dir=work)
         report.resumed = resumed.append
-        model = training.learn_resumable(gym.make("CartPole-v1"), config, 128, report, pause=lambda *a: None)
+        model = hr_ppo.learn_resumable(gym.make("CartPole-v1"), config, 128, report, pause=lambda *a: None)
     finally:
         db.dispose()
     assert resumed == [64] and model.num_timesteps == 128 and not (work / "run").exists()
@@ -80,10 +81,10 @@ def test_a_train_request_is_queued_as_the_whole_ppo_updates_it_trains(db_url):
     from fastapi.testclient import TestClient
 
     from resonance_os.api.hr_server import create_app
-    from resonance_os.api.tenants import create_tenant
-    from resonance_os.api.trainers import whole_updates
+    from resonance_os.api.jobs.trainers import whole_updates
+    from resonance_os.api.persistence.tenants import create_tenant
 
-    assert training.PPO_UPDATE_STEPS == 2048
+    assert hr_ppo.PPO_UPDATE_STEPS == 2048
     assert [whole_updates("hr_ppo", t) for t in (64, 2048, 5000, 6144)] == [2048, 2048, 6144, 6144]
     assert whole_updates("os.path:join", 5000) == 5000  # a trainer that declares no update size
     app = create_app(db_url, launch_workers=False)

@@ -10,8 +10,8 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
-from resonance_os.api.db import Job
 from resonance_os.api.hr_server import create_app
+from resonance_os.api.persistence.db import Job
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 

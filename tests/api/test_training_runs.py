@@ -1,4 +1,4 @@
-"""The writing-policy trainer's run folder (api/training.py): what a job records, what a resumed
+"""The writing-policy trainer's run folder (api/jobs/hr_ppo.py): what a job records, what a resumed
 attempt reads back from it, and the reward a /v1/train request chooses."""
 
 from __future__ import annotations
@@ -8,13 +8,13 @@ import os
 import pytest
 from fastapi.testclient import TestClient
 
-from resonance_os.api import training
-from resonance_os.api.db import Database
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.job_report import JobReport
-from resonance_os.api.schemas import TrainRequest
-from resonance_os.api.serving_gate import GATE_ENV
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.http.schemas import TrainRequest
+from resonance_os.api.jobs import hr_ppo
+from resonance_os.api.jobs.report import JobReport
+from resonance_os.api.jobs.serving_gate import GATE_ENV
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.evolution.hr_policy import KIND, load_run
 from resonance_os.evolution.hr_rl_trainer import HRWritingEnv, hr_ppo_config
 from resonance_os.quality.reward import REWARDS
@@ -40,12 +40,12 @@ def full_observation_model(log_dir) -> PPO:
     return PPO("MlpPolicy", env, log_dir=log_dir, **hr_ppo_config(SMALL, seed=0)).learn(64)
 
 
-def resume(db, work, monkeypatch) -> tuple[list[int], training.TrainingResult]:
+def resume(db, work, monkeypatch) -> tuple[list[int], hr_ppo.TrainingResult]:
     monkeypatch.delenv(GATE_ENV, raising=False)
     resumed: list[int] = []
     report = JobReport(db, "no-such-job", 1, work_dir=work)
     report.resumed = resumed.append
-    return resumed, training.train_profile_policy(dict(PARAMS), report)
+    return resumed, hr_ppo.train_profile_policy(dict(PARAMS), report)
 
 
 def test_an_older_jobs_checkpoint_on_the_full_observation_resumes_under_the_gap_default(
@@ -72,7 +72,7 @@ def test_a_finished_job_run_keeps_its_settings_and_its_observation(db, tmp_path,
     work = tmp_path / "job"
     env = HRWritingEnv(target_hrv=HRV, seed=0, observation="full")
     began = {"algorithm": "PPO", "ppo": hr_ppo_config(SMALL, seed=0)}
-    run = training.job_run(work, KIND, config=began, task=env.settings())
+    run = hr_ppo.job_run(work, KIND, config=began, task=env.settings())
     run.save_checkpoint(full_observation_model(run.path).save)
     resumed, result = resume(db, work, monkeypatch)
     assert resumed == [64] and result.metrics["timesteps"] == 128

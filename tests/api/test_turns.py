@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from resonance_os.api.turns import TooManyRequestsError, WriterTurns
+from resonance_os.api.text.turns import TooManyRequestsError, WriterTurns
 from resonance_os.core.errors import BusyError
 
 

@@ -23,9 +23,9 @@ from live_server import LiveServer  # noqa: E402
 from service_helpers import unique  # noqa: E402
 from tiny_lm import save_tiny_model  # noqa: E402
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.quotas import StorageQuota, usage  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.quotas import StorageQuota, usage  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 from resonance_os.evolution.voice_adapters import VoiceTraining, train_voice_adapter, voice_policy  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 
@@ -185,14 +185,14 @@ def test_an_adapter_past_the_storage_quota_fails_the_job_naming_it_with_nothing_
 ):
     """The trainer the job worker runs, called as it calls it: the paragraphs fit the quota, the
     trained adapter does not."""
-    from resonance_os.api.db import Item
-    from resonance_os.api.job_report import JobReport
-    from resonance_os.api.quotas import StorageQuotaError
-    from resonance_os.api.voice_adapter_jobs import (
+    from resonance_os.api.jobs.report import JobReport
+    from resonance_os.api.jobs.voice_adapters import (
         profile_adapter_dir,
         served_folder,
         train_voice_adapter_job,
     )
+    from resonance_os.api.persistence.db import Item
+    from resonance_os.api.persistence.quotas import StorageQuotaError
 
     monkeypatch.setenv("RESONANCE_CACHE", str(model_cache))
     monkeypatch.setenv("RESONANCE_OPENAI_RUNS", str(tmp_path / "runs"))

@@ -8,7 +8,7 @@ import time
 
 import gymnasium as gym
 
-from resonance_os.api.job_report import JobReport, TrainingResult
+from resonance_os.api.jobs.report import JobReport, TrainingResult
 from resonance_os.core.errors import ValidationError
 
 
@@ -35,7 +35,7 @@ class _Slow(gym.Wrapper):
 
 def cartpole_ppo(params: dict, report: JobReport) -> TrainingResult:
     """Real PPO on CartPole through the service's checkpoint/resume path (``learn_resumable``)."""
-    from resonance_os.api.training import learn_resumable
+    from resonance_os.api.jobs.hr_ppo import learn_resumable
 
     env = _Slow(gym.make("CartPole-v1"))
     config = {"n_steps": 64, "batch_size": 32, "n_epochs": 2, "seed": int(params["seed"])}

@@ -14,9 +14,9 @@ import pytest
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from resonance_os.api.db import resolve_db_url
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import resolve_db_url
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.cli.hr_main import app as cli
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 

@@ -13,7 +13,7 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from resonance_os.api.schemas import GenerateRequest
+from resonance_os.api.http.schemas import GenerateRequest
 from resonance_os.cli.hr_main import app
 from resonance_os.core.limits import MAX_PARAGRAPHS, MAX_TEXT_CHARS
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from resonance_os.api.db import Database
-from resonance_os.api.tenants import create_tenant, list_tenants
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant, list_tenants
 from resonance_os.core.errors import ValidationError
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 from resonance_os.profiles.names import validate_name

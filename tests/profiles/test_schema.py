@@ -16,9 +16,9 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 
-from resonance_os.api.db import Database
-from resonance_os.api.keys import display_prefix, hash_key, new_key
-from resonance_os.api.tenants import authenticate, list_tenants
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.keys import display_prefix, hash_key, new_key
+from resonance_os.api.persistence.tenants import authenticate, list_tenants
 from resonance_os.profiles.multi_tenant_hr_profiles import HRVProfileManager
 from resonance_os.profiles.storage import MIGRATIONS
 

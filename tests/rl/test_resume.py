@@ -68,7 +68,7 @@ def test_a_killed_attempt_is_continued_from_its_last_checkpoint(tmp_path):
 
 def test_an_api_job_work_folder_of_before_is_continued_in_place(tmp_path):
     old = PPO("MlpPolicy", gym.make("CartPole-v1"), log_dir=tmp_path / "logs", **CONFIG).learn(64)
-    old.save(tmp_path / "checkpoint")  # as api/training.py left a killed job's work folder
+    old.save(tmp_path / "checkpoint")  # as api/jobs/hr_ppo.py left a killed job's work folder
     run = open_run(tmp_path)
     assert run.layout == "job"
     resumed: list[int] = []

@@ -4,7 +4,7 @@ Run it with ``resonance serve`` (or this module); OpenAPI docs at ``/docs``. Con
 then ``RESONANCE_*`` environment variables (see :class:`resonance_os.api.settings.Settings`), then the
 embedded defaults (SQLite under ``~/.resonance_os/``, 127.0.0.1:8000); the original's ``API_HOST`` and
 ``API_PORT`` are read when ``RESONANCE_HOST``/``RESONANCE_PORT`` are unset. The original's in-process
-call, ``hr_generate(SimpleRequest(prompt=...))``, is importable from here (:mod:`resonance_os.api.in_process`).
+call, ``hr_generate(SimpleRequest(prompt=...))``, is importable from here (:mod:`resonance_os.api.text.in_process`).
 """
 
 from __future__ import annotations
@@ -20,34 +20,34 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 
 from resonance_os import __version__
-from resonance_os.api import jobs
 from resonance_os.api import tinker as tinker_api
-from resonance_os.api.address_limits import AddressLimiter
 from resonance_os.api.agl.routes import install_agent_store
-from resonance_os.api.auth_cache import AuthCache
-from resonance_os.api.db import Database
-from resonance_os.api.deps import tenant
-from resonance_os.api.heap import settle_heap
-from resonance_os.api.http_errors import install_error_handlers
-from resonance_os.api.http_protocol import HeaderTimeoutProtocol
-from resonance_os.api.keys import resonance_home
-from resonance_os.api.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
+from resonance_os.api.http.deps import tenant
+from resonance_os.api.http.errors import install_error_handlers
+from resonance_os.api.http.middleware import BodyLimitMiddleware, MetricsMiddleware, NulGuardMiddleware
+from resonance_os.api.http.protocol import HeaderTimeoutProtocol
+from resonance_os.api.http.studio import mount_studio
+from resonance_os.api.jobs import queue
+from resonance_os.api.jobs.processes import PARENT_PID_ENV, die_with_parent, parent_pid_from_env
+from resonance_os.api.jobs.serving_gate import ServingGate, ServingGateMiddleware
+from resonance_os.api.limits.per_address import AddressLimiter
+from resonance_os.api.limits.per_key import RateLimiter, SharedRateLimiter
 from resonance_os.api.openai import routes as openai_routes
-from resonance_os.api.processes import PARENT_PID_ENV, die_with_parent, parent_pid_from_env
-from resonance_os.api.quotas import StorageQuota
-from resonance_os.api.ratelimit import RateLimiter, SharedRateLimiter
+from resonance_os.api.persistence.auth_cache import AuthCache
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.keys import resonance_home
+from resonance_os.api.persistence.quotas import StorageQuota
 from resonance_os.api.routes import feedback, generate, health, profiles, steer, text
 from resonance_os.api.routes import jobs as job_routes
 from resonance_os.api.routes import voice_adapters as voice_adapter_routes
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.serving_gate import ServingGate, ServingGateMiddleware
 from resonance_os.api.settings import Settings
-from resonance_os.api.studio import mount_studio
-from resonance_os.api.text_workers import TextWorkers
+from resonance_os.api.text.heap import settle_heap
+from resonance_os.api.text.workers import TextWorkers
 from resonance_os.core.env import getenv
 
 if TYPE_CHECKING:
-    from resonance_os.api.in_process import SimpleRequest, SimpleResponse, hr_generate
+    from resonance_os.api.text.in_process import SimpleRequest, SimpleResponse, hr_generate
 
 __all__ = ["SimpleRequest", "SimpleResponse", "create_app", "hr_generate", "main", "serve"]
 
@@ -75,7 +75,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
 
     The database is migrated to the newest revision here; at start-up, jobs left running by a previous
     server whose worker is gone are queued again (to resume from their checkpoints), and a
-    :class:`~resonance_os.api.jobs.JobRunner` thread starts queued jobs within the job limits.
+    :class:`~resonance_os.api.jobs.queue.JobRunner` thread starts queued jobs within the job limits.
     """
     settings = settings or Settings.from_env(db_url=db_url, **overrides)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
@@ -93,7 +93,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         StorageQuota(rows=settings.quota_rows, bytes=settings.quota_bytes),
     )
 
-    limits = jobs.JobLimits(
+    limits = queue.JobLimits(
         running=settings.max_running_jobs,
         running_per_tenant=settings.max_running_jobs_per_tenant,
         queued_per_tenant=settings.max_queued_jobs_per_tenant,
@@ -103,7 +103,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         svc.workers.start()  # load the language model now, not at the first write
-        outcome = jobs.recover(db)
+        outcome = queue.recover(db)
         if outcome["queued"] or outcome["failed"]:
             log.warning("job recovery: %s", outcome)
         runner = gate = None
@@ -111,7 +111,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
             if settings.training_yield_share > 0:
                 gate = ServingGate.create(resonance_home() / "serving", settings.training_yield_share)
             app.state.serving_gate = gate
-            runner = jobs.JobRunner(
+            runner = queue.JobRunner(
                 db, limits, settings.checkpoint_every, serving_gate=None if gate is None else gate.path
             )
         app.state.job_runner = runner.start() if runner is not None else None
@@ -170,7 +170,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
 
 def create_served_app() -> FastAPI:
     """:func:`create_app` from the environment, for the process that serves it: its loaded models are
-    then kept out of the garbage collector's full passes (:func:`~resonance_os.api.heap.settle_heap`).
+    then kept out of the garbage collector's full passes (:func:`~resonance_os.api.text.heap.settle_heap`).
     A server process of ``--workers N`` stops when the supervisor that started it dies."""
     supervisor = parent_pid_from_env()
     if supervisor is not None and supervisor != os.getpid():
@@ -231,7 +231,7 @@ def __getattr__(name: str) -> Any:
     """The original's in-process names (``SimpleRequest``, ``SimpleResponse``, ``hr_generate``), loaded
     on first use so that starting the server does not load the writer."""
     if name in ("SimpleRequest", "SimpleResponse", "hr_generate"):
-        from resonance_os.api import in_process
+        from resonance_os.api.text import in_process
 
         return getattr(in_process, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

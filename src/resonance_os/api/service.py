@@ -14,12 +14,19 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database, Item, Job
-from resonance_os.api.jobs import JobLimits
-from resonance_os.api.quotas import StorageQuota, charge, check_room, release, reserved, text_bytes
-from resonance_os.api.tenants import TenantContext
-from resonance_os.api.text_engine import as_dict
-from resonance_os.api.text_workers import TextWorkers
+from resonance_os.api.jobs.queue import JobLimits
+from resonance_os.api.persistence.db import Database, Item, Job
+from resonance_os.api.persistence.quotas import (
+    StorageQuota,
+    charge,
+    check_room,
+    release,
+    reserved,
+    text_bytes,
+)
+from resonance_os.api.persistence.tenants import TenantContext
+from resonance_os.api.text.engine import as_dict
+from resonance_os.api.text.workers import TextWorkers
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
@@ -50,9 +57,9 @@ def _voice_of(article: Any) -> str | None:
 
 class ResonanceService:
     """The service's domain calls over one :class:`Database` (profiles live in the same database);
-    what a tenant stores is counted against ``quota`` (:mod:`resonance_os.api.quotas`). CPU-bound text
+    what a tenant stores is counted against ``quota`` (:mod:`resonance_os.api.persistence.quotas`). CPU-bound text
     work (writing, refining, scoring, measuring long texts) runs through ``workers``
-    (:class:`~resonance_os.api.text_workers.TextWorkers`: tenants take turns; in worker processes when
+    (:class:`~resonance_os.api.text.workers.TextWorkers`: tenants take turns; in worker processes when
     it has any, else in the calling thread)."""
 
     def __init__(
@@ -144,7 +151,7 @@ class ResonanceService:
         """The writing reward of ``text`` toward the target with its terms (``quality.reward``),
         per-dimension gaps (target - measured), and the tenant's latest reward model's score when one
         has been trained."""
-        from resonance_os.api import feedback
+        from resonance_os.api.persistence import feedback
 
         target, _ = self.resolve_target(ctx, profile, target_hrv)
         scored = self.workers.run(ctx.tenant_id, "score", text, target, prompt, counted=False)
@@ -218,7 +225,7 @@ class ResonanceService:
         never. The answer's ``voice_adapter`` names the profile whose adapter drafted (else None) and
         ``backend`` says what drafted. A corrupt adapter is a ``VoiceAdapterError`` (422) naming it.
 
-        The writer is shared fairly (:class:`~resonance_os.api.turns.WriterTurns`: tenants take turns
+        The writer is shared fairly (:class:`~resonance_os.api.text.turns.WriterTurns`: tenants take turns
         paragraph by paragraph); past ``deadline`` (a ``time.monotonic()`` instant) the call stops with
         ``BusyError``. ``progress(k, n)`` is called when paragraph ``k`` of ``n`` starts (from the
         writer's ``between_paragraphs`` hook, with or without a trained policy); an exception it raises
@@ -231,21 +238,21 @@ class ResonanceService:
             report(started[0], paragraphs)
 
         if policy is not None:
-            from resonance_os.api.policies import policy_folder, policy_job
+            from resonance_os.api.jobs.policies import policy_folder, policy_job
 
             job = policy_job(self.db, ctx.tenant_id, policy)
             if profile is None and target_hrv is None:  # steer toward what the policy was trained for
                 target, profile_name = list(job.params["target_hrv"]), job.params.get("profile")
             else:
                 target, profile_name = self.resolve_target(ctx, profile, target_hrv)
-            from resonance_os.api.training import generate_with_policy
+            from resonance_os.api.jobs.hr_ppo import generate_with_policy
 
             version = job.params.get("reward_model_version")
 
             def reward_model():
                 if version is None:
                     return None
-                from resonance_os.api.feedback import load_version
+                from resonance_os.api.persistence.feedback import load_version
 
                 return load_version(self.db, ctx.tenant_id, version, self.extractor)
 
@@ -349,8 +356,9 @@ class ResonanceService:
     ) -> Job:
         """Queue a PPO job toward the target on the ``reward`` writing reward (``"fast"`` or ``"lm"``), with
         the tenant's newest reward model unless told not to; ``JobQueueFullError`` (429) past ``limits``.
-        A :class:`~resonance_os.api.jobs.JobRunner` starts it."""
-        from resonance_os.api import feedback, jobs, trainers
+        A :class:`~resonance_os.api.jobs.queue.JobRunner` starts it."""
+        from resonance_os.api.jobs import queue, trainers
+        from resonance_os.api.persistence import feedback
 
         target, profile_name = self.resolve_target(ctx, profile, target_hrv)
         trainers.check_available(trainer)
@@ -364,7 +372,7 @@ class ResonanceService:
             "reward_model_version": None if reward_model is None else reward_model.version,
             "reward": reward,
         }
-        return jobs.submit(self.db, ctx.tenant_id, "ppo", trainer, params, limits)
+        return queue.submit(self.db, ctx.tenant_id, "ppo", trainer, params, limits)
 
     def start_reward_model_training(
         self, ctx: TenantContext, trainer: str, *, holdout_fraction: float, seed: int, limits: JobLimits
@@ -372,12 +380,13 @@ class ResonanceService:
         """Queue a reward-model fit on all of the tenant's feedback (``feedback.fit_reward_model`` in a
         job worker). Refused before it queues: 422 with too little feedback, 507 when the tenant's
         storage has no room for another version, 429 past ``limits``."""
-        from resonance_os.api import feedback, jobs
+        from resonance_os.api.jobs import queue
+        from resonance_os.api.persistence import feedback
 
         feedback.check_trainable(self.db, ctx.tenant_id)
         check_room(self.db, ctx.tenant_id, self.quota, 1, 0)
         params = {"holdout_fraction": holdout_fraction, "seed": seed}
-        return jobs.submit(self.db, ctx.tenant_id, feedback.REWARD_MODEL_KIND, trainer, params, limits)
+        return queue.submit(self.db, ctx.tenant_id, feedback.REWARD_MODEL_KIND, trainer, params, limits)
 
     def start_voice_adapter_training(
         self,
@@ -392,12 +401,12 @@ class ResonanceService:
         limits: JobLimits,
     ) -> Job:
         """Queue the training of the voice adapter of the tenant's profile ``name`` on ``text``'s
-        paragraphs (``api.voice_adapter_jobs``); the paragraphs are stored as an item (source
+        paragraphs (``api.jobs.voice_adapters``); the paragraphs are stored as an item (source
         ``corpus``, counted in the quota) the job reads. Refused before it queues: 404 for an unknown
         profile, 422 without a paragraph of 25 words, 507 without room for the item, 429 past
         ``limits`` (the item is then removed again)."""
-        from resonance_os.api import jobs
-        from resonance_os.api.voice_adapter_jobs import CORPUS_SOURCE, VOICE_ADAPTER_KIND
+        from resonance_os.api.jobs import queue
+        from resonance_os.api.jobs.voice_adapters import CORPUS_SOURCE, VOICE_ADAPTER_KIND
         from resonance_os.evolution.voice_adapters import split_paragraphs, writer_candidates
 
         profile = self.profiles.get_profile(ctx.tenant, name)
@@ -419,7 +428,7 @@ class ResonanceService:
             "seed": seed,
         }
         try:
-            return jobs.submit(self.db, ctx.tenant_id, VOICE_ADAPTER_KIND, trainer, params, limits)
+            return queue.submit(self.db, ctx.tenant_id, VOICE_ADAPTER_KIND, trainer, params, limits)
         except BaseException:
             with self.db.write() as session:
                 session.execute(sa.delete(Item).where(Item.id == corpus_id))
@@ -465,7 +474,7 @@ class ResonanceService:
 
     def delete_profile(self, ctx: TenantContext, name: str) -> None:
         """Delete the profile with its history (their rows and bytes leave the tenant's storage usage)."""
-        from resonance_os.api.voice_adapter_jobs import remove_adapter
+        from resonance_os.api.jobs.voice_adapters import remove_adapter
 
         versions = self.profiles.profile_history(ctx.tenant, name)
         self.profiles.delete_profile(ctx.tenant, name)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from resonance_os.api.serving_gate import MAX_SHARE
+from resonance_os.api.jobs.serving_gate import MAX_SHARE
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.limits import MAX_TEXT_CHARS as MAX_TEXT_CHARS  # stated once, for the CLI too
 
@@ -26,7 +26,7 @@ INT_SETTINGS = (
 """Whole-number settings, each read from ``RESONANCE_<NAME>`` (upper case)."""
 
 DEFAULT_TRAINERS = {"ppo": "hr_ppo"}
-"""The trainer (a name in ``api.trainers``) each job kind runs."""
+"""The trainer (a name in ``api.jobs.trainers``) each job kind runs."""
 """Job kind -> ``module:function`` run by the worker process; chosen by the server, never by a client."""
 
 
@@ -65,7 +65,7 @@ def env_int(name: str, default: int, minimum: int = 1) -> int:
 
 def _parse_trainers(raw: str) -> dict[str, str]:
     """``"ppo=hr_ppo,other=package.module:function"`` -> ``{"ppo": "hr_ppo", ...}``: each job kind's
-    trainer, a name in ``api.trainers.TRAINERS`` or a function outside the package."""
+    trainer, a name in ``api.jobs.trainers.TRAINERS`` or a function outside the package."""
     trainers = {}
     for part in filter(None, (p.strip() for p in raw.split(","))):
         kind, _, spec = part.partition("=")
@@ -90,29 +90,29 @@ class Settings:
     Env: ``RESONANCE_DB``, ``RESONANCE_RATE_LIMIT``, ``RESONANCE_RATE_BURST``, ``RESONANCE_AUTH_CACHE_S``,
     ``RESONANCE_RATE_LIMIT_FILE``, ``RESONANCE_TRAINERS`` (``ppo=hr_ppo`` or ``ppo=module:function``), ``RESONANCE_SKIP_MIGRATE=1``.
 
-    Training jobs (see :mod:`resonance_os.api.jobs`): at most ``max_running_jobs`` run at once
+    Training jobs (see :mod:`resonance_os.api.jobs.queue`): at most ``max_running_jobs`` run at once
     (``RESONANCE_MAX_RUNNING_JOBS``), at most ``max_running_jobs_per_tenant`` of one tenant's
     (``RESONANCE_MAX_RUNNING_JOBS_PER_TENANT``); the rest wait, at most ``max_queued_jobs_per_tenant`` per
     tenant (``RESONANCE_MAX_QUEUED_JOBS_PER_TENANT``) and ``max_queued_jobs`` in all
     (``RESONANCE_MAX_QUEUED_JOBS``), beyond which ``/v1/train`` answers 429; a running job saves a
     checkpoint every ``checkpoint_every`` PPO updates (``RESONANCE_CHECKPOINT_EVERY``).
-    Storage (see :mod:`resonance_os.api.quotas`): each tenant keeps at most ``quota_rows`` stored rows
+    Storage (see :mod:`resonance_os.api.persistence.quotas`): each tenant keeps at most ``quota_rows`` stored rows
     (items, feedback, profile versions; ``RESONANCE_QUOTA_ROWS``) holding at most ``quota_bytes`` bytes of
     text (``RESONANCE_QUOTA_BYTES``); past either, writes answer 507.
-    Generation (see :mod:`resonance_os.api.turns`): each request has ``generate_budget_s`` seconds from
+    Generation (see :mod:`resonance_os.api.text.turns`): each request has ``generate_budget_s`` seconds from
     its arrival (``RESONANCE_GENERATE_BUDGET_S``; then 503); a tenant may have ``generate_per_tenant``
     generations in progress (``RESONANCE_GENERATE_PER_TENANT``; more: 429), each text worker
     ``generate_total`` (``RESONANCE_GENERATE_TOTAL``; more: 503). Writing, refining, scoring and
-    measuring long texts run in ``text_workers`` worker processes (``RESONANCE_TEXT_WORKERS``; 0: in
-    the server process), see :mod:`resonance_os.api.text_workers`.
-    Failed authentication (see :mod:`resonance_os.api.address_limits`): each client address may fail
+    measuring long texts run in text worker processes (``RESONANCE_TEXT_WORKERS``; 0: in
+    the server process), see :mod:`resonance_os.api.text.workers`.
+    Failed authentication (see :mod:`resonance_os.api.limits.per_address`): each client address may fail
     ``failed_auth_per_s`` times a second (``RESONANCE_FAILED_AUTH_RATE``) after a burst of
     ``failed_auth_burst`` (``RESONANCE_FAILED_AUTH_BURST``); then 429 before any key is hashed or looked up.
     A 429 of either limit is answered only after the wait it names, at most ``throttle_max_s`` seconds
-    (``RESONANCE_THROTTLE_MAX_S``; 0: at once), see :mod:`resonance_os.api.deps`.
+    (``RESONANCE_THROTTLE_MAX_S``; 0: at once), see :mod:`resonance_os.api.http.deps`.
     Stalled connections: a request body must arrive within ``body_timeout_s`` (``RESONANCE_BODY_TIMEOUT_S``;
-    then 408); request headers within ``$RESONANCE_HEADER_TIMEOUT_S`` (:mod:`resonance_os.api.http_protocol`).
-    Training yields to requests (see :mod:`resonance_os.api.serving_gate`): while the server has
+    then 408); request headers within ``$RESONANCE_HEADER_TIMEOUT_S`` (:mod:`resonance_os.api.http.protocol`).
+    Training yields to requests (see :mod:`resonance_os.api.jobs.serving_gate`): while the server has
     requests in flight its jobs' training waits, at most ``training_yield_share`` of their wall time
     (``RESONANCE_TRAINING_YIELD_SHARE``, from 0 to 0.95; 0: training never waits, nice 19 alone).
     ``GET /metrics`` shows training jobs only to ``Authorization: Bearer <metrics_token>``

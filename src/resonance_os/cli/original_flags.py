@@ -1,7 +1,7 @@
 """The original ResonanceOS command line: ``python -m resonance_os.cli.hr_main --prompt "..." [--tenant T] [--profile P]``.
 
 It prints the original's plain-text sections (the article, then its measured HRV as a list of 8
-floats) and runs the same in-process call as the original, :func:`resonance_os.api.in_process.hr_generate`.
+floats) and runs the same in-process call as the original, :func:`resonance_os.api.text.in_process.hr_generate`.
 ``resonance`` hands its arguments here when they start with one of these flags; every sub-command
 (``resonance generate`` is the full one) is unchanged.
 """
@@ -39,7 +39,7 @@ def main(argv: Sequence[str]) -> int:
         help="Profile name in the tenant, or a built-in one (professional, ...).",
     )
     args = parser.parse_args(list(argv))
-    from resonance_os.api.in_process import SimpleRequest, hr_generate
+    from resonance_os.api.text.in_process import SimpleRequest, hr_generate
 
     try:
         response = hr_generate(

@@ -33,7 +33,7 @@ def serve(
 
 
 def _database(db: str | None):
-    from resonance_os.api.db import Database
+    from resonance_os.api.persistence.db import Database
 
     database = Database(db)
     database.migrate()
@@ -46,7 +46,7 @@ def create(
     db: str = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Create a tenant; its API key is printed as the last line (store it: only its hash is kept)."""
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.tenants import create_tenant
 
     key = run_reporting_user_errors(lambda: create_tenant(_database(db), name))
     console.print(f"created tenant {name}; API key (shown once):")
@@ -56,7 +56,7 @@ def create(
 @tenants_app.command("list")
 def list_(db: str = typer.Option(None, "--db", help=DB_HELP)) -> None:
     """List tenants with their active key prefixes."""
-    from resonance_os.api.tenants import list_tenants
+    from resonance_os.api.persistence.tenants import list_tenants
 
     tenants = run_reporting_user_errors(lambda: list_tenants(_database(db)))
     table = Table("tenant", "created (UTC)", "active keys", "revoked keys")
@@ -76,7 +76,7 @@ def revoke_key(
     db: str = typer.Option(None, "--db", help=DB_HELP),
 ) -> None:
     """Revoke a tenant's keys (all active ones, or the one with --prefix); requests with them get 401."""
-    from resonance_os.api.tenants import revoke_keys
+    from resonance_os.api.persistence.tenants import revoke_keys
 
     count = run_reporting_user_errors(lambda: revoke_keys(_database(db), name, prefix))
     console.print(f"revoked {count} key(s) of tenant {name}")
@@ -87,7 +87,7 @@ def rotate_key(
     name: str = typer.Argument(..., help="Tenant name."), db: str = typer.Option(None, "--db", help=DB_HELP)
 ) -> None:
     """Revoke every active key of a tenant and print a new one as the last line."""
-    from resonance_os.api.tenants import rotate_key as rotate
+    from resonance_os.api.persistence.tenants import rotate_key as rotate
 
     key = run_reporting_user_errors(lambda: rotate(_database(db), name))
     console.print(f"rotated the keys of tenant {name}; new API key (shown once):")

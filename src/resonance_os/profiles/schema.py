@@ -7,7 +7,7 @@ Every table of ResonanceOS is declared on :class:`Base` and created by the Alemb
 - ``profiles``          the current version of each tenant's target HRV profile.
 - ``profile_versions``  every saved version of a profile, the current one included (append-only).
 - ``api_keys``, ``api_items``, ``api_feedback``, ``api_reward_models``, ``api_jobs``: the service's
-  tables, declared in :mod:`resonance_os.api.db` on this same ``Base``, each row owned by one tenant
+  tables, declared in :mod:`resonance_os.api.persistence.db` on this same ``Base``, each row owned by one tenant
   through ``tenant_id`` -> ``tenants.id`` (``ON DELETE CASCADE``).
 """
 

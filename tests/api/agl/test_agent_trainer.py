@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
 from live_store import LiveServer  # noqa: E402
 from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.rl.run import list_runs, open_run  # noqa: E402
 from resonance_os.traces.runner import RunnerPool, load_agent, run_one  # noqa: E402

@@ -16,8 +16,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "traces"))
 from agl_venv import require_agentlightning, run_agl  # noqa: E402
 from live_store import agl_server_fixture  # noqa: E402, F401  (a fixture)
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 from resonance_os.traces import Span, assign_credit, spans_to_transitions  # noqa: E402
 
 RUNNER = r"""

@@ -21,9 +21,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from resonance_os.api.db import Database
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.traces import Span, assign_credit, spans_to_transitions
 
 PB = {"Content-Type": "application/x-protobuf"}

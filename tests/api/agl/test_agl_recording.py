@@ -18,8 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
 from live_store import LiveServer  # noqa: E402
 from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 from resonance_os.traces import (  # noqa: E402
     Span,
     TransitionConfig,

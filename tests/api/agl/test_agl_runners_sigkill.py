@@ -17,8 +17,8 @@ import httpx
 import pytest
 from live_store import agl_server_fixture  # noqa: F401  (a fixture)
 
-from resonance_os.api.db import Database
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.tenants import create_tenant
 
 RUNNER = Path(__file__).with_name("span_runner.py")
 ROLLOUTS = int(os.environ.get("RESONANCE_AGL_RELIABILITY_ROLLOUTS", "48"))

@@ -255,7 +255,7 @@ def test_storage_quota_refuses_with_507_and_stores_nothing(db_url):
     from fastapi.testclient import TestClient
 
     from resonance_os.api.hr_server import create_app
-    from resonance_os.api.tenants import create_tenant
+    from resonance_os.api.persistence.tenants import create_tenant
 
     app = create_app(db_url, quota_rows=5, rate_limit_per_s=1000.0, rate_limit_burst=1000.0)
     key = create_tenant(app.state.service.db, "quota-agl")
@@ -294,8 +294,8 @@ def test_bad_query_strings_are_400s_naming_the_field(agl):
 def test_a_recount_of_the_tenants_storage_counts_the_store_rows(client, agl):
     import sqlalchemy as sa
 
-    from resonance_os.api.db import Usage
-    from resonance_os.api.quotas import StorageQuota, usage
+    from resonance_os.api.persistence.db import Usage
+    from resonance_os.api.persistence.quotas import StorageQuota, usage
     from resonance_os.profiles.schema import Tenant
 
     ro = agl("POST", "/rollouts", 201, json={"input": {"q": "x" * 500}, "worker_id": "w"})

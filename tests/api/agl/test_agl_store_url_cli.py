@@ -7,7 +7,7 @@ from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
 from resonance_os.api.hr_server import create_app
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.cli.hr_main import app as cli
 
 runner = CliRunner()

@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
 from live_store import LiveServer  # noqa: E402
 from tiny_lm import save_tiny_model  # noqa: E402
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 from resonance_os.cli.hr_main import app  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.sft import SFT  # noqa: E402

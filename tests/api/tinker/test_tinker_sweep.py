@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import sqlalchemy as sa
 
-from resonance_os.api.tenants import create_tenant
+from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.api.tinker import futures
 from resonance_os.api.tinker.config import TinkerConfig
 from resonance_os.api.tinker.store import TinkerCheckpoint, TinkerFuture

@@ -12,8 +12,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/api, for live_server
 from live_server import LiveServer  # noqa: E402  (tests/api/live_server.py)
 
-from resonance_os.api.db import Database  # noqa: E402
-from resonance_os.api.tenants import create_tenant  # noqa: E402
+from resonance_os.api.persistence.db import Database  # noqa: E402
+from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 
 BASE = "tiny-llama"
 os.environ["TINKER_TELEMETRY"] = "0"

@@ -13,10 +13,10 @@ import asyncio
 from fastapi import Request
 
 from resonance_os.api.agl.store_urls import authenticate_token
-from resonance_os.api.deps import tenant as bearer_tenant
-from resonance_os.api.http_errors import ApiError
-from resonance_os.api.ratelimit import RateLimiter
-from resonance_os.api.tenants import TenantContext
+from resonance_os.api.http.deps import tenant as bearer_tenant
+from resonance_os.api.http.errors import ApiError
+from resonance_os.api.limits.per_key import RateLimiter
+from resonance_os.api.persistence.tenants import TenantContext
 
 PACE_MAX_S = 5.0
 STORE_TOKEN_PARAM = "store_token"

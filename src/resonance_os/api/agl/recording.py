@@ -27,7 +27,7 @@ from resonance_os.api.agl.auth import store_tenant
 from resonance_os.api.agl.otlp import ATTEMPT_ID, ROLLOUT_ID
 from resonance_os.api.openai.errors import OpenAIError, from_exception
 from resonance_os.api.openai.routes import chat_completions, completions, serving
-from resonance_os.api.tenants import TenantContext
+from resonance_os.api.persistence.tenants import TenantContext
 
 ROLLOUT_PREFIX = "/rollout/{rollout_id}/attempt/{attempt_id}/v1"
 CHAT_SPAN = "openai.chat.completion"

@@ -40,10 +40,10 @@ from resonance_os.api.agl.schemas import (
 )
 from resonance_os.api.agl.store import AgentStore, SpanOutcome
 from resonance_os.api.agl.store_urls import URL_PATH, create_token, list_tokens, revoke_token, store_url
-from resonance_os.api.deps import tenant
-from resonance_os.api.http_errors import ApiError
-from resonance_os.api.quotas import StorageQuotaError
-from resonance_os.api.tenants import TenantContext
+from resonance_os.api.http.deps import tenant
+from resonance_os.api.http.errors import ApiError
+from resonance_os.api.persistence.quotas import StorageQuotaError
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.core.errors import ResonanceError
 
 SPANS = Counter(

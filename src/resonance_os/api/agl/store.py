@@ -17,7 +17,7 @@ Each method acts for one tenant and touches only that tenant's rows. The rules a
 - Span sequence ids are issued per rollout, strictly increasing; a span's own id is raised past.
 - A span is stored once: sent again (an exporter's retry, a replayed batch) it is counted a duplicate.
 
-Storage counts against the tenant's quota (:mod:`resonance_os.api.quotas`): a rollout, attempt,
+Storage counts against the tenant's quota (:mod:`resonance_os.api.persistence.quotas`): a rollout, attempt,
 resources version, worker or span is a row, its JSON its bytes; past the quota, 507 and nothing stored.
 """
 
@@ -51,8 +51,8 @@ from resonance_os.api.agl.schemas import (
     RolloutConfig,
 )
 from resonance_os.api.agl.tables import AglAttempt, AglResources, AglRollout, AglSpan, AglWorker
-from resonance_os.api.db import Database
-from resonance_os.api.quotas import AGENT_ROW_BYTES, StorageQuota, charge
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.quotas import AGENT_ROW_BYTES, StorageQuota, charge
 from resonance_os.core.errors import NotFoundError, ValidationError
 
 QUEUED = ("queuing", "requeuing")

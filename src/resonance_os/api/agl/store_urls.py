@@ -1,7 +1,7 @@
 """Revocable store URLs: ``http://host/agl-key/<token>`` serves one tenant's store to clients that send no
 credentials (Agent Lightning's ``LightningStoreClient`` and tracer append ``/v1/agl`` and ``/v1/traces``
 to the URL they are given). The token is a secret like an API key: only its keyed hash
-(:func:`resonance_os.api.keys.hash_key`) and a display prefix are stored; revoking it stops the URL.
+(:func:`resonance_os.api.persistence.keys.hash_key`) and a display prefix are stored; revoking it stops the URL.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from resonance_os.api.agl.tables import AglStoreUrl
-from resonance_os.api.db import Database
-from resonance_os.api.keys import display_prefix, hash_key
-from resonance_os.api.tenants import TenantContext
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.keys import display_prefix, hash_key
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.core.errors import NotFoundError
 from resonance_os.profiles.schema import Tenant, utcnow
 

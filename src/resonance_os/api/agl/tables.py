@@ -1,5 +1,5 @@
 """The store's tables, one tenant's rows apart from another's (every row has ``tenant_id``, every query
-filters on it). Created by migration ``0006``; registered on the one metadata by :mod:`resonance_os.api.db`.
+filters on it). Created by migration ``0006``; registered on the one metadata by :mod:`resonance_os.api.persistence.db`.
 
 - ``api_agl_rollouts``    a task and its state; ``queued_at`` orders the queue (set while ``queuing`` or
                           ``requeuing``); ``span_sequence`` is the last span sequence id issued.

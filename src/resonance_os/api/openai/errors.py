@@ -7,7 +7,7 @@ import re
 
 from fastapi.responses import JSONResponse
 
-from resonance_os.api.http_errors import ApiError
+from resonance_os.api.http.errors import ApiError
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl.errors import RLError
 

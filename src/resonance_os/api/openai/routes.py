@@ -25,7 +25,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
 from resonance_os import __version__
-from resonance_os.api.deps import tenant
+from resonance_os.api.http.deps import tenant
 from resonance_os.api.openai import metrics
 from resonance_os.api.openai.errors import OpenAIError, from_exception
 from resonance_os.api.openai.limits import Reservation
@@ -36,7 +36,7 @@ from resonance_os.api.openai.schemas import (
     Sampling,
 )
 from resonance_os.api.openai.serving import OpenAIServing, ServingSettings
-from resonance_os.api.tenants import TenantContext
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.llm.errors import ConfigError
 from resonance_os.llm.sampling_params import Choice, ChoiceDelta, SamplingParams, TokenLogprob
 

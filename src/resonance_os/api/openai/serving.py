@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from resonance_os.api.db import Database
-from resonance_os.api.keys import resonance_home
 from resonance_os.api.openai import metrics
 from resonance_os.api.openai.errors import OpenAIError, model_not_found
 from resonance_os.api.openai.limits import TenantLedger, TenantLimits
+from resonance_os.api.persistence.db import Database
+from resonance_os.api.persistence.keys import resonance_home
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.settings import env_int
-from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import ResonanceError
 from resonance_os.llm.errors import LLMError
 from resonance_os.rl.errors import RLError

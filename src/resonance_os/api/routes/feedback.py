@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 
-from resonance_os.api import feedback
-from resonance_os.api.deps import service, tenant
-from resonance_os.api.routes.jobs import accepted
-from resonance_os.api.schemas import (
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.schemas import (
     FeedbackRequest,
     FeedbackResponse,
     ItemRef,
@@ -16,8 +14,10 @@ from resonance_os.api.schemas import (
     RewardModelOut,
     RewardTrainRequest,
 )
+from resonance_os.api.persistence import feedback
+from resonance_os.api.persistence.tenants import TenantContext
+from resonance_os.api.routes.jobs import accepted
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1", tags=["feedback"])
 

@@ -12,16 +12,16 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from resonance_os.api.deps import service, tenant
-from resonance_os.api.schemas import (
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.schemas import (
     GenerateProgress,
     GenerateRequest,
     GenerateResponse,
     HrGenerateRequest,
     HrGenerateResponse,
 )
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import ProfileNotFoundError, ResonanceError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.rl.errors import RLError
@@ -39,7 +39,7 @@ async def in_writer_budget(request: Request, write: Callable[..., dict], *args, 
     budget (from its arrival).
 
     The service shares the writer fairly between tenants, paragraph by paragraph
-    (:class:`~resonance_os.api.turns.WriterTurns`), and answers 503 when the budget runs out."""
+    (:class:`~resonance_os.api.text.turns.WriterTurns`), and answers 503 when the budget runs out."""
     deadline = time.monotonic() + request.app.state.settings.generate_budget_s
     return await run_in_threadpool(write, *args, deadline=deadline, **kwargs)
 

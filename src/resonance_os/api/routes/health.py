@@ -12,9 +12,9 @@ from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 
 from resonance_os import __version__
-from resonance_os.api import metrics
-from resonance_os.api.deps import service
-from resonance_os.api.schemas import Health
+from resonance_os.api.http import metrics
+from resonance_os.api.http.deps import service
+from resonance_os.api.http.schemas import Health
 from resonance_os.api.service import ResonanceService
 
 router = APIRouter(tags=["operations"])

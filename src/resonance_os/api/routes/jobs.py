@@ -9,14 +9,14 @@ from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from resonance_os.api import jobs, trainers
-from resonance_os.api.db import Job
-from resonance_os.api.deps import service, tenant
-from resonance_os.api.http_errors import ApiError
-from resonance_os.api.metrics import JOBS_SUBMITTED
-from resonance_os.api.schemas import JobCurve, JobList, JobOut, JobState, TrainRequest
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.errors import ApiError
+from resonance_os.api.http.metrics import JOBS_SUBMITTED
+from resonance_os.api.http.schemas import JobCurve, JobList, JobOut, JobState, TrainRequest
+from resonance_os.api.jobs import queue, trainers
+from resonance_os.api.persistence.db import Job
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1", tags=["training"])
 
@@ -77,7 +77,7 @@ def accepted(request: Request, svc: ResonanceService, ctx: TenantContext, job: J
     runner = request.app.state.job_runner
     if runner is not None:
         runner.tick()
-    return job_out(jobs.get(svc.db, ctx.tenant_id, job.id))
+    return job_out(queue.get(svc.db, ctx.tenant_id, job.id))
 
 
 @router.get("/jobs", response_model=JobList)
@@ -95,7 +95,7 @@ def list_jobs(
     svc: ResonanceService = Depends(service),
 ) -> dict:
     """Your jobs, newest first (``?kind=ppo&state=succeeded`` for the policies you can write with)."""
-    found = jobs.list_jobs(svc.db, ctx.tenant_id, state, limit, kinds=kind)
+    found = queue.list_jobs(svc.db, ctx.tenant_id, state, limit, kinds=kind)
     return {"jobs": [job_out(job) for job in found]}
 
 
@@ -104,7 +104,7 @@ def job_metrics(
     job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
     """Your job's learning curve: its training metrics, one point per update, so far."""
-    job = jobs.get(svc.db, ctx.tenant_id, job_id)
+    job = queue.get(svc.db, ctx.tenant_id, job_id)
     return {"id": job.id, "state": job.state, "progress": job.progress, "points": job.curve or []}
 
 
@@ -112,7 +112,7 @@ def job_metrics(
 def get_job(
     job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
-    return job_out(jobs.get(svc.db, ctx.tenant_id, job_id))
+    return job_out(queue.get(svc.db, ctx.tenant_id, job_id))
 
 
 @router.delete("/jobs/{job_id}", response_model=JobOut)
@@ -120,7 +120,7 @@ def delete_job(
     job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
     """Cancel your job (same as POST /v1/jobs/{id}/cancel); the job stays listed as ``cancelled``."""
-    return job_out(jobs.cancel(svc.db, ctx.tenant_id, job_id))
+    return job_out(queue.cancel(svc.db, ctx.tenant_id, job_id))
 
 
 @router.post("/jobs/{job_id}/cancel", response_model=JobOut)
@@ -128,4 +128,4 @@ def cancel_job(
     job_id: str, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
     """Cancel your queued or running job: it never starts, or its worker is stopped. 409 if it ended."""
-    return job_out(jobs.cancel(svc.db, ctx.tenant_id, job_id))
+    return job_out(queue.cancel(svc.db, ctx.tenant_id, job_id))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from resonance_os.api.deps import service, tenant
-from resonance_os.api.schemas import (
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.schemas import (
     ProfileCreate,
     ProfileFromText,
     ProfileHistory,
@@ -13,8 +13,8 @@ from resonance_os.api.schemas import (
     ProfileOut,
     ProfileUpdate,
 )
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1/profiles", tags=["profiles"])
 

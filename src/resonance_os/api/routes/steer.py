@@ -1,16 +1,16 @@
 """Steering the local writer along HRV dimensions (the Studio's sliders): GET /v1/steer/dimensions and
-POST /v1/steer. The work runs in the tenant's turn at the text workers (``api.steering``)."""
+POST /v1/steer. The work runs in the tenant's turn at the text workers (``api.text.steering``)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from resonance_os.api.deps import service, tenant
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.schemas import SteerDimensions, SteerRequest, SteerResponse
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.routes.generate import in_writer_budget
-from resonance_os.api.schemas import SteerDimensions, SteerRequest, SteerResponse
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1/steer", tags=["steering"])
 

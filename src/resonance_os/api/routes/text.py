@@ -5,9 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from starlette.concurrency import run_in_threadpool
 
-from resonance_os.api.deps import service, tenant
-from resonance_os.api.routes.generate import in_writer_budget
-from resonance_os.api.schemas import (
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.schemas import (
     AnalyzeRequest,
     AnalyzeResponse,
     RefineApplyRequest,
@@ -17,8 +16,9 @@ from resonance_os.api.schemas import (
     ScoreRequest,
     ScoreResponse,
 )
+from resonance_os.api.persistence.tenants import TenantContext
+from resonance_os.api.routes.generate import in_writer_budget
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
 
 router = APIRouter(prefix="/v1", tags=["text"])
 

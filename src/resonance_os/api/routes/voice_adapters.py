@@ -1,5 +1,5 @@
 """A profile's voice adapter: POST /v1/profiles/{name}/adapter trains it as a job from your paragraphs,
-GET /v1/profiles/{name}/adapter says whether it has one (``api.voice_adapter_jobs``)."""
+GET /v1/profiles/{name}/adapter says whether it has one (``api.jobs.voice_adapters``)."""
 
 from __future__ import annotations
 
@@ -8,17 +8,17 @@ import json
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
-from resonance_os.api.deps import service, tenant
-from resonance_os.api.routes.jobs import accepted
-from resonance_os.api.schemas import Body, JobOut, Text
-from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext
-from resonance_os.api.voice_adapter_jobs import (
+from resonance_os.api.http.deps import service, tenant
+from resonance_os.api.http.schemas import Body, JobOut, Text
+from resonance_os.api.jobs.voice_adapters import (
     RUNS_SUBFOLDER,
     VOICE_ADAPTER_KIND,
     VOICE_ADAPTER_TRAINER,
     profile_adapter_dir,
 )
+from resonance_os.api.persistence.tenants import TenantContext
+from resonance_os.api.routes.jobs import accepted
+from resonance_os.api.service import ResonanceService
 from resonance_os.core.errors import NotFoundError
 
 router = APIRouter(prefix="/v1/profiles", tags=["profiles"])

@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from resonance_os.api.db import Database
+from resonance_os.api.persistence.db import Database
 from resonance_os.api.tinker.store import DONE, FAILED, PENDING, RUNNING, TinkerFuture
 from resonance_os.profiles.schema import utcnow
 

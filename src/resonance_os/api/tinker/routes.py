@@ -23,9 +23,9 @@ from starlette.concurrency import run_in_threadpool
 
 import resonance_os.api.tinker.checkpoints as checkpoints
 import resonance_os.api.tinker.futures as futures
-from resonance_os.api.db import Database, new_id
-from resonance_os.api.ratelimit import RateLimiter
-from resonance_os.api.tenants import TenantContext, authenticate
+from resonance_os.api.limits.per_key import RateLimiter
+from resonance_os.api.persistence.db import Database, new_id
+from resonance_os.api.persistence.tenants import TenantContext, authenticate
 from resonance_os.api.tinker.config import TinkerConfig
 from resonance_os.api.tinker.errors import UserError
 from resonance_os.api.tinker.store import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database
+from resonance_os.api.persistence.db import Database
 from resonance_os.api.tinker import checkpoints
 from resonance_os.api.tinker.errors import UserError
 from resonance_os.api.tinker.store import TinkerCheckpoint

@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.orm import Mapped, mapped_column
 
-from resonance_os.api.db import tenant_id_column
+from resonance_os.api.persistence.db import tenant_id_column
 from resonance_os.profiles.schema import Base, utcnow
 
 PENDING, RUNNING, DONE, FAILED = "pending", "running", "done", "failed"

@@ -31,7 +31,7 @@ import sqlalchemy as sa
 import resonance_os.api.tinker.backend as backend
 import resonance_os.api.tinker.checkpoints as checkpoints
 import resonance_os.api.tinker.futures as futures
-from resonance_os.api.db import Database
+from resonance_os.api.persistence.db import Database
 from resonance_os.api.tinker.config import TinkerConfig
 from resonance_os.api.tinker.errors import TinkerError, UserError
 from resonance_os.api.tinker.store import (

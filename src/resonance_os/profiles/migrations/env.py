@@ -9,7 +9,7 @@ from resonance_os.profiles.schema import Base
 connection = context.config.attributes["connection"]
 context.configure(
     connection=connection,
-    target_metadata=Base.metadata,  # the service's tables join it when resonance_os.api.db is imported
+    target_metadata=Base.metadata,  # the service's tables join it when resonance_os.api.persistence.db is imported
     render_as_batch=connection.dialect.name == "sqlite",
 )
 with context.begin_transaction():

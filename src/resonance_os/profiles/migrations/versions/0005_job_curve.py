@@ -1,7 +1,7 @@
 """Jobs keep their learning curve.
 
 - ``api_jobs`` gains ``curve`` (nullable JSON): the training metrics, one point per update, thinned to at
-  most ``resonance_os.api.job_report.MAX_CURVE_POINTS``; ``GET /v1/jobs/{id}/metrics`` returns it.
+  most ``resonance_os.api.jobs.report.MAX_CURVE_POINTS``; ``GET /v1/jobs/{id}/metrics`` returns it.
 
 Revision ID: 0005
 Revises: 0004

@@ -5,12 +5,12 @@ uvicorn closes idle keep-alive connections but waits forever for a request whose
 :class:`HeaderTimeoutProtocol` gives every request ``$RESONANCE_HEADER_TIMEOUT_S`` seconds (default
 :data:`HEADER_TIMEOUT_S`) from the connection opening, or from its first byte on a kept-alive
 connection, until its headers are complete; then it answers 408 and closes. Slow bodies are the job of
-:class:`~resonance_os.api.middleware.BodyLimitMiddleware`'s body timeout.
+:class:`~resonance_os.api.http.middleware.BodyLimitMiddleware`'s body timeout.
 
 A client address may open ``$RESONANCE_NEW_CONNECTIONS_PER_S`` new connections a second (default
 :data:`NEW_CONNECTIONS_PER_S`) after a burst of ``$RESONANCE_NEW_CONNECTIONS_BURST``
 (:data:`NEW_CONNECTIONS_BURST`); past that, a new connection is not read at all, and is answered 429
-and closed after :data:`REFUSED_HOLD_S` (:class:`~resonance_os.api.address_limits.AddressLimiter`),
+and closed after :data:`REFUSED_HOLD_S` (:class:`~resonance_os.api.limits.per_address.AddressLimiter`),
 so a client that opens a connection per request is slowed like one refused on a kept-alive
 connection (``deps.tenant`` answers a 429 only after its wait).
 """
@@ -24,7 +24,7 @@ from collections import Counter
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from resonance_os.api.address_limits import AddressLimiter
+from resonance_os.api.limits.per_address import AddressLimiter
 from resonance_os.api.settings import env_float
 
 HEADER_TIMEOUT_S = 10.0

@@ -1,7 +1,7 @@
 """The trainers API jobs run, by name: a plain registry the server checks and the job worker looks up.
 
 A job row names its trainer (``jobs.trainer``): a key of :data:`TRAINERS`, each
-``trainer(params: dict, report: JobReport) -> TrainingResult`` (``api.job_report``). A server can run a
+``trainer(params: dict, report: JobReport) -> TrainingResult`` (``api.jobs.report``). A server can run a
 trainer from outside the package by naming it ``module:function`` in ``RESONANCE_TRAINERS`` (the job
 machinery's tests do); jobs queued by an older build name the built-in trainers that way too, and
 are mapped to their names here (:data:`LEGACY_SPECS`).
@@ -13,19 +13,20 @@ import importlib
 import importlib.util
 from collections.abc import Callable
 
-from resonance_os.api import feedback, training, voice_adapter_jobs
-from resonance_os.api.job_report import JobReport, TrainingResult
-from resonance_os.api.training import TrainingUnavailableError
+from resonance_os.api.jobs import hr_ppo, voice_adapters
+from resonance_os.api.jobs.hr_ppo import TrainingUnavailableError
+from resonance_os.api.jobs.report import JobReport, TrainingResult
+from resonance_os.api.persistence import feedback
 
 Trainer = Callable[[dict, JobReport], TrainingResult]
 
 TRAINERS: dict[str, Trainer] = {
-    training.PROFILE_POLICY_TRAINER: training.train_profile_policy,
+    hr_ppo.PROFILE_POLICY_TRAINER: hr_ppo.train_profile_policy,
     feedback.REWARD_MODEL_TRAINER: feedback.fit_reward_model,
-    voice_adapter_jobs.VOICE_ADAPTER_TRAINER: voice_adapter_jobs.train_voice_adapter_job,
+    voice_adapters.VOICE_ADAPTER_TRAINER: voice_adapters.train_voice_adapter_job,
 }
 LEGACY_SPECS = {
-    "resonance_os.api.training:train_profile_policy": training.PROFILE_POLICY_TRAINER,
+    "resonance_os.api.training:train_profile_policy": hr_ppo.PROFILE_POLICY_TRAINER,
     "resonance_os.api.feedback:fit_reward_model": feedback.REWARD_MODEL_TRAINER,
 }
 """How jobs queued before the registry named the built-in trainers."""

@@ -3,7 +3,7 @@
 The page is static files shipped in ``resonance_os/api/studio/`` (no build step, no CDN): ``/`` serves
 ``index.html``, ``/studio/...`` its scripts and styles, and ``/studio/definitions.json`` the HRV
 dimensions and their definitions (:mod:`resonance_os.core.hrv_constants`) and the writing reward's terms
-with the descriptions the API documents (:class:`~resonance_os.api.schemas.WritingTerms`), so the
+with the descriptions the API documents (:class:`~resonance_os.api.http.schemas.WritingTerms`), so the
 page's hover text has one source of truth. Every call the page makes goes through the documented ``/v1`` routes with the
 tenant's API key, exactly like any other client.
 """
@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from resonance_os.api.schemas import WritingTerms
-from resonance_os.api.training import PPO_UPDATE_STEPS
+from resonance_os.api.http.schemas import WritingTerms
+from resonance_os.api.jobs.hr_ppo import PPO_UPDATE_STEPS
 from resonance_os.core.hrv_constants import (
     GAP_CONVENTION,
     HRV_DESCRIPTIONS,
@@ -25,7 +25,8 @@ from resonance_os.core.hrv_constants import (
     REWARD_TERM_MEANINGS,
 )
 
-STUDIO_DIR = Path(__file__).with_name("studio")
+STUDIO_DIR = Path(__file__).parents[1] / "studio"
+"""The page's files: ``resonance_os/api/studio/``."""
 
 SECURITY_HEADERS = {
     "Content-Security-Policy": (

@@ -5,7 +5,7 @@ The service shares one database, one metadata and one ``tenants`` table with the
 prefixed ``api_``; every row belongs to one tenant (``tenant_id`` -> ``tenants.id``) and every query
 filters on ``tenant_id``:
 
-- ``api_keys``           only an HMAC-SHA256 of each key (see :mod:`resonance_os.api.keys`) and a short
+- ``api_keys``           only an HMAC-SHA256 of each key (see :mod:`resonance_os.api.persistence.keys`) and a short
                          display prefix; a key is revoked by stamping ``revoked_at``.
 - ``api_items``          generated (or submitted) texts with measured HRV, target HRV and resonance.
 - ``api_feedback``       a 1-5 rating of one item or a preference between two; the items' text and HRV
@@ -16,7 +16,7 @@ filters on ``tenant_id``:
                          the timesteps of the newest checkpoint and of the one the attempt resumed from,
                          the learning curve (the training metrics, one point per update).
 - ``api_usage``          per tenant, the stored rows and text bytes counted against its storage quota
-                         (see :mod:`resonance_os.api.quotas`).
+                         (see :mod:`resonance_os.api.persistence.quotas`).
 
 The embedded default is the SQLite file ``resonance.db`` (WAL mode) in the data home
 ``$RESONANCE_HOME`` (default ``~/.resonance_os``), shared with the profile commands; any SQLAlchemy URL works,

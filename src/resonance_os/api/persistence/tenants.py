@@ -7,8 +7,8 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import ApiKey, Database
-from resonance_os.api.keys import display_prefix, hash_key, looks_like_key, new_key
+from resonance_os.api.persistence.db import ApiKey, Database
+from resonance_os.api.persistence.keys import display_prefix, hash_key, looks_like_key, new_key
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError
 from resonance_os.profiles.names import validate_name
 from resonance_os.profiles.schema import Tenant, utcnow

@@ -7,10 +7,10 @@ texts). :class:`TextWorkers` with ``processes=N`` runs those calls in N worker p
 
 - the workers (``multiprocessing`` spawn) start all at once, with the server (:meth:`TextWorkers.start`,
   which the app's start-up calls) or else on first use; each builds and warms its
-  :class:`~resonance_os.api.text_engine.TextEngine` (then :func:`~resonance_os.api.heap.settle_heap`)
+  :class:`~resonance_os.api.text.engine.TextEngine` (then :func:`~resonance_os.api.text.heap.settle_heap`)
   before it takes work and serves each call on its own Unix-socket connection
   (``<tmp>/resonance-text-workers-*/``, an authentication key per server) in a thread;
-- each worker has its own :class:`~resonance_os.api.turns.WriterTurns`: one call runs there at a time,
+- each worker has its own :class:`~resonance_os.api.text.turns.WriterTurns`: one call runs there at a time,
   and a writing call passes the turn to a waiting tenant between paragraphs, round-robin, as the
   single in-process writer did;
 - a call goes to the worker where its tenant already has work (one tenant's calls share one core),
@@ -22,7 +22,7 @@ texts). :class:`TextWorkers` with ``processes=N`` runs those calls in N worker p
   about how long starting takes (the last start's measured time, kept in ``record``), and
   :meth:`TextWorkers.paragraph_seconds` about how long a paragraph takes to write (the median of the
   last writes, else the warm-up's paragraph): ``GET /health`` and the writing progress report them;
-- a worker dies with its server (:func:`~resonance_os.api.processes.die_with_parent`), even one
+- a worker dies with its server (:func:`~resonance_os.api.jobs.processes.die_with_parent`), even one
   killed with ``kill -9``: it never holds its memory (about 0.5 GB with the local writer) as an orphan.
 
 ``processes=0`` runs the calls in the calling thread under one ``WriterTurns`` (the library's default,
@@ -49,10 +49,10 @@ from multiprocessing.connection import Client, Connection, Listener
 from pathlib import Path
 from typing import Any
 
-from resonance_os.api.heap import settle_heap
-from resonance_os.api.processes import die_with_parent
-from resonance_os.api.text_engine import TextEngine
-from resonance_os.api.turns import WriterTurns
+from resonance_os.api.jobs.processes import die_with_parent
+from resonance_os.api.text.engine import TextEngine
+from resonance_os.api.text.heap import settle_heap
+from resonance_os.api.text.turns import WriterTurns
 from resonance_os.core.errors import BusyError, ResonanceError
 
 WRITING_CALLS = frozenset({"write", "refine"})

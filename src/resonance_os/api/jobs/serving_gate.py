@@ -31,7 +31,7 @@ import struct
 import time
 from pathlib import Path
 
-from resonance_os.api.processes import pid_alive
+from resonance_os.api.jobs.processes import pid_alive
 
 GATE_ENV = "RESONANCE_SERVING_GATE"
 """Environment variable that names a job worker's gate file (set by ``jobs.launch``)."""

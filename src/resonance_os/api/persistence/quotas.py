@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from resonance_os.api.agl.tables import AglAttempt, AglResources, AglRollout, AglSpan, AglWorker
-from resonance_os.api.db import Database, Feedback, Item, RewardModelVersion, Usage
+from resonance_os.api.persistence.db import Database, Feedback, Item, RewardModelVersion, Usage
 from resonance_os.core.errors import ResonanceError
 from resonance_os.profiles.schema import ProfileRow, ProfileVersionRow
 

@@ -20,8 +20,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily
 
-from resonance_os.api.db import Database, Job
-from resonance_os.api.jobs import JOB_STATES
+from resonance_os.api.jobs.queue import JOB_STATES
+from resonance_os.api.persistence.db import Database, Job
 
 REQUESTS = Counter("resonance_http_requests_total", "HTTP requests handled", ["method", "route", "status"])
 REQUEST_LATENCY = Histogram(

@@ -11,9 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from resonance_os.api import feedback, policies
-from resonance_os.api.job_report import JobReport, TrainingResult
-from resonance_os.api.serving_gate import request_yield_from_env
+from resonance_os.api.jobs import policies
+from resonance_os.api.jobs.report import JobReport, TrainingResult
+from resonance_os.api.jobs.serving_gate import request_yield_from_env
+from resonance_os.api.persistence import feedback
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl import resume
 from resonance_os.rl.resume import ResumeHooks
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
 TRAINING_MODULE = "resonance_os.evolution.hr_rl_trainer"
 POLICY_MODULE = "resonance_os.evolution.hr_policy"
 PROFILE_POLICY_TRAINER = "hr_ppo"
-"""The name of :func:`train_profile_policy` in ``api.trainers``."""
+"""The name of :func:`train_profile_policy` in ``api.jobs.trainers``."""
 JOB_RUN = "run"
 """The job's run folder inside its work folder (``rl.run``)."""
 
@@ -106,7 +107,7 @@ def learn_resumable(
     ``PPO("MlpPolicy", env, **config)``, and saves the checkpoint every ``report.checkpoint_every``
     updates (``report.checkpointed``). The run's metrics become the job's progress and learning curve.
     ``pause`` is called before every env step and every optimiser step (default: the launching server's
-    :class:`~resonance_os.api.serving_gate.RequestYield`, when it named one).
+    :class:`~resonance_os.api.jobs.serving_gate.RequestYield`, when it named one).
     """
     from resonance_os.rl.algorithms.ppo import PPO
 

@@ -9,9 +9,9 @@ import uuid
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from resonance_os.api import jobs
-from resonance_os.api.db import Database, Job
-from resonance_os.api.keys import resonance_home
+from resonance_os.api.jobs import queue
+from resonance_os.api.persistence.db import Database, Job
+from resonance_os.api.persistence.keys import resonance_home
 from resonance_os.core.errors import ResonanceError, StorageError, ValidationError
 
 
@@ -55,7 +55,7 @@ def _unpack(data: bytes, target: Path) -> None:
 def policy_job(db: Database, tenant_id: int, job_id: str) -> Job:
     """The tenant's finished training job ``job_id`` (404 for unknown or other tenants' jobs, 409 if
     it has not succeeded)."""
-    job = jobs.get(db, tenant_id, job_id)
+    job = queue.get(db, tenant_id, job_id)
     if job.kind != "ppo":
         raise ValidationError(
             f"job {job_id!r} is a {job.kind} job, not a policy; pass the id of a PPO job "

@@ -8,7 +8,7 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from resonance_os.api.metrics import REQUEST_LATENCY, REQUESTS
+from resonance_os.api.http.metrics import REQUEST_LATENCY, REQUESTS
 
 
 def _error_body(type_: str, message: str) -> bytes:

@@ -2,7 +2,7 @@
 
 Fitting a reward model measures every judged text and searches regularisers: seconds to minutes of
 CPU. It runs as a job (kind :data:`REWARD_MODEL_KIND`, trainer :func:`fit_reward_model`) in a job
-worker at the lowest CPU priority, within the job limits and fair share of :mod:`resonance_os.api.jobs`,
+worker at the lowest CPU priority, within the job limits and fair share of :mod:`resonance_os.api.jobs.queue`,
 never in a request handler (four concurrent fits in the server process had taken another tenant's
 p50 from 2.5 to 47 ms). Each stored version counts one row and its bytes against the tenant's storage
 quota.
@@ -16,11 +16,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database, Feedback, Item, RewardModelVersion
-from resonance_os.api.job_report import JobReport, TrainingResult
-from resonance_os.api.quotas import StorageQuota, charge, text_bytes
+from resonance_os.api.jobs.report import JobReport, TrainingResult
+from resonance_os.api.persistence.db import Database, Feedback, Item, RewardModelVersion
+from resonance_os.api.persistence.quotas import StorageQuota, charge, text_bytes
+from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.settings import Settings
-from resonance_os.api.tenants import TenantContext
 from resonance_os.core.errors import NotFoundError, ValidationError
 from resonance_os.evolution.resonance_reward_model import (
     MIN_PREFERENCES,
@@ -33,7 +33,7 @@ from resonance_os.evolution.resonance_reward_model import (
 REWARD_MODEL_KIND = "reward_model"
 """The job kind of a reward-model fit."""
 REWARD_MODEL_TRAINER = "reward_model"
-"""The name (``api.trainers``) of the trainer a reward-model job runs, :func:`fit_reward_model`
+"""The name (``api.jobs.trainers``) of the trainer a reward-model job runs, :func:`fit_reward_model`
 (``RESONANCE_TRAINERS`` may name another for the kind)."""
 
 _models: dict[tuple[str, int, int], ResonanceRewardModel] = {}

@@ -2,7 +2,7 @@
 
 :class:`TextEngine` builds its components (extractor, similarity, reward, writer) once, on first use,
 and exposes the calls the service makes with plain arguments and picklable results, so the same
-calls run in the server process or in a text worker process (:mod:`resonance_os.api.text_workers`).
+calls run in the server process or in a text worker process (:mod:`resonance_os.api.text.workers`).
 The writing calls take ``between``, called before every paragraph after the first (where a service
 passes the writer to another tenant).
 """
@@ -113,8 +113,8 @@ class TextEngine:
 
     def steerable(self) -> dict[str, Any]:
         """Which dimensions the writer's model can be steered along, with their held-out figures
-        (``api.steering.steerable_report``)."""
-        from resonance_os.api.steering import steerable_report
+        (``api.text.steering.steerable_report``)."""
+        from resonance_os.api.text.steering import steerable_report
 
         return steerable_report(self.writer)
 
@@ -122,7 +122,7 @@ class TextEngine:
         self, steer: dict[str, float], paragraph: str | None, topic: str | None, seed: int
     ) -> dict[str, Any]:
         """``paragraph`` (or a paragraph about ``topic``) written by the steered local model, measured
-        (``api.steering.steered_rewrite``)."""
-        from resonance_os.api.steering import steered_rewrite
+        (``api.text.steering.steered_rewrite``)."""
+        from resonance_os.api.text.steering import steered_rewrite
 
         return steered_rewrite(self.writer, steer, paragraph=paragraph, topic=topic, seed=seed)

@@ -1,18 +1,18 @@
-"""The worker process that runs one training job: ``python -m resonance_os.api.job_worker JOB_ID``.
+"""The worker process that runs one training job: ``python -m resonance_os.api.jobs.worker JOB_ID``.
 
 It claims the job (``starting`` or ``queued`` -> ``running`` exactly once), looks up the job's trainer
-by the name the server gave it when the job was submitted (``api.trainers``), runs it, and writes the
+by the name the server gave it when the job was submitted (``api.jobs.trainers``), runs it, and writes the
 outcome. A trainer is ``trainer(params: dict, report: JobReport) -> TrainingResult``
-(``api.job_report``); it calls
+(``api.jobs.report``); it calls
 ``report.progress(fraction, metrics, curve=rows)`` as it goes (``curve``: its metrics rows so far, the
 job's learning curve), keeps its checkpoint in ``report.work_dir`` (saved
 every ``report.checkpoint_every`` updates, reported with ``report.checkpointed``) and, when it finds
 one there, resumes from it (``report.resumed``). A heartbeat thread keeps ``heartbeat_at`` fresh so a
 server can tell a live worker from a dead one, and stops the worker when the job was cancelled. On
-SIGTERM the job is released (queued again to resume, see :func:`resonance_os.api.jobs.release`) unless
+SIGTERM the job is released (queued again to resume, see :func:`resonance_os.api.jobs.queue.release`) unless
 it was cancelled. The work folder is removed when the job ends. When the server that launched the
 worker dies (``$RESONANCE_PARENT_PID``; ``kill -9`` included), the worker releases the job the same way
-and exits (:func:`~resonance_os.api.processes.die_with_parent`): no orphan keeps training.
+and exits (:func:`~resonance_os.api.jobs.processes.die_with_parent`): no orphan keeps training.
 
 A worker runs at the lowest CPU priority (:func:`lower_priority`: nice 19), so training uses the CPU
 time that request handling leaves: on a machine with few cores a running job would otherwise take a
@@ -34,16 +34,16 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database, Job, utcnow
-from resonance_os.api.job_report import JobReport
-from resonance_os.api.jobs import HEARTBEAT_S, release, work_dir
-from resonance_os.api.processes import die_with_parent, parent_pid_from_env
+from resonance_os.api.jobs.processes import die_with_parent, parent_pid_from_env
+from resonance_os.api.jobs.queue import HEARTBEAT_S, release, work_dir
+from resonance_os.api.jobs.report import JobReport
+from resonance_os.api.jobs.trainers import lookup
+from resonance_os.api.persistence.db import Database, Job, utcnow
 from resonance_os.api.settings import Settings
-from resonance_os.api.trainers import lookup
 from resonance_os.core.errors import ResonanceError
 from resonance_os.rl.errors import RLError
 
-log = logging.getLogger("resonance_os.api.job_worker")
+log = logging.getLogger("resonance_os.api.jobs.worker")
 
 
 def _claim(db: Database, job_id: str) -> Job | None:

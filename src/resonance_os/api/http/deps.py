@@ -6,12 +6,12 @@ import asyncio
 
 from fastapi import Request
 
-from resonance_os.api.address_limits import AddressLimiter
-from resonance_os.api.auth_cache import AuthCache
-from resonance_os.api.http_errors import ApiError
-from resonance_os.api.ratelimit import RateLimiter
+from resonance_os.api.http.errors import ApiError
+from resonance_os.api.limits.per_address import AddressLimiter
+from resonance_os.api.limits.per_key import RateLimiter
+from resonance_os.api.persistence.auth_cache import AuthCache
+from resonance_os.api.persistence.tenants import TenantContext, authenticate
 from resonance_os.api.service import ResonanceService
-from resonance_os.api.tenants import TenantContext, authenticate
 
 _BEARER_HINT = "send `Authorization: Bearer <key>` (create a key with `resonance tenants create NAME`)"
 

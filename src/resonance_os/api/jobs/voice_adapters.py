@@ -28,14 +28,14 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database, Item
-from resonance_os.api.job_report import JobReport, TrainingResult
-from resonance_os.api.quotas import StorageQuota, charge, release
+from resonance_os.api.jobs.report import JobReport, TrainingResult
+from resonance_os.api.persistence.db import Database, Item
+from resonance_os.api.persistence.quotas import StorageQuota, charge, release
 from resonance_os.core.errors import NotFoundError
 
 VOICE_ADAPTER_KIND = "voice_adapter"
 VOICE_ADAPTER_TRAINER = "voice_adapter"
-"""The name of :func:`train_voice_adapter_job` in ``api.trainers``."""
+"""The name of :func:`train_voice_adapter_job` in ``api.jobs.trainers``."""
 CORPUS_SOURCE = "corpus"
 """``Item.source`` of the paragraphs an adapter is trained on."""
 RUNS_SUBFOLDER = "voice-adapters"

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from resonance_os.api.settings import MAX_PROMPT_CHARS, MAX_TEXT_CHARS
-from resonance_os.api.steering import MAX_PARAGRAPH_CHARS
+from resonance_os.api.text.steering import MAX_PARAGRAPH_CHARS
 from resonance_os.core.hrv_constants import GAP_CONVENTION, REWARD_TERM_MEANINGS
 from resonance_os.core.hrv_types import validate_hrv
 from resonance_os.core.limits import MAX_PARAGRAPHS

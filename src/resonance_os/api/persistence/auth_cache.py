@@ -6,7 +6,7 @@ import hashlib
 import time
 from collections.abc import Callable
 
-from resonance_os.api.tenants import TenantContext
+from resonance_os.api.persistence.tenants import TenantContext
 
 
 class AuthCache:

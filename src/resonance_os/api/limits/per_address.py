@@ -2,9 +2,9 @@
 
 Two allowances use them: failed authentications (a flood of bad keys would cost an HMAC and a database
 query each; past the allowance the request is refused with 429 before either) and new connections
-(``http_protocol``: a client that opens a connection per request is refused at the door). Each is
+(``api.http.protocol``: a client that opens a connection per request is refused at the door). Each is
 ``burst`` at once, then ``rate`` a second. For logins, successful requests take nothing, and a key
-verified recently (still in the :class:`~resonance_os.api.auth_cache.AuthCache`) keeps working from a
+verified recently (still in the :class:`~resonance_os.api.persistence.auth_cache.AuthCache`) keeps working from a
 blocked address, so one bad client behind a shared address does not lock out good keys. Buckets live
 in this process and are used from the event loop only (no lock needed); with ``resonance serve
 --workers N`` each worker keeps its own.

@@ -4,11 +4,11 @@ Life of a job: :func:`submit` inserts it as ``queued`` (or refuses with 429 when
 server's queue is full). The :class:`JobRunner` thread of each server process admits queued jobs fairly
 between tenants (:func:`admit`: the tenant with the fewest running jobs first) while the limits allow
 (at most ``JobLimits.running`` jobs ``starting``/``running`` in all, ``JobLimits.running_per_tenant``
-of one tenant's), marks them ``starting`` and launches the worker, :mod:`resonance_os.api.job_worker`
+of one tenant's), marks them ``starting`` and launches the worker, :mod:`resonance_os.api.jobs.worker`
 with the job id, at nice 19 from its first instruction (:data:`LOW_PRIORITY_START`; database URL in
 ``$RESONANCE_DB``, never on a command line where ``ps`` shows passwords) in its own process session.
 A worker dies with the server that launched it (``$RESONANCE_PARENT_PID``,
-:func:`~resonance_os.api.processes.die_with_parent`), however the server ends, and queues its job
+:func:`~resonance_os.api.jobs.processes.die_with_parent`), however the server ends, and queues its job
 again first; the next server resumes it. The worker claims the row (``starting`` -> ``running``, once,
 atomically), records its pid, host and a heartbeat, saves a checkpoint into its work folder
 (:func:`work_dir`) every few updates, and ends in ``succeeded`` (with the trained policy as an
@@ -22,7 +22,7 @@ is marked ``failed`` with the reason. The runner also reaps finished worker proc
 removes the work folders of jobs that ended. No job is silently lost.
 
 A running job yields to requests: the worker's training waits while the server that launched it has
-requests in flight (``api.serving_gate``; bounded, so a flood of requests slows training but never
+requests in flight (``api.jobs.serving_gate``; bounded, so a flood of requests slows training but never
 stops it), so one tenant's training steps aside while another tenant's request runs.
 """
 
@@ -44,13 +44,13 @@ from pathlib import Path
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-from resonance_os.api.db import Database, Job, utcnow
-from resonance_os.api.keys import resonance_home
-from resonance_os.api.processes import PARENT_PID_ENV, pid_alive
-from resonance_os.api.serving_gate import GATE_ENV
+from resonance_os.api.jobs.processes import PARENT_PID_ENV, pid_alive
+from resonance_os.api.jobs.serving_gate import GATE_ENV
+from resonance_os.api.persistence.db import Database, Job, utcnow
+from resonance_os.api.persistence.keys import resonance_home
 from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ResonanceError
 
-log = logging.getLogger("resonance_os.api.jobs")
+log = logging.getLogger("resonance_os.api.jobs.queue")
 
 JOB_STATES = ("queued", "starting", "running", "succeeded", "failed", "cancelled")
 ACTIVE_STATES = ("starting", "running")
@@ -66,7 +66,7 @@ TICK_S = 1.0
 LOW_PRIORITY_START = (
     "import os, runpy\n"
     "try:\n    os.nice(19 - os.nice(0))\nexcept OSError:\n    pass\n"
-    "runpy.run_module('resonance_os.api.job_worker', run_name='__main__', alter_sys=True)\n"
+    "runpy.run_module('resonance_os.api.jobs.worker', run_name='__main__', alter_sys=True)\n"
 )
 """``python -c`` code that starts a job worker at nice 19 before it imports anything: the worker's own
 imports (SQLAlchemy and the database layer, seconds on a busy machine) ran at nice 0 before
@@ -189,7 +189,7 @@ def admit(db: Database, limits: JobLimits) -> list[str]:
 def worker_environment(db_url: str, checkpoint_every: int = 1, serving_gate: Path | None = None) -> dict:
     """The environment a job worker starts with: the database, the checkpoint interval, the launching
     process's pid (the worker dies with it), one thread per numeric library and, with
-    ``serving_gate``, the launching server's gate (``api.serving_gate``: training waits while that
+    ``serving_gate``, the launching server's gate (``api.jobs.serving_gate``: training waits while that
     server has requests in flight)."""
     env = {
         **os.environ,

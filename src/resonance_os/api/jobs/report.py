@@ -10,7 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from resonance_os.api.db import Database, Job, utcnow
+from resonance_os.api.persistence.db import Database, Job, utcnow
 
 MAX_CURVE_POINTS = 500
 """A job's stored learning curve keeps at most this many points (evenly spaced, the last one always)."""

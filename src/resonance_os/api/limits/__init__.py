@@ -1,0 +1,1 @@
+"""Request allowances held in memory: per-API-key rate limits and per-address limits."""
