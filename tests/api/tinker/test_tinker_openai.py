@@ -99,3 +99,35 @@ def test_training_states_are_not_models_and_other_tenants_see_nothing(tinker_ser
     with tinker.ServiceClient(base_url=tinker_server.url, api_key=other_key) as foreign:  # nor through Tinker
         with pytest.raises(tinker.BadRequestError, match="no such checkpoint"):
             foreign.create_sampling_client(model_path=sampler_path).result()
+
+
+def test_weights_of_another_base_model_are_refused_by_name(tmp_path, tiny_model_folder):
+    """Sampler weights trained on a base model the OpenAI API does not serve: a 400 ``model_not_served``
+    that names both base models and the fix (sample them with the Tinker SDK), never a 500 or a
+    silent answer from the wrong base."""
+    import shutil
+
+    from tinker_server import TinkerServer
+
+    other = shutil.copytree(tiny_model_folder, tmp_path / "other-llama")
+    env = {"RESONANCE_TINKER_BASE_MODELS": f"{BASE}={tiny_model_folder};other-llama={other}"}
+    (tmp_path / "home").mkdir()
+    server = TinkerServer(tmp_path / "home", tiny_model_folder, env=env).start()
+    try:
+        client = server.service_client()
+        training = client.create_lora_training_client(base_model="other-llama", rank=4, seed=3).result()
+        path = training.save_weights_for_sampler("elsewhere").result().path
+        chat = openai_client(server, server.last_key)
+        with pytest.raises(openai.BadRequestError) as caught:
+            chat.chat.completions.create(model=path, messages=MESSAGES, max_tokens=2)
+        error = caught.value.body
+        assert error["code"] == "model_not_served" and error["param"] == "model"
+        assert str(other) in error["message"] and "Tinker SDK" in error["message"]
+        sampler = client.create_sampling_client(model_path=path).result()  # Tinker still samples it
+        params = types.SamplingParams(max_tokens=2, temperature=0.0, stop=[])
+        assert (
+            len(sampler.sample(types.ModelInput.from_ints([1, 2, 3]), 1, params).result().sequences[0].tokens)
+            == 2
+        )
+    finally:
+        server.stop()
