@@ -188,5 +188,9 @@ def test_the_resonance_objective_scores_resonance_with_fluency_topic_and_repetit
         )
         assert total[b] == pytest.approx(np.nan_to_num(held), abs=1e-9)
     assert env.settings()["objective"] == "resonance"
-    with pytest.raises(ValidationError, match="objective must be one of writing, resonance"):
-        _env(chat, objective="style")
+    style = env.vectorised(4, objective="style")
+    style.reset(seed=2)
+    style_total = sum(style.step(np.zeros((4, 8)))[1] for _ in range(2))
+    np.testing.assert_allclose(style_total, np.nan_to_num(final["resonance"]), atol=1e-9)  # same paragraphs
+    with pytest.raises(ValidationError, match="objective must be one of writing, resonance, style"):
+        _env(chat, objective="beauty")

@@ -74,11 +74,12 @@ NUCLEUS_CANDIDATES = 256
 """Tokens the nucleus is drawn from (sorting 49k logits a token cost more than the rest of sampling;
 at temperature 0.7 the 256 likeliest hold the nucleus)."""
 SENTENCE_END = (".", "!", "?", '."', '!"', '?"', ".'", ".)")
-OBJECTIVES = ("writing", "resonance")
+OBJECTIVES = ("writing", "resonance", "style")
 """What an episode's return scores: ``"writing"`` the writing reward (resonance x quality);
 ``"resonance"`` resonance with fluency, topic and repetition held (the writing reward without its
 coherence term, whose spread on model prose outweighs the style term's: PPO trained on the writing
-reward learned to raise the quality factor and left resonance where it was)."""
+reward learned to raise the quality factor and left resonance where it was); ``"style"`` the
+resonance term alone (fluency and topic are then only watched, not rewarded)."""
 
 
 def training_targets(count: int = TRAIN_TARGETS, seed: int = 0) -> list[list[float]]:
@@ -238,7 +239,8 @@ class SteeredWritingVectorEnv(VectorEnv):
             with the local backend's decoding settings.
         seed: seeds the first ``reset()`` when it gets none.
         max_strength: the steering strength an action of +-1 applies (``MAX_STRENGTH``, 0.5).
-        objective: what the return scores (``OBJECTIVES``): ``"writing"`` (default) or ``"resonance"``.
+        objective: what the return scores (``OBJECTIVES``): ``"writing"`` (default), ``"resonance"``
+            or ``"style"``.
         controller_gain: when above 0, the action is a residual on the proportional controller of
             this gain (residual policy learning): the env applies ``clip(action + controller(obs))``,
             so an untrained policy (mean 0) steers as the controller does and PPO learns corrections.
@@ -396,7 +398,7 @@ class SteeredWritingVectorEnv(VectorEnv):
                 continue
             self._measured[b] = score.hrv
             self._terms[b] = {term: getattr(score, term) for term in (*REWARD_TERMS, "quality")}
-            value = score.reward if self.objective == "writing" else _held_resonance(score)
+            value = _objective_value(score, self.objective)
             rewards[b], self._value[b] = value - self._value[b], value
         terminated = np.full(self.num_envs, last)
         truncated = np.zeros(self.num_envs, dtype=bool)
@@ -483,8 +485,12 @@ class SteeredWritingEnv(gym.Env):
         return "\n".join(rows)
 
 
-def _held_resonance(score: WritingScore) -> float:
-    """Resonance with fluency, topic and repetition held: the writing reward without coherence."""
+def _objective_value(score: WritingScore, objective: str) -> float:
+    """A paragraph's value under ``objective`` (``OBJECTIVES``)."""
+    if objective == "writing":
+        return score.reward
+    if objective == "style":
+        return score.resonance
     return score.resonance * quality_factor(score.fluency, 1.0, score.topic, score.repetition)
 
 
