@@ -38,6 +38,7 @@ import os
 import random
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -113,7 +114,7 @@ def different_orders(n: int, count: int, rng: random.Random) -> list[list[int]]:
     return orders
 
 
-def fit_order(train: list[list[Unit]], books: list[list[Unit]] = ()) -> dict[str, float]:
+def fit_order(train: list[list[Unit]], books: Sequence[list[Unit]] = ()) -> dict[str, float]:
     """Ranking weights ``w`` by feature name (PERMS orders of each ``train`` paragraph, BOOK_PERMS of
     each of ``books``)."""
     rng = random.Random(SEED)
