@@ -24,6 +24,7 @@ reward.
     .venv/bin/python benchmarks/bench_reward.py [--paragraphs 200] [--model lm]
     .venv/bin/python benchmarks/bench_reward.py --order-domains 40 [--model lm] [--baseline REV]
     .venv/bin/python benchmarks/bench_reward.py --model lm --cost-only --timed 12
+    .venv/bin/python benchmarks/bench_reward.py --model-prose [--baseline REV]
 
 ``--order-domains N``: only the order table, this build's coherence beside the coherence of git
 revision ``--baseline`` (its ``quality/data/coherence.json``; with ``--model lm`` also the reader
@@ -33,6 +34,11 @@ of each domain (pydoc and fortunes; history, essays and a book teaching a progra
 the reward (professional profile, the paragraph's prompt) against its sentence-order shuffle, word
 salad and within-sentence shuffle, and the CPU time per paragraph of each reward on the same texts
 (each reward times its own share of paragraphs from the training split) with their ratio.
+
+``--model-prose``: the SmolLM2 paragraphs that ``bench_voice_adapters.py`` recorded in
+``benchmarks/results/voice_adapters_*.json``, each against its sentence-order shuffle and against as
+many sentences from paragraphs on other prompts (fluent one by one, unconnected together): the
+paired AUC of the fast reward, its coherence and its fluency, this build beside ``--baseline``'s.
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from _corpus import document_paragraphs, fortune_entries, pydoc_paragraphs  # noqa: E402
 from bench_hr_learning import env_speed  # noqa: E402
 
+from resonance_os.core.text import sentence_texts  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.profiling.hrv_extractor import HRVExtractor  # noqa: E402
@@ -285,6 +292,70 @@ def order_table(model: str, n: int, revision: str, timed_paragraphs: int) -> Non
     )
 
 
+MODEL_PROSE = sorted((Path(__file__).resolve().parent / "results").glob("voice_adapters_*.json"))
+"""SmolLM2's articles as ``bench_voice_adapters.py`` recorded them (built-in profiles, held-out prompts,
+with and without voice adapters): model prose the reward never saw."""
+
+
+def model_paragraphs(files: list[Path]) -> list[tuple[str, str]]:
+    """``(prompt, paragraph)`` of every paragraph with 3+ sentences in the articles of ``files``."""
+    import json
+
+    out = []
+    for path in files:
+        for row in json.loads(path.read_text("utf-8"))["rows"]:
+            for paragraph in row["text"].split("\n\n"):
+                if len(sentence_texts(paragraph)) >= 3:
+                    out.append((row["prompt"], paragraph.strip()))
+    return out
+
+
+def model_prose_table(revision: str, files: list[Path]) -> None:
+    """``--model-prose``: does the fast reward rate shuffled or incoherent model prose below the model's
+    own paragraphs? Each SmolLM2 paragraph against its sentence-order shuffle and against as many
+    sentences drawn from paragraphs about other prompts (each fluent, together unconnected); paired
+    AUC and means of the reward, coherence and fluency, baseline beside this build."""
+    paragraphs = model_paragraphs(files)
+    if not paragraphs:
+        raise SystemExit(f"no recorded articles in {', '.join(map(str, files)) or 'benchmarks/results'}")
+    target = BUILTIN_TEMPLATES["professional"].vector.to_list()
+    extractor = HRVExtractor()
+    rewards = {
+        f"baseline {revision}": WritingReward(
+            extractor=extractor, coherence=baseline_coherence("fast", revision)
+        ),
+        "this build": WritingReward(extractor=extractor),
+    }
+    rng = random.Random(0)
+    damaged: dict[str, list[tuple[str, str, str]]] = {
+        "sentence-order shuffle": [],
+        "other prompts' sentences": [],
+    }
+    for i, (prompt, text) in enumerate(paragraphs):
+        shuffled = damage.shuffle_sentences(text, seed=i)
+        if shuffled is not None:
+            damaged["sentence-order shuffle"].append((prompt, text, shuffled))
+        others = [s for q, t in paragraphs if q != prompt for s in sentence_texts(t)]
+        mixed = " ".join(rng.sample(others, len(sentence_texts(text))))
+        damaged["other prompts' sentences"].append((prompt, text, mixed))
+    terms = ("reward", "coherence", "fluency")
+    print(
+        f"Model prose: {len(paragraphs)} SmolLM2 paragraphs (3+ sentences) of {len(files)} recorded runs; "
+        "paired AUC P(term(paragraph) > term(damaged)), (mean paragraph / mean damaged):\n"
+    )
+    print("| damage | pairs | " + " | ".join(f"{t} {k}" for k in rewards for t in terms) + " |")
+    print("|---|---:|" + "---:|" * len(terms) * len(rewards))
+    scores = [Terms(reward) for reward in rewards.values()]
+    for kind, triples in damaged.items():
+        cells = []
+        for scored in scores:
+            for term in terms:
+                pairs = [(scored(a, target, p)[term], scored(b, target, p)[term]) for p, a, b in triples]
+                means = np.mean(pairs, axis=0)
+                cells.append(f"{auc(pairs):.3f} ({means[0]:.3f} / {means[1]:.3f})")
+        print(f"| {kind} | {len(triples)} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--paragraphs", type=int, default=200)
@@ -308,13 +379,23 @@ def main() -> None:
         help="only the order table, N paragraphs per domain",
     )
     parser.add_argument(
-        "--baseline", default=BASELINE, help="git revision whose coherence the order table compares"
+        "--baseline",
+        default=BASELINE,
+        help="git revision whose coherence the order table and --model-prose compare",
     )
     parser.add_argument("--cost-only", action="store_true", help="the order table's cost lines only")
     parser.add_argument(
         "--timed", type=int, default=0, help="paragraphs the order table times (both rewards)"
     )
+    parser.add_argument(
+        "--model-prose",
+        action="store_true",
+        help="only the model-prose check (SmolLM2 articles recorded in benchmarks/results)",
+    )
     args = parser.parse_args()
+    if args.model_prose:
+        model_prose_table(args.baseline, MODEL_PROSE)
+        return
     if args.order_domains or args.cost_only:
         order_table(args.model, 0 if args.cost_only else args.order_domains, args.baseline, args.timed)
         return
