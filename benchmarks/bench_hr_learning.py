@@ -54,6 +54,7 @@ from resonance_os.evolution.steered_writing import (
     evaluate_steering_policy,
     proportional_controller,
 )
+from resonance_os.rl import PPO
 
 EVAL_SEED = 10_000
 SEARCH_CANDIDATES = 64
@@ -125,6 +126,31 @@ def steered_runs(args: argparse.Namespace) -> dict[str, dict]:
     return rows
 
 
+def read_steered(args: argparse.Namespace, paragraphs: int = 6) -> None:
+    """Held-out paragraphs to read, the same topics, targets and noise for each policy: zero steering,
+    the controller of gain ``--gains[0]`` and every policy saved in ``--read`` (on ``--residual``)."""
+    heldout = SteeredWritingVectorEnv(paragraphs, split="heldout", objective=args.objective)
+    trained = heldout.vectorised(paragraphs, controller_gain=args.residual)
+    policies = [
+        ("zero steering", heldout, np.zeros_like),
+        (f"controller k {args.gains[0]:g}", heldout, proportional_controller(args.gains[0], heldout.steerable)),
+    ]  # fmt: skip
+    for path in sorted(args.read.iterdir()):
+        model = PPO.load(path)
+        policies.append(
+            (f"PPO {path.name}", trained, lambda obs, m=model: m.predict(obs, deterministic=True)[0])
+        )
+    for name, env, act in policies:
+        obs, _ = env.reset(seed=EVAL_SEED)
+        for _ in range(env.sentences):
+            obs, _, _, _, infos = env.step(act(obs))
+        final = infos["final_info"]
+        print(f"\n## {name}")
+        for b in range(paragraphs):
+            print(f"\n{final['prompt'][b]} (score {final['score'][b]:.3f}, resonance {final['resonance'][b]:.3f},"
+                  f" fluency {final['fluency'][b]:.2f}, topic {final['topic'][b]:.2f})\n> {final['text'][b]}")  # fmt: skip
+
+
 def print_steered(rows: dict[str, dict]) -> None:
     """The steered task's table: each policy on the same held-out paragraphs, and PPO vs the baselines
     by the issue's measure (resonance, with fluency and topic held)."""
@@ -168,6 +194,10 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="steer: write the rows here")
     parser.add_argument("--save", type=Path, default=None, help="steer: save each trained policy here")
     parser.add_argument(
+        "--read", type=Path, default=None,
+        help="steer: print held-out paragraphs of zero steering, the controller (k = --gains[0]) and each policy saved here",
+    )  # fmt: skip
+    parser.add_argument(
         "--merge", type=Path, nargs="+", default=None, help="steer: print the table of these rows"
     )
     parser.add_argument("--seeds", type=int, nargs="*", default=[0, 1, 2])
@@ -187,6 +217,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.control == "steer":
+        if args.read:
+            read_steered(args)
+            return
         if args.merge:
             rows = {k: v for path in args.merge for k, v in json.loads(path.read_text()).items()}
         else:
