@@ -37,7 +37,8 @@ salad and within-sentence shuffle, and the CPU time per paragraph of each reward
 
 ``--model-prose``: the SmolLM2 paragraphs that ``bench_voice_adapters.py`` recorded in
 ``benchmarks/results/voice_adapters_*.json``, each against its sentence-order shuffle and against as
-many sentences from paragraphs on other prompts (fluent one by one, unconnected together): the
+many sentences from other paragraphs on the same prompt and on other prompts (fluent one by one,
+no paragraph together): the
 paired AUC of the fast reward, its coherence and its fluency, this build beside ``--baseline``'s.
 """
 
@@ -313,7 +314,8 @@ def model_paragraphs(files: list[Path]) -> list[tuple[str, str]]:
 def model_prose_table(revision: str, files: list[Path]) -> None:
     """``--model-prose``: does the fast reward rate shuffled or incoherent model prose below the model's
     own paragraphs? Each SmolLM2 paragraph against its sentence-order shuffle and against as many
-    sentences drawn from paragraphs about other prompts (each fluent, together unconnected); paired
+    sentences drawn from other paragraphs on the same prompt (on topic, each fluent, together no
+    paragraph) and on other prompts (unconnected); paired
     AUC and means of the reward, coherence and fluency, baseline beside this build."""
     paragraphs = model_paragraphs(files)
     if not paragraphs:
@@ -329,15 +331,21 @@ def model_prose_table(revision: str, files: list[Path]) -> None:
     rng = random.Random(0)
     damaged: dict[str, list[tuple[str, str, str]]] = {
         "sentence-order shuffle": [],
+        "same prompt, other paragraphs' sentences": [],
         "other prompts' sentences": [],
     }
     for i, (prompt, text) in enumerate(paragraphs):
         shuffled = damage.shuffle_sentences(text, seed=i)
         if shuffled is not None:
             damaged["sentence-order shuffle"].append((prompt, text, shuffled))
+        count = len(sentence_texts(text))
+        same = [s for q, t in paragraphs if q == prompt and t != text for s in sentence_texts(t)]
+        if len(same) >= count:
+            damaged["same prompt, other paragraphs' sentences"].append(
+                (prompt, text, " ".join(rng.sample(same, count)))
+            )
         others = [s for q, t in paragraphs if q != prompt for s in sentence_texts(t)]
-        mixed = " ".join(rng.sample(others, len(sentence_texts(text))))
-        damaged["other prompts' sentences"].append((prompt, text, mixed))
+        damaged["other prompts' sentences"].append((prompt, text, " ".join(rng.sample(others, count))))
     terms = ("reward", "coherence", "fluency")
     print(
         f"Model prose: {len(paragraphs)} SmolLM2 paragraphs (3+ sentences) of {len(files)} recorded runs; "
