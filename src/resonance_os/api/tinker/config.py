@@ -10,6 +10,8 @@
 - ``RESONANCE_TINKER_STORAGE_BYTES``   checkpoint bytes stored per tenant (default 4 GiB).
 - ``RESONANCE_TINKER_MAX_ADAPTERS``    adapters (runs and samplers) on one base model (default 64).
 - ``RESONANCE_TINKER_CHECKPOINTS``     the checkpoint folder (default ``$RESONANCE_HOME/tinker``).
+- ``RESONANCE_TINKER_BATCH_WINDOW_MS`` how long a forward/backward pass waits for the requests of runs
+  that have been training concurrently with it, so they share the pass (default 250; 0: never waits).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from resonance_os.core.home import resonance_home
 DEFAULT_BASE_MODEL = "SmolLM2-135M-Instruct"
 
 
-def _int(name: str, default: int) -> int:
+def _int(name: str, default: int, minimum: int = 1) -> int:
     raw = os.environ.get(name)
     if not raw:
         return default
@@ -31,8 +33,8 @@ def _int(name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise ValueError(f"${name}={raw!r} must be a whole number") from None
-    if value < 1:
-        raise ValueError(f"${name}={raw!r} must be >= 1")
+    if value < minimum:
+        raise ValueError(f"${name}={raw!r} must be >= {minimum}")
     return value
 
 
@@ -57,6 +59,7 @@ class TinkerConfig:
     max_queued: int = 256
     storage_bytes: int = 4 << 30
     max_adapters: int = 64
+    batch_window_ms: int = 250
     checkpoints: Path = field(default_factory=lambda: resonance_home() / "tinker")
 
     @classmethod
@@ -68,5 +71,6 @@ class TinkerConfig:
             max_queued=_int("RESONANCE_TINKER_MAX_QUEUED", cls.max_queued),
             storage_bytes=_int("RESONANCE_TINKER_STORAGE_BYTES", cls.storage_bytes),
             max_adapters=_int("RESONANCE_TINKER_MAX_ADAPTERS", cls.max_adapters),
+            batch_window_ms=_int("RESONANCE_TINKER_BATCH_WINDOW_MS", cls.batch_window_ms, minimum=0),
             checkpoints=Path(folder).expanduser() if folder else resonance_home() / "tinker",
         )

@@ -7,6 +7,13 @@ multi-chunk ``forward_backward`` concurrently, first chunk last). The next ``for
 (create, optim_step, save, load, sample) run one by one. A result or error is written to the future's
 row and the long polls waiting on it are woken.
 
+Concurrent clients' requests do not arrive at the same instant, so a pass started at the first one
+would run it alone and the rest after it. Runs whose requests have been pending together are
+*partners*: a batch is held (other requests run meanwhile) until every partner on its base model has
+a request pending, for at most ``TinkerConfig.batch_window_ms``; a partner that lets the window run out
+stops being waited for until its requests overlap another run's again, so clients taking turns never
+wait, and clients training at once share every pass after their first.
+
 The models live in this process's memory. After a restart, a request on a run that was loaded before
 it fails with an error that says so and names the run's newest checkpoint to resume from; requests that
 need no lost state (create, load from a checkpoint, sampling saved weights) complete.
@@ -27,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import sqlalchemy as sa
+from prometheus_client import Histogram
 
 import resonance_os.api.tinker.backend as backend
 import resonance_os.api.tinker.checkpoints as checkpoints
@@ -71,6 +79,12 @@ FUTURE_KEEP_S = 3600.0
 STALE_SESSION_S = 600.0
 """A session without a heartbeat for this long has its runs and samplers unloaded (checkpoints stay)."""
 
+PASS_RUNS = Histogram(
+    "resonance_tinker_forward_backward_pass_runs",
+    "Training runs whose forward/backward requests shared one pass",
+    buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32, 64),
+)
+
 
 @dataclass
 class Loaded:
@@ -98,6 +112,8 @@ class TinkerWorker:
         self.samplers: dict[str, SamplerState] = {}
         self.snapshots: dict[str, list[str]] = {}  # model id -> its ephemeral sampler ids, oldest first
         self.last_seq: dict[str, int] = {}
+        self.partners: dict[str, set[str]] = {}  # run -> runs whose requests were pending with its
+        self._held_since: float | None = None  # when the batch now held first waited for partners
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -174,6 +190,7 @@ class TinkerWorker:
     # ----------------------------------------------------------------------------------- scheduling
     def step(self) -> bool:
         """Run one round of eligible requests; False when there was nothing to do."""
+        self._wake.clear()  # before the read: a request stored after it wakes a wait below
         with self.db.read() as session:
             rows = session.scalars(
                 sa.select(TinkerFuture)
@@ -207,14 +224,53 @@ class TinkerWorker:
                 if not batch or batch[-1].queue != queue:
                     singles.append(row)
                 break
+        self._note_partners(rows)
+        held = bool(batch) and self._hold(batch, rows)
+        if held:
+            batch = []
         if not batch and not singles:
-            time.sleep(0.05)
+            self._wake.wait(0.05)
             return True
         if batch:
             self._run_fwdbwd(batch)
         for row in singles:
             self._run_single(row)
         return True
+
+    def _note_partners(self, rows: list[TinkerFuture]) -> None:
+        """Make the loaded runs on one base model with requests pending now each other's partners."""
+        by_base: dict[str, set[str]] = {}
+        for row in rows:
+            loaded = self.runs.get(_model_of(row.queue))
+            if loaded is not None and loaded.tenant_id == row.tenant_id:
+                by_base.setdefault(loaded.base, set()).add(loaded.run.model_id)
+        for models in by_base.values():
+            if len(models) > 1:
+                for model_id in models:
+                    self.partners.setdefault(model_id, set()).update(models - {model_id})
+
+    def _hold(self, batch: list[TinkerFuture], rows: list[TinkerFuture]) -> bool:
+        """Whether to hold ``batch`` back for the partners of its runs that have nothing pending yet;
+        once the window has run out, those partners are forgotten and the batch runs."""
+        members = {_model_of(r.queue) for r in batch}
+        pending = {_model_of(r.queue) for r in rows}
+        expected = set().union(*(self.partners.get(m, set()) for m in members))
+        missing = {m for m in expected - pending if m in self.runs}
+        if missing and self.config.batch_window_ms > 0:
+            now = time.monotonic()
+            if self._held_since is None:
+                self._held_since = now
+            if now - self._held_since < self.config.batch_window_ms / 1000:
+                return True
+            for model_id in missing:
+                self._forget_partner(model_id)
+        self._held_since = None
+        return False
+
+    def _forget_partner(self, model_id: str) -> None:
+        self.partners.pop(model_id, None)
+        for others in self.partners.values():
+            others.discard(model_id)
 
     def _last_seq(self, queue: str) -> int:
         if queue not in self.last_seq:
@@ -268,6 +324,7 @@ class TinkerWorker:
                 self._failed(row, exc)
         for base_name, entries in groups.items():
             for chunk in _token_chunks(entries):
+                PASS_RUNS.observe(len({item.run.model_id for _, item in chunk}))
                 try:
                     results = backend.forward_backward(self.bases[base_name], [item for _, item in chunk])
                 except Exception as exc:
@@ -670,6 +727,7 @@ class TinkerWorker:
         """Unload the session's training runs and samplers (their saved checkpoints stay)."""
         for model_id in [m for m in self.runs if m.startswith(f"{session_id}:")]:
             loaded = self.runs.pop(model_id)
+            self._forget_partner(model_id)
             for sampler_id in self.snapshots.pop(model_id, []):
                 self._drop_sampler(sampler_id)
             self.bases[loaded.base].remove(model_id)

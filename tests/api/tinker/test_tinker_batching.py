@@ -1,0 +1,87 @@
+"""Concurrent training clients share the worker's forward/backward passes: four SDK clients stepping at
+once through one server are computed in one pass per step (read from the server's Prometheus histogram
+of runs per pass), and clients taking turns still each get their own pass without waiting."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+from tinker import types
+from tinker_server import BASE, TinkerServer
+
+SENTENCES = [
+    "the cat sat on the mat .",
+    "a dog ran under the tree .",
+    "the bird flew over the roof .",
+    "one two three four five six",
+]
+PASS_RUNS = "resonance_tinker_forward_backward_pass_runs"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, tiny_model_folder) -> Iterator[TinkerServer]:
+    """A server whose batch window is wide enough for a loaded test machine (the default is 250 ms)."""
+    server = TinkerServer(
+        tmp_path_factory.mktemp("tinker-batching"),
+        tiny_model_folder,
+        {"RESONANCE_TINKER_BATCH_WINDOW_MS": "5000"},
+    ).start()
+    yield server
+    server.stop()
+
+
+def passes(server: TinkerServer) -> tuple[float, float]:
+    """(forward/backward passes so far, runs computed in them) from ``GET /metrics``."""
+    text = httpx.get(f"{server.url}/metrics", timeout=10).text
+    for family in text_string_to_metric_families(text):
+        if family.name == PASS_RUNS:
+            values = {sample.name: sample.value for sample in family.samples}
+            return values[f"{PASS_RUNS}_count"], values[f"{PASS_RUNS}_sum"]
+    return 0.0, 0.0
+
+
+def sft_step(run, text: str, losses: list[float]) -> None:
+    tokenizer = run.get_tokenizer()
+    ids = tokenizer.encode(text)
+    datum = types.Datum(
+        model_input=types.ModelInput.from_ints(ids[:-1]),
+        loss_fn_inputs={"target_tokens": ids[1:], "weights": [1.0] * (len(ids) - 1)},
+    )
+    fwdbwd = run.forward_backward([datum], "cross_entropy")
+    optim = run.optim_step(types.AdamParams(learning_rate=1e-2))
+    losses.append(fwdbwd.result().metrics["loss:sum"])
+    optim.result()
+
+
+def test_clients_training_at_once_share_one_pass_and_clients_taking_turns_do_not_wait(server):
+    client = server.service_client()
+    runs = [client.create_lora_training_client(base_model=BASE, rank=4, seed=i).result() for i in range(4)]
+    losses: list[list[float]] = [[] for _ in runs]
+
+    def all_at_once() -> None:
+        threads = [
+            threading.Thread(target=sft_step, args=(run, text, seen))
+            for run, text, seen in zip(runs, SENTENCES, losses, strict=True)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    for _ in range(2):  # the first steps: the runs' requests meet, so they become partners
+        all_at_once()
+    before = passes(server)
+    for _ in range(3):
+        all_at_once()
+    after = passes(server)
+    assert (after[0] - before[0], after[1] - before[1]) == (3, 12)  # each step: one pass of all 4 runs
+    assert all(len(seen) == 5 and seen[-1] < seen[0] for seen in losses), losses
+
+    for run, text, seen in zip(runs, SENTENCES, losses, strict=True):  # now one client at a time
+        sft_step(run, text, seen)
+    final = passes(server)
+    assert (final[0] - after[0], final[1] - after[1]) == (4, 4)
