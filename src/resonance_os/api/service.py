@@ -26,13 +26,15 @@ from resonance_os.api.persistence.quotas import (
 )
 from resonance_os.api.persistence.tenants import TenantContext
 from resonance_os.api.text.engine import as_dict
+from resonance_os.api.text.rewards import check_reward
 from resonance_os.api.text.workers import TextWorkers
-from resonance_os.core.errors import AlreadyExistsError, NotFoundError
+from resonance_os.core.errors import AlreadyExistsError, NotFoundError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import HRVProfile
 from resonance_os.profiles.sample import sample_warning
 from resonance_os.profiles.targets import resolve_target
 from resonance_os.profiles.templates import DEFAULT_PROFILE_NAME
+from resonance_os.quality.reward import DEFAULT_REWARD
 
 
 def profile_out(profile: HRVProfile) -> dict[str, Any]:
@@ -147,14 +149,16 @@ class ResonanceService:
         profile: str | None,
         target_hrv: list[float] | None,
         prompt: str | None = None,
+        reward: str | None = None,
     ) -> dict[str, Any]:
-        """The writing reward of ``text`` toward the target with its terms (``quality.reward``),
-        per-dimension gaps (target - measured), and the tenant's latest reward model's score when one
-        has been trained."""
+        """The writing reward ``reward`` (``"fast"``, the default, or ``"lm"``: :func:`check_reward`)
+        of ``text`` toward the target with its terms (``quality.reward``), per-dimension gaps (target -
+        measured), and the tenant's latest reward model's score when one has been trained."""
         from resonance_os.api.persistence import feedback
 
+        reward = check_reward(reward)
         target, _ = self.resolve_target(ctx, profile, target_hrv)
-        scored = self.workers.run(ctx.tenant_id, "score", text, target, prompt, counted=False)
+        scored = self.workers.run(ctx.tenant_id, "score", text, target, prompt, reward, counted=False)
         measured = scored.hrv
         model = feedback.latest_model(self.db, ctx.tenant_id, self.extractor)
         return {
@@ -215,10 +219,15 @@ class ResonanceService:
         seed: int | None = None,
         policy: str | None = None,
         adapter: bool = True,
+        reward: str | None = None,
         deadline: float | None = None,
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Write an article toward the target, measure it, store it as an item, return both.
+
+        The writer picks drafts, guards edits and scores the article with writing reward ``reward``
+        (``"fast"``, the default, or ``"lm"``: :func:`check_reward`); with a ``policy``, the reward its
+        run trained on, and a ``reward`` naming another is refused (422).
 
         Without a ``policy``, the writer drafts with the target profile's voice adapter when it has
         one (:meth:`voice_adapter`) and the writer drafts with the local model; ``adapter=False``:
@@ -238,53 +247,44 @@ class ResonanceService:
             report(started[0], paragraphs)
 
         if policy is not None:
-            from resonance_os.api.jobs.policies import policy_folder, policy_job
-
-            job = policy_job(self.db, ctx.tenant_id, policy)
+            job = self._policy_job(ctx, policy, reward)
             if profile is None and target_hrv is None:  # steer toward what the policy was trained for
                 target, profile_name = list(job.params["target_hrv"]), job.params.get("profile")
             else:
                 target, profile_name = self.resolve_target(ctx, profile, target_hrv)
-            from resonance_os.api.jobs.hr_ppo import generate_with_policy
-
-            version = job.params.get("reward_model_version")
-
-            def reward_model():
-                if version is None:
-                    return None
-                from resonance_os.api.persistence.feedback import load_version
-
-                return load_version(self.db, ctx.tenant_id, version, self.extractor)
-
             with self.workers.turn(ctx.tenant_id, deadline):
                 report(1, paragraphs)
-                article = generate_with_policy(
-                    self, policy_folder(job), prompt, target, paragraphs, seed, reward_model, next_paragraph
-                )
+                article = self._write_with_policy(ctx, job, prompt, target, paragraphs, seed, next_paragraph)
         else:
-            from resonance_os.generation.voice_adapter import VoiceAdapterError
-
+            reward = check_reward(reward)
             target, profile_name, source = self.resolve_target_source(ctx, profile, target_hrv)
             voice = self.voice_adapter(source) if adapter else None
             report(1, paragraphs)
-            try:
-                article = self.workers.run(
-                    ctx.tenant_id,
-                    "write",
-                    prompt,
-                    target,
-                    paragraphs,
-                    seed,
-                    deadline=deadline,
-                    on_paragraph=next_paragraph,
-                    target_source=source,
-                    adapter=voice or False,
-                )
-            except VoiceAdapterError:  # its message names server paths; the tenant gets the fix
-                raise VoiceAdapterError(
-                    f"the voice adapter of profile {profile_name!r} is damaged or was trained on another "
-                    'model; train it again, or write without it ("adapter": false)'
-                ) from None
+            article = self._write(
+                ctx,
+                profile_name,
+                prompt,
+                target,
+                paragraphs,
+                seed,
+                deadline=deadline,
+                on_paragraph=next_paragraph,
+                target_source=source,
+                adapter=voice or False,
+                reward=reward,
+            )
+        return self._stored_article(ctx, prompt, article, target, profile_name, policy)
+
+    def _stored_article(
+        self,
+        ctx: TenantContext,
+        prompt: str,
+        article: Any,
+        target: list[float],
+        profile_name: str | None,
+        policy: str | None,
+    ) -> dict[str, Any]:
+        """Store the written ``article`` as the tenant's item; the answer of :meth:`generate`."""
         measured = [float(v) for v in article.measured_hrv["article"]]
         resonance = float(article.resonance)
         item = self.store_item(
@@ -310,6 +310,62 @@ class ResonanceService:
             "backend": article.backend,
             "voice_adapter": _voice_of(article),
         }
+
+    def _policy_job(self, ctx: TenantContext, policy: str, reward: str | None) -> Job:
+        """The tenant's finished training job ``policy``, which writes with the reward it trained on:
+        a ``reward`` naming another is refused, as is ``lm`` on a server without SmolLM2."""
+        from resonance_os.api.jobs.policies import policy_job
+
+        job = policy_job(self.db, ctx.tenant_id, policy)
+        trained_on = job.params.get("reward", DEFAULT_REWARD)
+        if reward is not None and reward != trained_on:
+            raise ValidationError(
+                f"policy {policy!r} was trained on reward {trained_on!r} and writes with it; "
+                f"leave reward out or ask for {trained_on!r}"
+            )
+        check_reward(trained_on)
+        return job
+
+    def _write_with_policy(
+        self,
+        ctx: TenantContext,
+        job: Job,
+        prompt: str,
+        target: list[float],
+        paragraphs: int,
+        seed: int | None,
+        next_paragraph: Callable[[], None],
+    ):
+        """An article written with the trained policy of ``job`` (in the caller's turn), its reward
+        blended with the reward model version it trained with."""
+        from resonance_os.api.jobs.hr_ppo import generate_with_policy
+        from resonance_os.api.jobs.policies import policy_folder
+
+        version = job.params.get("reward_model_version")
+
+        def reward_model():
+            if version is None:
+                return None
+            from resonance_os.api.persistence.feedback import load_version
+
+            return load_version(self.db, ctx.tenant_id, version, self.extractor)
+
+        return generate_with_policy(
+            self, policy_folder(job), prompt, target, paragraphs, seed, reward_model, next_paragraph
+        )
+
+    def _write(self, ctx: TenantContext, profile_name: str | None, *args: Any, **kwargs: Any):
+        """The engine's ``write(*args, **kwargs)`` in the tenant's turns at the text workers; a damaged
+        voice adapter is a ``VoiceAdapterError`` naming the profile and the fix, not server paths."""
+        from resonance_os.generation.voice_adapter import VoiceAdapterError
+
+        try:
+            return self.workers.run(ctx.tenant_id, "write", *args, **kwargs)
+        except VoiceAdapterError:
+            raise VoiceAdapterError(
+                f"the voice adapter of profile {profile_name!r} is damaged or was trained on another "
+                'model; train it again, or write without it ("adapter": false)'
+            ) from None
 
     def refine(
         self,
@@ -352,16 +408,18 @@ class ResonanceService:
         seed: int,
         use_reward_model: bool,
         limits: JobLimits | None = None,
-        reward: str = "fast",
+        reward: str = DEFAULT_REWARD,
     ) -> Job:
         """Queue a PPO job toward the target on the ``reward`` writing reward (``"fast"`` or ``"lm"``), with
         the tenant's newest reward model unless told not to; ``JobQueueFullError`` (429) past ``limits``.
+        ``lm`` on a server without SmolLM2 is refused here (:func:`check_reward`, 422), not in the job.
         A :class:`~resonance_os.api.jobs.queue.JobRunner` starts it."""
         from resonance_os.api.jobs import queue, trainers
         from resonance_os.api.persistence import feedback
 
         target, profile_name = self.resolve_target(ctx, profile, target_hrv)
         trainers.check_available(trainer)
+        reward = check_reward(reward)
         reward_model = feedback.latest_version(self.db, ctx.tenant_id) if use_reward_model else None
         params = {
             "tenant": ctx.tenant,

@@ -115,14 +115,16 @@ def nearest_paragraphs(
     keep: int,
     *,
     min_quality: float = 0.25,
-    reward: WritingReward | None = None,
+    reward: WritingReward | str | None = None,
 ) -> list[tuple[str, str, float]]:
     """The ``keep`` candidates whose measured HRV is nearest ``target`` (``(topic, text, gap)``, nearest
     first), among those whose writing quality (the reward without its style term) is at least
-    ``min_quality``: a paragraph near the style but badly written would teach the bad writing too."""
-    from resonance_os.quality.reward import WritingReward
+    ``min_quality``: a paragraph near the style but badly written would teach the bad writing too.
+    ``reward``: the writing reward that judges them (``quality.reward.make_reward``: ``"fast"``, the
+    default, ``"lm"`` or a ``WritingReward``)."""
+    from resonance_os.quality.reward import make_reward
 
-    scorer = reward if reward is not None else WritingReward()
+    scorer = make_reward(reward)
     scored = []
     for topic, text in candidates:
         score = scorer.score(text, list(target), prompt=topic)

@@ -28,6 +28,7 @@ profile database.
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -234,6 +235,21 @@ class HumanResonantWriter:
             )
         self.adapter, self.adapter_store = adapter, adapter_store
         self._voices: dict[str, Any] = {}
+
+    def with_reward(self, reward: WritingReward | str) -> HumanResonantWriter:
+        """This writer judging drafts, edits and articles with writing reward ``reward`` (``"fast"``,
+        ``"lm"`` or a ``WritingReward``, on this writer's extractor): it shares the backend, the
+        settings and the voice adapters loaded so far and later (a service keeps one per reward)."""
+        twin = copy.copy(self)
+        twin.reward = make_reward(reward, extractor=self.extractor)
+        twin.refiner = RefinerLayer(
+            self.extractor,
+            tolerance=self.refiner.tolerance,
+            max_steps=self.refiner.max_steps,
+            reward=twin.reward,
+            quality_tolerance=self.refiner.quality_tolerance,
+        )
+        return twin
 
     def voice_backend(
         self, target_source: str | None, adapter: bool | str | os.PathLike[str] | None = None

@@ -39,6 +39,8 @@ HRVList = Annotated[
     AfterValidator(validate_hrv),
 ]
 ItemId = Annotated[str, Field(min_length=1, max_length=64)]
+RewardChoice = Literal["fast", "lm"]
+"""A writing reward (``quality.reward.REWARDS``): fast (shipped models) or lm (SmolLM2, docs/reward.md)."""
 
 
 def _nul_path(value: Any, path: str) -> str | None:
@@ -100,6 +102,12 @@ class ScoreRequest(Body):
         min_length=1,
         max_length=MAX_PROMPT_CHARS,
         description="What the text should be about (topic term).",
+    )
+    reward: RewardChoice = Field(
+        "fast",
+        description="The writing reward to score with: fast (shipped models, a millisecond a paragraph) "
+        "or lm (SmolLM2 reads fluency and coherence; about a second a paragraph, the first lm request "
+        "of a server process loads the model; 422 naming the fix on a server without it).",
     )
 
     @model_validator(mode="after")
@@ -168,6 +176,12 @@ class GenerateRequest(Body):
         description="Draft with the profile's voice adapter when it has one (the built-in profiles "
         "ship one; a profile's own is trained as a job) and the server writes with its local model; "
         "false: with the bare model.",
+    )
+    reward: RewardChoice | None = Field(
+        None,
+        description="The writing reward that picks drafts, guards edits and scores the article: fast "
+        "(the default) or lm (SmolLM2; about a second per draft scored, 422 naming the fix on a server "
+        "without it). With a policy: the reward its run trained on (another is refused).",
     )
 
     @model_validator(mode="after")
@@ -385,10 +399,11 @@ class TrainRequest(Body):
     timesteps: int = Field(5000, ge=64, le=1_000_000)
     seed: int = Field(0, ge=0, le=2**32 - 1)
     use_reward_model: bool = Field(True, description="Blend in your latest reward model, if trained.")
-    reward: Literal["fast", "lm"] = Field(
+    reward: RewardChoice = Field(
         "fast",
         description="The writing reward the policy trains on: fast (shipped models, a millisecond a "
-        "revision) or lm (SmolLM2 reads fluency and coherence; seconds a revision). The run records it.",
+        "revision) or lm (SmolLM2 reads fluency and coherence; seconds a revision). The run records it. "
+        "lm on a server without SmolLM2 is refused here (422 naming the fix), not in the job.",
     )
 
     @model_validator(mode="after")

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 
 from resonance_os.api.http.schemas import WritingTerms
 from resonance_os.api.jobs.hr_ppo import PPO_UPDATE_STEPS
+from resonance_os.api.text.rewards import lm_reward_missing
 from resonance_os.core.hrv_constants import (
     GAP_CONVENTION,
     HRV_DESCRIPTIONS,
@@ -38,11 +39,16 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-cache",
 }
 """The page loads only its own files and talks only to its own origin; no referrer leaves it."""
+FAST_REWARD = "Fast: the shipped fluency and coherence models, a millisecond a revision."
+LM_REWARD = (
+    "LM: SmolLM2 reads fluency and coherence; stronger, seconds a revision (training takes far longer)."
+)
 
 
 def definitions() -> dict:
     """The 8 HRV dimensions in vector order and the reward's numeric terms, each with its meaning in
-    one sentence, and the gap's sign convention."""
+    one sentence, the gap's sign convention, and what the Train form offers: the trainer's update
+    size and the writing rewards, each with why this server cannot compute it (null: it can)."""
     terms = [
         {"name": name, "description": REWARD_TERM_MEANINGS[name]}
         for name in WritingTerms.model_fields
@@ -52,7 +58,13 @@ def definitions() -> dict:
         "dimensions": [{"name": name, "description": HRV_DESCRIPTIONS[name]} for name in HRV_DIMENSIONS],
         "terms": terms,
         "gap": GAP_CONVENTION,
-        "training": {"update_steps": PPO_UPDATE_STEPS},
+        "training": {
+            "update_steps": PPO_UPDATE_STEPS,
+            "rewards": [
+                {"name": "fast", "description": FAST_REWARD, "unavailable": None},
+                {"name": "lm", "description": LM_REWARD, "unavailable": lm_reward_missing()},
+            ],
+        },
     }
 
 

@@ -91,6 +91,7 @@ def _writing_options(body: GenerateRequest) -> dict:
         "seed": body.seed,
         "policy": body.policy,
         "adapter": body.adapter,
+        "reward": body.reward,
     }
 
 

@@ -42,9 +42,10 @@ async def analyze(
 def score(
     body: ScoreRequest, ctx: TenantContext = Depends(tenant), svc: ResonanceService = Depends(service)
 ) -> dict:
-    """The writing reward of the text toward a profile or target HRV: resonance, fluency, coherence,
-    topic (with ``prompt``), repetition and the combined reward, with per-dimension gaps."""
-    return svc.score(ctx, body.text, body.profile, body.target_hrv, body.prompt)
+    """The writing reward (``reward``: fast or lm) of the text toward a profile or target HRV:
+    resonance, fluency, coherence, topic (with ``prompt``), repetition and the combined reward, with
+    per-dimension gaps."""
+    return svc.score(ctx, body.text, body.profile, body.target_hrv, body.prompt, body.reward)
 
 
 @router.post("/refine", response_model=RefineResponse)

@@ -623,7 +623,8 @@ const curveTitle = (key) => CURVE_TITLES[key] ?? label(key);
 
 function jobName(job) {
   const toward = job.params.profile ? job.params.profile.replace(/^builtin\//, "") : "a custom target";
-  return `${toward}, ${Number(job.params.timesteps).toLocaleString("en")} steps`;
+  const reward = job.params.reward === "lm" ? ", lm reward" : "";
+  return `${toward}, ${Number(job.params.timesteps).toLocaleString("en")} steps${reward}`;
 }
 
 function jobStatus(job) {
@@ -691,6 +692,28 @@ function checkTimesteps() {
   $("#timesteps-hint").textContent =
     problem ||
     `${count(steps)} steps = ${count(updates)} update${updates === 1 ? "" : "s"} of ${count(update)}: the learning curve gets one point per update${updates === 1 ? " (one point: choose 3 or more updates for a curve)" : ""}.`;
+}
+
+/** The Train form's writing rewards (definitions.json): one this server cannot compute is offered disabled, saying why. */
+function renderRewards() {
+  const select = $("#job-reward");
+  select.replaceChildren(
+    ...state.training.rewards.map((reward) => {
+      const option = make("option", { value: reward.name }, reward.name === "lm" ? "lm (SmolLM2)" : reward.name);
+      option.disabled = Boolean(reward.unavailable);
+      return option;
+    }),
+  );
+  select.value = state.training.rewards[0].name;
+  rewardHint();
+}
+
+/** What the chosen reward is, and why a reward is not offered here. */
+function rewardHint() {
+  const rewards = state.training.rewards;
+  const chosen = rewards.find((reward) => reward.name === $("#job-reward").value);
+  const missing = rewards.filter((reward) => reward.unavailable).map((reward) => `${reward.name} is not available on this server: ${reward.unavailable}.`);
+  $("#job-reward-hint").textContent = [chosen.description, ...missing].join(" ");
 }
 
 /** "Use my reward model" only when there is one; otherwise disabled, saying why. */
@@ -874,6 +897,7 @@ async function startJob(event) {
       timesteps: Number(form.timesteps.value),
       seed: Number(form.seed.value),
       use_reward_model: form.reward_model.checked,
+      reward: form.reward.value,
     });
     state.job = job.id;
     await loadJobs();
@@ -1048,6 +1072,8 @@ async function start() {
   Object.assign(timesteps, { min: state.training.update_steps, step: state.training.update_steps, value: 3 * state.training.update_steps });
   timesteps.addEventListener("input", checkTimesteps);
   checkTimesteps();
+  renderRewards();
+  $("#job-reward").addEventListener("change", rewardHint);
   $("#write-policy").addEventListener("change", policyChosen);
   for (const area of document.querySelectorAll("textarea[data-limit]")) area.addEventListener("input", () => updateCounter(area));
   refreshCounters();

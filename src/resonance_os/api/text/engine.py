@@ -1,14 +1,18 @@
 """The service's CPU-bound text work in one place: measuring, scoring, writing and refining.
 
-:class:`TextEngine` builds its components (extractor, similarity, reward, writer) once, on first use,
+:class:`TextEngine` builds its components (extractor, similarity, rewards, writers) once, on first use,
 and exposes the calls the service makes with plain arguments and picklable results, so the same
 calls run in the server process or in a text worker process (:mod:`resonance_os.api.text.workers`).
 The writing calls take ``between``, called before every paragraph after the first (where a service
-passes the writer to another tenant).
+passes the writer to another tenant). Scoring and writing take the writing reward a request chose
+(``"fast"`` or ``"lm"``, checked by :func:`~resonance_os.api.text.rewards.check_reward` where the
+request arrived); the ``lm`` reward, and the writer that judges with it, are built in a process only
+when a request first asks for them.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Sequence
 from functools import cached_property
@@ -22,7 +26,12 @@ def as_dict(values: Sequence[float]) -> dict[str, float]:
 
 
 class TextEngine:
-    """Extractor, similarity, reward and writer, built once per process (see the module docstring)."""
+    """Extractor, similarity, rewards and writers, built once per process (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._rewards: dict[str, Any] = {}
+        self._writers: dict[str, Any] = {}
+        self._building = threading.Lock()
 
     @cached_property
     def extractor(self):
@@ -36,23 +45,44 @@ class TextEngine:
 
         return SimilarityCalculator()
 
-    @cached_property
+    @property
     def reward(self):
-        from resonance_os.quality.reward import WritingReward
-
-        return WritingReward(extractor=self.extractor)
+        """The default writing reward (``fast``)."""
+        return self.reward_for(None)
 
     @cached_property
     def writer(self):
+        """The writer, judging with the default reward."""
         from resonance_os.generation.human_resonant_writer import HumanResonantWriter
 
-        return HumanResonantWriter(extractor=self.extractor)
+        return HumanResonantWriter(extractor=self.extractor, reward=self.reward)
+
+    def reward_for(self, kind: str | None):
+        """The writing reward ``kind`` (``quality.reward.make_reward``; None: the default), built once."""
+        from resonance_os.quality.reward import DEFAULT_REWARD, make_reward
+
+        kind = kind or DEFAULT_REWARD
+        with self._building:
+            if kind not in self._rewards:
+                self._rewards[kind] = make_reward(kind, extractor=self.extractor)
+            return self._rewards[kind]
+
+    def writer_for(self, kind: str | None):
+        """The writer judging drafts and edits with reward ``kind`` (None: the default): the same
+        backend and loaded voice adapters as :attr:`writer` (``HumanResonantWriter.with_reward``)."""
+        reward, writer = self.reward_for(kind), self.writer
+        if reward is writer.reward:
+            return writer
+        with self._building:
+            if reward.kind not in self._writers:
+                self._writers[reward.kind] = writer.with_reward(reward)
+            return self._writers[reward.kind]
 
     def warm(self) -> float:
         """Build every component now (a worker process does this before it takes work); returns the
         seconds its one-paragraph warm-up article took once the components were built (a first
         estimate of a paragraph's writing time, high: it loads what the writer loads on first use)."""
-        self.writer, self.reward  # noqa: B018 (cached properties: build them)
+        self.writer, self.reward  # noqa: B018 (build them)
         started = time.perf_counter()
         self.write("warm up", [0.5] * len(HRV_DIMENSIONS), 1, 0)
         paragraph_s = time.perf_counter() - started
@@ -77,9 +107,10 @@ class TextEngine:
         resonance = None if target_hrv is None else self.similarity.calculate_similarity(hrv, target_hrv)
         return hrv, resonance
 
-    def score(self, text: str, target: list[float], prompt: str | None = None):
-        """The writing reward of ``text`` toward ``target`` (a ``quality.reward.WritingScore``)."""
-        return self.reward.score(text, target, prompt=prompt)
+    def score(self, text: str, target: list[float], prompt: str | None = None, reward: str | None = None):
+        """Writing reward ``reward`` (None: the default) of ``text`` toward ``target`` (a
+        ``quality.reward.WritingScore``)."""
+        return self.reward_for(reward).score(text, target, prompt=prompt)
 
     def write(
         self,
@@ -91,11 +122,13 @@ class TextEngine:
         *,
         target_source: str | None = None,
         adapter: str | bool = False,
+        reward: str | None = None,
     ):
         """An article (``generation.Article``) of ``paragraphs`` paragraphs toward ``target``
         (from ``target_source``), drafted with the voice adapter in folder ``adapter`` (False: none;
-        the service finds the folder, ``generation.voice_adapter.find_adapter``)."""
-        return self.writer.generate(
+        the service finds the folder, ``generation.voice_adapter.find_adapter``), its drafts chosen
+        and its edits judged by writing reward ``reward`` (None: the default)."""
+        return self.writer_for(reward).generate(
             prompt,
             target_hrv=target,
             num_paragraphs=paragraphs,
