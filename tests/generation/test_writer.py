@@ -115,3 +115,19 @@ def test_unknown_backend():
     with pytest.raises(ValidationError, match="unknown backend 'gpt'"):
         HumanResonantWriter(backend="gpt")
     assert issubclass(BackendError, Exception)
+
+
+def test_a_writer_with_another_reward_shares_the_backend_and_judges_with_that_reward():
+    """``with_reward``: what a service keeps per reward kind (its ``lm`` writer) without a second
+    backend; with an equal reward it writes the very same article."""
+    from resonance_os.quality.reward import make_reward
+
+    writer = HumanResonantWriter(backend="builtin")
+    other = make_reward("fast", extractor=writer.extractor)
+    twin = writer.with_reward(other)
+    assert twin.backend is writer.backend and twin.extractor is writer.extractor
+    assert twin.reward is other and twin.refiner.reward is other
+    assert writer.reward is not other and writer.refiner.reward is writer.reward
+    first = writer.generate("city gardens", target_hrv=ACME, num_paragraphs=1, seed=3)
+    second = twin.generate("city gardens", target_hrv=ACME, num_paragraphs=1, seed=3)
+    assert second.text == first.text and second.score.reward == first.score.reward
