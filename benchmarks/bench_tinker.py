@@ -12,9 +12,12 @@ Side by side in one run, on SmolLM2-135M-Instruct (CPU, LoRA rank 16 on attentio
 3. Batching: 4 SDK clients training at once against one server vs the same 4 clients' steps run one
    client at a time (what 4 separate single-client servers would each spend, summed on one machine);
    and the same in process (the backend's ``forward_backward`` of 4 runs in one pass vs 4 passes).
+   Each client runs ``--client-steps`` SFT steps in a row per round (a training loop: the server
+   batches concurrent runs from their second step on); the server's runs-per-pass histogram
+   (``/metrics``) is printed with it.
 
 Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_tinker.py [--steps 5] [--parts all|batching]
-[--rows 8]``. Prints a table. The variants take turns step by step, so a change in the machine's load
+[--rows 8] [--client-steps 1]``. Prints a table. The variants take turns step by step, so a change in the machine's load
 falls on all of them alike.
 """
 
@@ -227,9 +230,9 @@ class Server:
         self.process.wait(timeout=60)
 
 
-def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1):
-    """(SFT step, RL step) of one client; with clients > 1, (all clients' SFT steps at once, the same
-    steps one client at a time)."""
+def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1, client_steps: int = 1):
+    """(SFT step, RL step) of one client; with clients > 1, (all clients' ``client_steps`` SFT steps
+    each at once, the same steps one client at a time)."""
     from tinker import types
 
     service = server.service_client()
@@ -246,16 +249,17 @@ def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1):
     ]
     adam = types.AdamParams(learning_rate=LR)
 
-    def sft(run) -> None:
-        fwdbwd = run.forward_backward(data, "cross_entropy")
-        optim = run.optim_step(adam)
-        fwdbwd.result()
-        optim.result()
+    def sft(run, steps: int = 1) -> None:
+        for _ in range(steps):
+            fwdbwd = run.forward_backward(data, "cross_entropy")
+            optim = run.optim_step(adam)
+            fwdbwd.result()
+            optim.result()
 
     if clients > 1:
 
         def together() -> None:
-            threads = [threading.Thread(target=sft, args=(run,)) for run in runs]
+            threads = [threading.Thread(target=sft, args=(run, client_steps)) for run in runs]
             for t in threads:
                 t.start()
             for t in threads:
@@ -263,7 +267,7 @@ def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1):
 
         def one_at_a_time() -> None:
             for run in runs:
-                sft(run)
+                sft(run, client_steps)
 
         return together, one_at_a_time
     run = runs[0]
@@ -301,6 +305,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--parts", choices=["all", "batching"], default="all")
     parser.add_argument("--rows", type=int, default=BATCH, help=f"sequences per client's batch ({BATCH})")
+    parser.add_argument(
+        "--client-steps", type=int, default=1, help="SFT steps each client runs in a row per batching round"
+    )
     args = parser.parse_args()
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
     folder = smollm2_folder()
@@ -308,7 +315,7 @@ def main() -> None:
 
     batch = sft_batch(AutoConfig.from_pretrained(folder).vocab_size)[: args.rows]
     if args.parts == "batching":
-        batching(folder, batch, args.steps)
+        batching(folder, batch, args.steps, args.client_steps)
         return
     policy_sft = in_process_policy(folder, batch)
     backend_sft, backend_rl = in_process_backend(folder, batch)
@@ -350,30 +357,62 @@ def main() -> None:
     )
 
 
-def batching(folder: str, batch: list[list[int]], steps: int) -> None:
+def pass_runs(server: Server) -> tuple[float, float]:
+    """(forward/backward passes, runs computed in them) so far, from the server's ``/metrics``."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    name = "resonance_tinker_forward_backward_pass_runs"
+    for family in text_string_to_metric_families(httpx.get(f"{server.url}/metrics", timeout=10).text):
+        if family.name == name:
+            values = {sample.name: sample.value for sample in family.samples}
+            return values[f"{name}_count"], values[f"{name}_sum"]
+    return 0.0, 0.0
+
+
+def batching(folder: str, batch: list[list[int]], steps: int, client_steps: int = 1) -> None:
     """Only the batching figures: 4 runs' forward_backward in one pass vs one pass each (in process),
     and 4 SDK clients at once vs one at a time (SFT steps through the server)."""
     together, one = in_process_batching(folder, batch)
     t = interleaved({"together": together, "one": one}, steps)
     server = Server(folder)
     try:
-        sdk_together, sdk_one = sdk_steps(server, batch, clients=4)
-        s = interleaved({"together": sdk_together, "one": sdk_one}, steps)
+        sdk_together, sdk_one = sdk_steps(server, batch, clients=4, client_steps=client_steps)
+        seen: dict[str, list[float]] = {"together": [0.0, 0.0], "one": [0.0, 0.0]}
+
+        def counted(name: str, fn):
+            def run() -> None:
+                before = pass_runs(server)
+                fn()
+                after = pass_runs(server)
+                seen[name][0] += after[0] - before[0]
+                seen[name][1] += after[1] - before[1]
+
+            return run
+
+        s = interleaved(
+            {"together": counted("together", sdk_together), "one": counted("one", sdk_one)}, steps
+        )
     finally:
         server.stop()
     med = statistics.median
     print(
-        f"SmolLM2-135M, CPU threads {torch.get_num_threads()}, LoRA rank {RANK}, 4 clients x {len(batch)}x{LENGTH} tokens, median of {steps}"
+        f"SmolLM2-135M, CPU threads {torch.get_num_threads()}, LoRA rank {RANK}, 4 clients x {len(batch)}x{LENGTH} tokens, "
+        f"{client_steps} SFT step(s) per client a round, median of {steps}"
     )
     print(f"{'':52s}{'seconds':>10s}{'ratio':>10s}")
     print(f"{'in process: 4 runs forward_backward, one pass each':52s}{med(t['one']):10.3f}{1.0:10.2f}")
     print(
         f"{'in process: 4 runs forward_backward, one pass':52s}{med(t['together']):10.3f}{med(t['together']) / med(t['one']):10.2f}"
     )
-    print(f"{'SDK: 4 clients, one SFT step each, one at a time':52s}{med(s['one']):10.3f}{1.0:10.2f}")
+    print(f"{'SDK: 4 clients, their SFT steps, one at a time':52s}{med(s['one']):10.3f}{1.0:10.2f}")
     print(
-        f"{'SDK: 4 clients, one SFT step each, at once':52s}{med(s['together']):10.3f}{med(s['together']) / med(s['one']):10.2f}"
+        f"{'SDK: 4 clients, their SFT steps, at once':52s}{med(s['together']):10.3f}{med(s['together']) / med(s['one']):10.2f}"
     )
+    for name, (count, runs) in seen.items():
+        print(
+            f"  server passes ({name}, warm-up included): {count:.0f}, {runs / max(count, 1):.2f} runs a pass"
+        )
 
 
 if __name__ == "__main__":
