@@ -24,14 +24,7 @@ def test_timesteps_reward_model_choice_and_runs_side_by_side(browser, tmp_path):
         "TEST_STEP_DELAY": "0",
     }
     with served_studio(tmp_path, **env) as studio:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
-        page = context.new_page()
-        page.goto(studio.url + "/")
-        page.wait_for_selector("body[data-ready=true]")
-        page.fill("#api-key", studio.key)
-        page.press("#api-key", "Enter")
-        page.wait_for_selector("#tabs:not([hidden])")
-        page.click("#tabs button[data-tab=train]")
+        context, page = signed_in_train_tab(browser, studio)
         page.wait_for_selector("#reward-model-hint:has-text('no reward model')")
         assert page.is_disabled("#job-reward-model") and not page.is_checked("#job-reward-model")
         assert page.input_value("#job-timesteps") == "6144"  # three updates: a curve, not a point
