@@ -13,6 +13,7 @@ from resonance_os.api.persistence.db import Item, Job
 from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.api.text.engine import TextEngine
 from resonance_os.api.text.rewards import lm_reward_missing
+from resonance_os.profiles.schema import Tenant as TenantRow
 from resonance_os.quality.reference_lm import INSTALL_HINT
 
 TEXT = (
@@ -66,8 +67,13 @@ def test_generate_with_lm_without_smollm2_is_refused_before_writing_or_storing(
 ):
     body = {"prompt": "the harbour at dawn", "target_hrv": HRV, "paragraphs": 1, "reward": "lm"}
     refused_for_lm(client.post("/v1/generate", json=body, headers=tenant.headers))
-    with app.state.service.db.read() as session:
-        assert session.scalar(sa.select(sa.func.count()).select_from(Item)) == 0
+    with (
+        app.state.service.db.read() as session
+    ):  # nothing of this tenant's stored (the database may be shared)
+        owner = sa.select(TenantRow.id).where(TenantRow.name == tenant.name).scalar_subquery()
+        assert (
+            session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.tenant_id == owner)) == 0
+        )
     written = client.post("/v1/generate", json={**body, "reward": "fast"}, headers=tenant.headers)
     assert written.status_code == 200 and written.json()["reward"]["reward"] >= 0.0
 
