@@ -21,6 +21,7 @@ import builtins
 import functools
 import json
 import random
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -76,15 +77,26 @@ def _bound_names(tree: ast.AST) -> set[str]:
     return bound
 
 
+_PARSING = threading.Lock()
+"""One ``ast.parse`` at a time: CPython 3.11's AST constructor checks its recursion depth in state the
+threads of a ``VerifierPool`` share, and parses running at once failed in CI with ``SystemError: AST
+constructor recursion depth mismatch``."""
+
+
+def _parse(source: str) -> ast.Module:
+    with _PARSING:
+        return ast.parse(source)
+
+
 def called_names(code: str, prelude: str = "", entry_point: str | None = None) -> tuple[str, ...]:
     """The names ``code`` takes from the program: ``entry_point`` and every name it reads but neither
     it, the trusted ``prelude`` (at its top level) nor the builtins define."""
     try:
-        tree = ast.parse(code)
+        tree = _parse(code)
     except SyntaxError:
         return (entry_point,) if entry_point else ()  # the harness reports the test's syntax error
     try:
-        prelude_tree = ast.parse(prelude)
+        prelude_tree = _parse(prelude)
         defined_by_prelude = _bound_names(ast.Module(body=prelude_tree.body, type_ignores=[]))
     except SyntaxError:
         defined_by_prelude = set()
