@@ -110,25 +110,47 @@ def train(
 
     torch.set_num_threads(1)
     preset: dict[str, Any] = QUICK_PRESET if quick else {}
-    chains = samples_per_epoch or preset.get("samples_per_epoch", 64)
-
-    def config() -> Any:  # checked before the (possibly minutes-long) first pretraining
-        return DDPOConfig(
-            method=method,
-            reward=reward,
-            guidance_scale=guidance_scale,
-            seed=seed,
-            samples_per_epoch=chains,
-            train_batch_size=min(preset.get("train_batch_size", 32), chains),
-            learning_rate=learning_rate or DDPOConfig.learning_rate,
-            min_policy_std=min_policy_std,
-            num_inner_epochs=inner_epochs or preset.get("inner_epochs", 1),
-            clip_range=clip_range,
-        )
-
+    options = {
+        "method": method,
+        "reward": reward,
+        "guidance_scale": guidance_scale,
+        "seed": seed,
+        "learning_rate": learning_rate or DDPOConfig.learning_rate,
+        "min_policy_std": min_policy_std,
+        "clip_range": clip_range,
+    }
     outputs = {"log_dir": out, "grid_every": grid_every, "checkpoint_every": checkpoint_every}
-    trainer = run_reporting_user_errors(lambda: _trainer(out, config(), resume, cache_dir, outputs))
+    # the config is checked before the (possibly minutes-long) first pretraining
+    trainer = run_reporting_user_errors(
+        lambda: _trainer(
+            out, _config(options, preset, samples_per_epoch, inner_epochs), resume, cache_dir, outputs
+        )
+    )
     total = (epochs or preset.get("epochs", 30)) * trainer.config.samples_per_epoch
+    rewards = _learn(trainer, total, resume)
+    typer.echo(rise_summary(rewards))
+    typer.echo(f"wrote {out}/metrics.jsonl, {out}/samples/ and {out}/checkpoint (plot: resonance plot {out})")
+
+
+def _config(
+    options: dict[str, Any], preset: dict[str, Any], samples_per_epoch: int | None, inner_epochs: int | None
+) -> Any:
+    """The run's ``DDPOConfig``: the command's ``options``, with ``preset`` (--quick) filling what was
+    not given."""
+    from resonance_os.diffusion.ddpo import DDPOConfig
+
+    chains = samples_per_epoch or preset.get("samples_per_epoch", 64)
+    return DDPOConfig(
+        **options,
+        samples_per_epoch=chains,
+        train_batch_size=min(preset.get("train_batch_size", 32), chains),
+        num_inner_epochs=inner_epochs or preset.get("inner_epochs", 1),
+    )
+
+
+def _learn(trainer: Any, total: int, resume: bool) -> list[float]:
+    """Train for ``total`` samples, printing one line per epoch; each epoch's reward_mean. The trainer is
+    closed however it ends."""
     rewards: list[float] = []
 
     def on_epoch(model: Any, row: dict[str, Any]) -> None:
@@ -141,8 +163,7 @@ def train(
         )
     finally:
         trainer.close()
-    typer.echo(rise_summary(rewards))
-    typer.echo(f"wrote {out}/metrics.jsonl, {out}/samples/ and {out}/checkpoint (plot: resonance plot {out})")
+    return rewards
 
 
 def _trainer(out: Path, config: Any, resume: bool, cache_dir: Path | None, outputs: dict[str, Any]) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -82,8 +83,6 @@ def generate(
     Progress (loading the model, each paragraph, the time so far) goes to standard error."""
 
     def run():
-        from resonance_os.generation.human_resonant_writer import HumanResonantWriter
-        from resonance_os.generation.voice_adapter import profile_key_of
         from resonance_os.profiles.targets import resolve_target
 
         if profile is not None and hrv is not None:
@@ -91,58 +90,100 @@ def generate(
         given = profile is not None or hrv is not None
         target, source = resolve_target(parse_hrv_option(hrv) if hrv is not None else None, profile, store)
         with progress("loading the writer") as report:
-            written = 1
-
-            def next_paragraph() -> None:
-                nonlocal written
-                written += 1
-                report.step(f"writing paragraph {written} of {paragraphs}")
-
-            if policy is not None:
-                from resonance_os.evolution.hr_grpo_run import KIND as HR_GRPO
-                from resonance_os.evolution.hr_policy import open_writing_run, run_reward, write_with_policy
-
-                run = open_writing_run(policy)
-                chosen = reward or run_reward(run)  # by default, the reward the run trained on
-                # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
-                grpo = run.kind == HR_GRPO
-                writer = (
-                    None if grpo and backend is None else HumanResonantWriter(backend=backend, reward=chosen)
-                )
-                report.step(f"writing paragraph 1 of {paragraphs} with the policy in {policy}")
-                return write_with_policy(  # without --profile/--hrv: the run's own target
-                    policy,
-                    prompt,
-                    target_hrv=target if given else None,
-                    num_paragraphs=paragraphs,
-                    seed=seed,
-                    writer=writer,
-                    target_source=source if given else None,
-                    between_paragraphs=next_paragraph,
-                    reward=chosen,
-                )
-            writer = HumanResonantWriter(
-                backend=backend, adapter=not no_adapter, adapter_store=store, reward=reward
-            )
-            voice = writer.voice_backend(source)
-            drafter = writer.backend_name if voice is None else voice.name
-            if voice is not None:
-                report.note(f"using the {profile_key_of(source)} voice adapter (--no-adapter: without it)")
-            report.step(f"writing paragraph 1 of {paragraphs} with {drafter}")
-            return writer.generate(
-                prompt,
-                target_hrv=target,
-                num_paragraphs=paragraphs,
-                seed=seed,
-                target_source=source,
-                between_paragraphs=next_paragraph,
-            )
+            steps = _ParagraphSteps(report, paragraphs)
+            if policy is not None:  # without --profile/--hrv: the run's own target
+                chosen = (target, source) if given else (None, None)
+                return _write_with_run(policy, prompt, chosen, steps, seed, backend, reward)
+            return _write_fresh(prompt, target, source, steps, seed, backend, no_adapter, store, reward)
 
     article = run_reporting_user_errors(run)
     if as_json:
         typer.echo(json.dumps(article.to_dict(), indent=2, ensure_ascii=False))
         return
     print_article(article)
+
+
+class _ParagraphSteps:
+    """Reports each paragraph written ("writing paragraph N of M") on the command's progress line."""
+
+    def __init__(self, report: Any, paragraphs: int) -> None:
+        self.report = report
+        self.paragraphs = paragraphs
+        self.written = 1
+
+    def first(self, drafter: str) -> None:
+        self.report.step(f"writing paragraph 1 of {self.paragraphs} with {drafter}")
+
+    def next_paragraph(self) -> None:
+        self.written += 1
+        self.report.step(f"writing paragraph {self.written} of {self.paragraphs}")
+
+
+def _write_with_run(
+    policy: Path,
+    prompt: str,
+    target: tuple[list[float] | None, str | None],
+    steps: _ParagraphSteps,
+    seed: int | None,
+    backend: str | None,
+    reward: str | None,
+):
+    """Write with the training run in ``policy``; ``target`` is ``(hrv, source)``, both None for the
+    run's own. The reward is ``reward`` or, by default, the one the run trained on."""
+    from resonance_os.evolution.hr_grpo_run import KIND as HR_GRPO
+    from resonance_os.evolution.hr_policy import open_writing_run, run_reward, write_with_policy
+    from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+
+    run = open_writing_run(policy)
+    chosen = reward or run_reward(run)
+    # an HR-GRPO run drafts with its own fine-tuned model; --backend with it is refused there
+    grpo = run.kind == HR_GRPO
+    writer = None if grpo and backend is None else HumanResonantWriter(backend=backend, reward=chosen)
+    steps.first(f"the policy in {policy}")
+    target_hrv, source = target
+    return write_with_policy(
+        policy,
+        prompt,
+        target_hrv=target_hrv,
+        num_paragraphs=steps.paragraphs,
+        seed=seed,
+        writer=writer,
+        target_source=source,
+        between_paragraphs=steps.next_paragraph,
+        reward=chosen,
+    )
+
+
+def _write_fresh(
+    prompt: str,
+    target: list[float],
+    source: str,
+    steps: _ParagraphSteps,
+    seed: int | None,
+    backend: str | None,
+    no_adapter: bool,
+    store: str | None,
+    reward: str | None,
+):
+    """Write with a new writer on ``backend``, drafting with the profile's voice adapter where it has one
+    (unless ``no_adapter``), and say so."""
+    from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+    from resonance_os.generation.voice_adapter import profile_key_of
+
+    writer = HumanResonantWriter(backend=backend, adapter=not no_adapter, adapter_store=store, reward=reward)
+    voice = writer.voice_backend(source)
+    drafter = writer.backend_name if voice is None else voice.name
+    if voice is not None:
+        steps.report.note(f"using the {profile_key_of(source)} voice adapter (--no-adapter: without it)")
+    steps.first(drafter)
+    return writer.generate(
+        prompt,
+        target_hrv=target,
+        num_paragraphs=steps.paragraphs,
+        seed=seed,
+        target_source=source,
+        between_paragraphs=steps.next_paragraph,
+    )
 
 
 def print_article(article) -> None:

@@ -94,25 +94,34 @@ def fit(
             )
             for name, runs in groups.items()
         ]
-        if plot is not None:
-            from resonance_os.rl.scaling_plot import plot_compute_curves
-
-            plot_compute_curves(
-                fits,
-                list(groups.values()),
-                plot,
-                metric_name=metric or "metric",
-                compute_name=compute or "compute",
-            )
-        if as_json:
-            for result in fits:
-                typer.echo(json.dumps(result.to_dict()))
-        else:
-            _print_table(fits, confidence)
-            if plot is not None:
-                console.print(f"plot: {plot}")
+        _show(fits, list(groups.values()), plot, as_json, metric, compute, confidence)
 
     run_reporting_user_errors(run)
+
+
+def _show(
+    fits: list[ScalingFit],
+    runs: list[list[ComputeCurve]],
+    plot: Path | None,
+    as_json: bool,
+    metric: str | None,
+    compute: str | None,
+    confidence: float,
+) -> None:
+    """Print the fits (a table, or one JSON object per recipe per line) and draw them to ``plot``."""
+    if plot is not None:
+        from resonance_os.rl.scaling_plot import plot_compute_curves
+
+        plot_compute_curves(
+            fits, runs, plot, metric_name=metric or "metric", compute_name=compute or "compute"
+        )
+    if as_json:
+        for result in fits:
+            typer.echo(json.dumps(result.to_dict()))
+    else:
+        _print_table(fits, confidence)
+        if plot is not None:
+            console.print(f"plot: {plot}")
 
 
 def _read_groups(

@@ -204,11 +204,7 @@ def fit_compute_curve(
 
     c_max = max(float(run.compute.max()) for run in runs)
     cutoff = c_max if fit_fraction is None else fit_fraction * c_max
-    fitted = [run.select((run.compute >= exclude_below) & (run.compute <= cutoff)) for run in runs]
-    fitted = [run for run in fitted if run.compute.size]
-    n_free = 4 - (r0 is not None)
-    points = _pool(fitted) if fitted else ComputeCurve(np.empty(0), np.empty(0), label=name)
-    _check_fittable(points, n_free, exclude_below, cutoff, name)
+    fitted, points = _fitted_points(runs, exclude_below, cutoff, 4 - (r0 is not None), name)
 
     scale = _Scale(low, high, float(points.compute.max()))
     fixed_r0 = None if r0 is None else scale.metric(r0)
@@ -244,6 +240,18 @@ def fit_compute_curve(
         held_out=held_out,
         warnings=_trust_warnings(curve, intervals, fit_range, (low, high), failures, n_bootstrap, r0),
     )
+
+
+def _fitted_points(
+    runs: list[ComputeCurve], exclude_below: float, cutoff: float, n_free: int, name: str
+) -> tuple[list[ComputeCurve], ComputeCurve]:
+    """The runs' points with compute in [exclude_below, cutoff] (runs left empty dropped), and those
+    points pooled; refused when too few remain to fit ``n_free`` parameters."""
+    fitted = [run.select((run.compute >= exclude_below) & (run.compute <= cutoff)) for run in runs]
+    fitted = [run for run in fitted if run.compute.size]
+    points = _pool(fitted) if fitted else ComputeCurve(np.empty(0), np.empty(0), label=name)
+    _check_fittable(points, n_free, exclude_below, cutoff, name)
+    return fitted, points
 
 
 def _bootstrap(
