@@ -79,10 +79,38 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     """
     settings = settings or Settings.from_env(db_url=db_url, **overrides)
     sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    svc = _service(settings)
+    limits = queue.JobLimits(
+        running=settings.max_running_jobs,
+        running_per_tenant=settings.max_running_jobs_per_tenant,
+        queued_per_tenant=settings.max_queued_jobs_per_tenant,
+        queued=settings.max_queued_jobs,
+    )
+    app = FastAPI(
+        title="ResonanceOS",
+        version=__version__,
+        description="Measure, score and write text toward Human Resonance Vector profiles; learn from feedback.",
+        lifespan=_lifespan(svc, settings, limits),
+    )
+    app.state.settings = settings
+    app.state.service = svc
+    app.state.job_limits = limits
+    app.state.job_runner = None
+    app.state.serving_gate = None
+    _install_limiters(app, settings)
+    install_error_handlers(app, authenticate=tenant)
+    _install_routes(app)
+    _install_middleware(app, settings)
+    return app
+
+
+def _service(settings: Settings) -> ResonanceService:
+    """The service on the (migrated, unless ``settings.migrate`` is off) database, with its text workers
+    and storage quota."""
     db = Database(settings.db_url)
     if settings.migrate:
         db.migrate()
-    svc = ResonanceService(
+    return ResonanceService(
         db,
         TextWorkers(
             settings.text_workers,
@@ -93,17 +121,14 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         StorageQuota(rows=settings.quota_rows, bytes=settings.quota_bytes),
     )
 
-    limits = queue.JobLimits(
-        running=settings.max_running_jobs,
-        running_per_tenant=settings.max_running_jobs_per_tenant,
-        queued_per_tenant=settings.max_queued_jobs_per_tenant,
-        queued=settings.max_queued_jobs,
-    )
+
+def _lifespan(svc: ResonanceService, settings: Settings, limits: queue.JobLimits):
+    """The app's start-up (text workers, job recovery, the job runner and serving gate) and shutdown."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         svc.workers.start()  # load the language model now, not at the first write
-        outcome = queue.recover(db)
+        outcome = queue.recover(svc.db)
         if outcome["queued"] or outcome["failed"]:
             log.warning("job recovery: %s", outcome)
         runner = gate = None
@@ -112,7 +137,7 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
                 gate = ServingGate.create(resonance_home() / "serving", settings.training_yield_share)
             app.state.serving_gate = gate
             runner = queue.JobRunner(
-                db, limits, settings.checkpoint_every, serving_gate=None if gate is None else gate.path
+                svc.db, limits, settings.checkpoint_every, serving_gate=None if gate is None else gate.path
             )
         app.state.job_runner = runner.start() if runner is not None else None
         yield
@@ -122,19 +147,14 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
             gate.close()
             app.state.serving_gate = None
         svc.close()
-        db.dispose()
+        svc.db.dispose()
 
-    app = FastAPI(
-        title="ResonanceOS",
-        version=__version__,
-        description="Measure, score and write text toward Human Resonance Vector profiles; learn from feedback.",
-        lifespan=lifespan,
-    )
-    app.state.settings = settings
-    app.state.service = svc
-    app.state.job_limits = limits
-    app.state.job_runner = None
-    app.state.serving_gate = None
+    return lifespan
+
+
+def _install_limiters(app: FastAPI, settings: Settings) -> None:
+    """The per-key rate limiter (shared by ``--workers`` processes through a file, where one is set), the
+    API-key cache and the per-address limit on failed sign-ins."""
     if settings.rate_limit_file:
         app.state.rate_limiter = SharedRateLimiter(
             settings.rate_limit_per_s, settings.rate_limit_burst, settings.rate_limit_file
@@ -143,7 +163,10 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
         app.state.rate_limiter = RateLimiter(settings.rate_limit_per_s, settings.rate_limit_burst)
     app.state.auth_cache = AuthCache(settings.auth_cache_s)
     app.state.auth_failures = AddressLimiter(settings.failed_auth_per_s, settings.failed_auth_burst)
-    install_error_handlers(app, authenticate=tenant)
+
+
+def _install_routes(app: FastAPI) -> None:
+    """The REST routes, the OpenAI-compatible API, the Tinker API, the agent store and the Studio."""
     for router in (
         health.router,
         text.router,
@@ -159,13 +182,16 @@ def create_app(db_url: str | None = None, settings: Settings | None = None, **ov
     tinker_api.install(app)  # /api/v1: the Tinker SDK's endpoints (docs/tinker.md)
     install_agent_store(app)
     mount_studio(app)
+
+
+def _install_middleware(app: FastAPI, settings: Settings) -> None:
+    """Middleware, innermost first: the serving gate, the body limit, the NUL guard, the metrics."""
     app.add_middleware(ServingGateMiddleware, state=app.state)  # innermost: counts once the body is in
     app.add_middleware(
         BodyLimitMiddleware, max_bytes=settings.max_body_bytes, timeout_s=settings.body_timeout_s
     )
     app.add_middleware(NulGuardMiddleware)
     app.add_middleware(MetricsMiddleware)
-    return app
 
 
 def create_served_app() -> FastAPI:

@@ -78,6 +78,15 @@ def _query(model, values: dict[str, Any]):
         raise ApiError(400, "RequestValidationError", f"{where}: {error['msg']}") from None
 
 
+def _non_null_fields(body: Any, required: tuple[str, ...]) -> dict[str, Any]:
+    """The fields a client sent (:func:`_set_fields`); a 400 if one of ``required`` was sent as null."""
+    fields = _set_fields(body)
+    for name in required:
+        if name in fields and fields[name] is None:
+            raise ApiError(400, "RequestValidationError", f"{name} is invalid; it cannot be a null value")
+    return fields
+
+
 def _named_resources(resources: dict[str, Any]) -> dict[str, Any]:
     try:
         NAMED_RESOURCES.validate_python(resources)
@@ -88,32 +97,59 @@ def _named_resources(resources: dict[str, Any]) -> dict[str, Any]:
     return resources
 
 
+CALLER = Depends(store_tenant)
+"""The calling tenant, from a Bearer API key or a store URL's token."""
+
+
 def store_router() -> APIRouter:
     """Every ``/agl/...`` route of Agent Lightning's ``LightningStoreServer`` (prefix added by the caller)."""
     api = APIRouter(prefix="/agl", tags=["agent store"])
-    Caller = Depends(store_tenant)  # noqa: N806
+    for add_routes in (
+        _add_store_routes,
+        _add_queue_routes,
+        _add_rollout_routes,
+        _add_attempt_routes,
+        _add_worker_routes,
+        _add_resource_routes,
+        _add_span_routes,
+        _add_wait_routes,
+    ):
+        add_routes(api)
+    return api
+
+
+def _add_store_routes(api: APIRouter) -> None:
+    """``/health`` and ``/statistics``."""
 
     @api.get("/health")
-    def health(_: TenantContext = Caller) -> dict:
+    def health(_: TenantContext = CALLER) -> dict:
         return {"status": "ok"}
 
     @api.get("/statistics")
-    def statistics(request: Request, ctx: TenantContext = Caller) -> dict:
+    def statistics(request: Request, ctx: TenantContext = CALLER) -> dict:
         return _store(request).statistics(ctx.tenant_id, request.app.state.agl_started)
 
+
+def _add_queue_routes(api: APIRouter) -> None:
+    """``/queues/rollouts/...``: enqueue rollouts, and dequeue them for a runner."""
+
     @api.post("/queues/rollouts/enqueue", status_code=201)
-    def enqueue(body: EnqueueManyRolloutsRequest, request: Request, ctx: TenantContext = Caller) -> list:
+    def enqueue(body: EnqueueManyRolloutsRequest, request: Request, ctx: TenantContext = CALLER) -> list:
         return _store(request).enqueue(ctx.tenant_id, body.rollouts)
 
     @api.post("/queues/rollouts/dequeue")
     def dequeue(
-        request: Request, body: DequeueManyRolloutsRequest | None = Body(None), ctx: TenantContext = Caller
+        request: Request, body: DequeueManyRolloutsRequest | None = Body(None), ctx: TenantContext = CALLER
     ) -> list:
         body = body or DequeueManyRolloutsRequest()
         return _store(request).dequeue(ctx.tenant_id, min(body.limit, 1000), body.worker_id)
 
+
+def _add_rollout_routes(api: APIRouter) -> None:
+    """``/rollouts``: start, list, search, read and update rollouts."""
+
     @api.post("/rollouts", status_code=201)
-    def start_rollout(body: RolloutRequest, request: Request, ctx: TenantContext = Caller) -> dict:
+    def start_rollout(body: RolloutRequest, request: Request, ctx: TenantContext = CALLER) -> dict:
         return _store(request).start_rollout(ctx.tenant_id, body)
 
     @api.get("/rollouts")
@@ -127,43 +163,44 @@ def store_router() -> APIRouter:
         sort_by: str | None = None,
         sort_order: str = "asc",
         filter_logic: str = "and",
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
         query = _query(QueryRolloutsRequest, locals())
         return _store(request).query_rollouts(ctx.tenant_id, query)
 
     @api.post("/rollouts/search")
-    def search_rollouts(body: QueryRolloutsRequest, request: Request, ctx: TenantContext = Caller) -> dict:
+    def search_rollouts(body: QueryRolloutsRequest, request: Request, ctx: TenantContext = CALLER) -> dict:
         return _store(request).query_rollouts(ctx.tenant_id, body)
 
     @api.get("/rollouts/{rollout_id}")
-    def get_rollout(rollout_id: str, request: Request, ctx: TenantContext = Caller) -> dict | None:
+    def get_rollout(rollout_id: str, request: Request, ctx: TenantContext = CALLER) -> dict | None:
         return _store(request).get_rollout(ctx.tenant_id, rollout_id)
 
     @api.post("/rollouts/{rollout_id}")
     def update_rollout(
-        rollout_id: str, body: UpdateRolloutRequest, request: Request, ctx: TenantContext = Caller
+        rollout_id: str, body: UpdateRolloutRequest, request: Request, ctx: TenantContext = CALLER
     ) -> dict:
-        fields = _set_fields(body)
-        for name in ("status", "config"):
-            if name in fields and fields[name] is None:
-                raise ApiError(400, "RequestValidationError", f"{name} is invalid; it cannot be a null value")
+        fields = _non_null_fields(body, ("status", "config"))
         if "config" in fields:
             fields["config"] = body.config.model_dump()
         return _store(request).update_rollout(ctx.tenant_id, rollout_id, fields)
+
+
+def _add_attempt_routes(api: APIRouter) -> None:
+    """``/rollouts/{rollout_id}/attempts``: start, list, search and update a rollout's attempts."""
 
     @api.post("/rollouts/{rollout_id}/attempts", status_code=201)
     def start_attempt(
         rollout_id: str,
         request: Request,
         body: StartAttemptRequest | None = Body(None),
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
         return _store(request).start_attempt(ctx.tenant_id, rollout_id, body.worker_id if body else None)
 
     @api.post("/rollouts/{rollout_id}/attempts/search")
     def search_attempts(
-        rollout_id: str, body: QueryAttemptsRequest, request: Request, ctx: TenantContext = Caller
+        rollout_id: str, body: QueryAttemptsRequest, request: Request, ctx: TenantContext = CALLER
     ) -> dict:
         return _store(request).query_attempts(ctx.tenant_id, rollout_id, body)
 
@@ -175,13 +212,13 @@ def store_router() -> APIRouter:
         offset: int = 0,
         sort_by: str | None = "sequence_id",
         sort_order: str = "asc",
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
         query = _query(QueryAttemptsRequest, {k: v for k, v in locals().items() if k != "rollout_id"})
         return _store(request).query_attempts(ctx.tenant_id, rollout_id, query)
 
     @api.get("/rollouts/{rollout_id}/attempts/latest")
-    def latest_attempt(rollout_id: str, request: Request, ctx: TenantContext = Caller) -> dict | None:
+    def latest_attempt(rollout_id: str, request: Request, ctx: TenantContext = CALLER) -> dict | None:
         return _store(request).latest_attempt(ctx.tenant_id, rollout_id)
 
     @api.post("/rollouts/{rollout_id}/attempts/{attempt_id}")
@@ -190,13 +227,14 @@ def store_router() -> APIRouter:
         attempt_id: str,
         body: UpdateAttemptRequest,
         request: Request,
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
-        fields = _set_fields(body)
-        for name in ("status", "worker_id", "last_heartbeat_time", "metadata"):
-            if name in fields and fields[name] is None:
-                raise ApiError(400, "RequestValidationError", f"{name} is invalid; it cannot be a null value")
+        fields = _non_null_fields(body, ("status", "worker_id", "last_heartbeat_time", "metadata"))
         return _store(request).update_attempt(ctx.tenant_id, rollout_id, attempt_id, fields)
+
+
+def _add_worker_routes(api: APIRouter) -> None:
+    """``/workers``: list, search, read and update the runners' workers."""
 
     @api.get("/workers")
     def list_workers(
@@ -208,17 +246,17 @@ def store_router() -> APIRouter:
         sort_by: str | None = None,
         sort_order: str = "asc",
         filter_logic: str = "and",
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
         query = _query(QueryWorkersRequest, locals())
         return _store(request).query_workers(ctx.tenant_id, query)
 
     @api.post("/workers/search")
-    def search_workers(body: QueryWorkersRequest, request: Request, ctx: TenantContext = Caller) -> dict:
+    def search_workers(body: QueryWorkersRequest, request: Request, ctx: TenantContext = CALLER) -> dict:
         return _store(request).query_workers(ctx.tenant_id, body)
 
     @api.get("/workers/{worker_id}")
-    def get_worker(worker_id: str, request: Request, ctx: TenantContext = Caller) -> dict | None:
+    def get_worker(worker_id: str, request: Request, ctx: TenantContext = CALLER) -> dict | None:
         return _store(request).get_worker(ctx.tenant_id, worker_id)
 
     @api.post("/workers/{worker_id}")
@@ -226,12 +264,16 @@ def store_router() -> APIRouter:
         worker_id: str,
         request: Request,
         body: UpdateWorkerRequest | None = Body(None),
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
         fields = _set_fields(body) if body is not None else {}
         if len(worker_id) > 256:
             raise ApiError(422, "RequestValidationError", "worker_id is longer than 256 characters")
         return _store(request).update_worker(ctx.tenant_id, worker_id, fields)
+
+
+def _add_resource_routes(api: APIRouter) -> None:
+    """``/resources``: list, add, read and update named resources (prompts, models)."""
 
     @api.get("/resources")
     def list_resources(
@@ -242,33 +284,37 @@ def store_router() -> APIRouter:
         offset: int = 0,
         sort_by: str | None = None,
         sort_order: str = "asc",
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> dict:
         query = _query(QueryResourcesRequest, locals())
         return _store(request).query_resources(ctx.tenant_id, query)
 
     @api.post("/resources", status_code=201)
-    def add_resources(resources: dict[str, Any], request: Request, ctx: TenantContext = Caller) -> dict:
+    def add_resources(resources: dict[str, Any], request: Request, ctx: TenantContext = CALLER) -> dict:
         return _store(request).add_resources(ctx.tenant_id, _named_resources(resources))
 
-    @api.get("/resources/latest")
-    def latest_resources(request: Request, ctx: TenantContext = Caller) -> dict | None:
+    @api.get("/resources/latest")  # before /resources/{resources_id}, which would match "latest"
+    def latest_resources(request: Request, ctx: TenantContext = CALLER) -> dict | None:
         return _store(request).get_resources(ctx.tenant_id, None)
 
     @api.post("/resources/{resources_id}")
     def update_resources(
-        resources_id: str, resources: dict[str, Any], request: Request, ctx: TenantContext = Caller
+        resources_id: str, resources: dict[str, Any], request: Request, ctx: TenantContext = CALLER
     ) -> dict:
         if len(resources_id) > 64:
             raise ApiError(422, "RequestValidationError", "resources_id is longer than 64 characters")
         return _store(request).update_resources(ctx.tenant_id, resources_id, _named_resources(resources))
 
     @api.get("/resources/{resources_id}")
-    def get_resources(resources_id: str, request: Request, ctx: TenantContext = Caller) -> dict | None:
+    def get_resources(resources_id: str, request: Request, ctx: TenantContext = CALLER) -> dict | None:
         return _store(request).get_resources(ctx.tenant_id, resources_id)
 
+
+def _add_span_routes(api: APIRouter) -> None:
+    """``/spans``: add a span, list and search spans, and issue a rollout's next sequence id."""
+
     @api.post("/spans", status_code=201)
-    def add_span(span: SpanIn, request: Request, ctx: TenantContext = Caller) -> dict | None:
+    def add_span(span: SpanIn, request: Request, ctx: TenantContext = CALLER) -> dict | None:
         data = span.model_dump(mode="json")
         outcome = _store(request).add_spans(ctx.tenant_id, [data])
         SPANS.labels("stored").inc(outcome.stored)
@@ -300,22 +346,26 @@ def store_router() -> APIRouter:
         parent_id_contains: str | None = None,
         name: str | None = None,
         name_contains: str | None = None,
-        ctx: TenantContext = Caller,
+        ctx: TenantContext = CALLER,
     ) -> Response:
         query = _query(QuerySpansRequest, locals())
         return Response(_store(request).query_spans(ctx.tenant_id, query), media_type="application/json")
 
     @api.post("/spans/search")
-    def search_spans(body: QuerySpansRequest, request: Request, ctx: TenantContext = Caller) -> Response:
+    def search_spans(body: QuerySpansRequest, request: Request, ctx: TenantContext = CALLER) -> Response:
         return Response(_store(request).query_spans(ctx.tenant_id, body), media_type="application/json")
 
     @api.post("/spans/next")
-    def next_sequence_id(body: NextSequenceIdRequest, request: Request, ctx: TenantContext = Caller) -> dict:
+    def next_sequence_id(body: NextSequenceIdRequest, request: Request, ctx: TenantContext = CALLER) -> dict:
         return {"sequence_id": _store(request).next_sequence_id(ctx.tenant_id, body.rollout_id)}
+
+
+def _add_wait_routes(api: APIRouter) -> None:
+    """``/waits/rollouts``: wait, up to 30 seconds, for rollouts to finish."""
 
     @api.post("/waits/rollouts")
     async def wait_for_rollouts(
-        body: WaitForRolloutsRequest, request: Request, ctx: TenantContext = Caller
+        body: WaitForRolloutsRequest, request: Request, ctx: TenantContext = CALLER
     ) -> list:
         """The rollouts among ``rollout_ids`` that finish within ``timeout`` seconds (at most 30)."""
         deadline = time.monotonic() + min(
@@ -326,8 +376,6 @@ def store_router() -> APIRouter:
             if len(done) == len(set(body.rollout_ids)) or time.monotonic() >= deadline:
                 return done
             await asyncio.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
-
-    return api
 
 
 def _status_response(status: int, code: int, message: str, headers: dict[str, str] | None = None) -> Response:

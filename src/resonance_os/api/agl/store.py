@@ -29,7 +29,7 @@ import secrets
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -580,32 +580,8 @@ class AgentStore:
         now = time.time()
         unknown: list[str] = []
         with self.db.write() as session:
-            rollouts = {
-                row.rollout_id: row
-                for row in session.scalars(
-                    sa.select(AglRollout)
-                    .where(
-                        AglRollout.tenant_id == tenant_id,
-                        AglRollout.rollout_id.in_({rid for rid, _ in groups}),
-                    )
-                    .with_for_update()
-                )
-            }
-            attempts = {
-                (row.rollout_id, row.attempt_id): row
-                for row in session.scalars(
-                    sa.select(AglAttempt).where(
-                        AglAttempt.tenant_id == tenant_id, AglAttempt.rollout_id.in_(list(rollouts))
-                    )
-                )
-            }
-            latest: dict[str, AglAttempt] = {}
-            for attempt in attempts.values():
-                if (
-                    attempt.rollout_id not in latest
-                    or attempt.sequence_id > latest[attempt.rollout_id].sequence_id
-                ):
-                    latest[attempt.rollout_id] = attempt
+            rollouts, attempts = _span_owners(session, tenant_id, {rid for rid, _ in groups})
+            latest = _latest_attempts(attempts.values())
             rows: list[dict[str, Any]] = []
             for (rollout_id, attempt_id), group in groups.items():
                 rollout, attempt = rollouts.get(rollout_id), attempts.get((rollout_id, attempt_id))
@@ -613,47 +589,11 @@ class AgentStore:
                     outcome.unknown += len(group)
                     unknown.append(f"{rollout_id}/{attempt_id}")
                     continue
-                existing = set(
-                    session.scalars(
-                        sa.select(AglSpan.span_id).where(
-                            AglSpan.tenant_id == tenant_id,
-                            AglSpan.rollout_id == rollout_id,
-                            AglSpan.attempt_id == attempt_id,
-                            AglSpan.span_id.in_({s["span_id"] for s in group}),
-                        )
-                    )
-                )
-                fresh: list[dict[str, Any]] = []
-                for span in group:
-                    if span["span_id"] in existing:
-                        outcome.duplicates += 1
-                    else:
-                        existing.add(span["span_id"])
-                        fresh.append(span)
+                fresh = _unseen_spans(session, tenant_id, rollout_id, attempt_id, group)
+                outcome.duplicates += len(group) - len(fresh)
                 if not fresh:
                     continue
-                counter = max(
-                    [rollout.span_sequence]
-                    + [s["sequence_id"] for s in fresh if s["sequence_id"] is not None]
-                )
-                for span in fresh:
-                    if span["sequence_id"] is None:
-                        counter += 1
-                        span["sequence_id"] = counter
-                    rows.append(
-                        {
-                            "tenant_id": tenant_id,
-                            "rollout_id": rollout_id,
-                            "attempt_id": attempt_id,
-                            "sequence_id": span["sequence_id"],
-                            "trace_id": span["trace_id"],
-                            "span_id": span["span_id"],
-                            "parent_id": span["parent_id"],
-                            "name": span["name"],
-                            "body": json.dumps(span, separators=(",", ":")),
-                        }
-                    )
-                rollout.span_sequence = counter
+                rows += _numbered_span_rows(tenant_id, rollout, attempt_id, fresh)
                 self._heartbeat(rollout, attempt, latest.get(rollout_id), now)
             if rows:
                 charge(session, tenant_id, self.quota, len(rows), sum(len(r["body"]) for r in rows))
@@ -888,3 +828,86 @@ class AgentStore:
                 "total_workers": count(AglWorker),
                 "uptime": time.time() - started_at,
             }
+
+
+def _span_owners(
+    session: Session, tenant_id: int, rollout_ids: set[str]
+) -> tuple[dict[str, AglRollout], dict[tuple[str, str], AglAttempt]]:
+    """The tenant's rollouts among ``rollout_ids`` (locked for update: their span counters move) and
+    every attempt of them, keyed by ``(rollout_id, attempt_id)``."""
+    rollouts = {
+        row.rollout_id: row
+        for row in session.scalars(
+            sa.select(AglRollout)
+            .where(AglRollout.tenant_id == tenant_id, AglRollout.rollout_id.in_(rollout_ids))
+            .with_for_update()
+        )
+    }
+    attempts = {
+        (row.rollout_id, row.attempt_id): row
+        for row in session.scalars(
+            sa.select(AglAttempt).where(
+                AglAttempt.tenant_id == tenant_id, AglAttempt.rollout_id.in_(list(rollouts))
+            )
+        )
+    }
+    return rollouts, attempts
+
+
+def _latest_attempts(attempts: Iterable[AglAttempt]) -> dict[str, AglAttempt]:
+    """Each rollout's attempt with the highest ``sequence_id``."""
+    latest: dict[str, AglAttempt] = {}
+    for attempt in attempts:
+        if attempt.rollout_id not in latest or attempt.sequence_id > latest[attempt.rollout_id].sequence_id:
+            latest[attempt.rollout_id] = attempt
+    return latest
+
+
+def _unseen_spans(
+    session: Session, tenant_id: int, rollout_id: str, attempt_id: str, group: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The spans of ``group`` this attempt has not stored yet, each ``span_id`` once."""
+    seen = set(
+        session.scalars(
+            sa.select(AglSpan.span_id).where(
+                AglSpan.tenant_id == tenant_id,
+                AglSpan.rollout_id == rollout_id,
+                AglSpan.attempt_id == attempt_id,
+                AglSpan.span_id.in_({s["span_id"] for s in group}),
+            )
+        )
+    )
+    fresh: list[dict[str, Any]] = []
+    for span in group:
+        if span["span_id"] not in seen:
+            seen.add(span["span_id"])
+            fresh.append(span)
+    return fresh
+
+
+def _numbered_span_rows(
+    tenant_id: int, rollout: AglRollout, attempt_id: str, fresh: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """``AglSpan`` rows for ``fresh``: spans without a ``sequence_id`` are issued the rollout's next ones,
+    and its span counter moves past every number used."""
+    counter = max([rollout.span_sequence] + [s["sequence_id"] for s in fresh if s["sequence_id"] is not None])
+    rows = []
+    for span in fresh:
+        if span["sequence_id"] is None:
+            counter += 1
+            span["sequence_id"] = counter
+        rows.append(
+            {
+                "tenant_id": tenant_id,
+                "rollout_id": rollout.rollout_id,
+                "attempt_id": attempt_id,
+                "sequence_id": span["sequence_id"],
+                "trace_id": span["trace_id"],
+                "span_id": span["span_id"],
+                "parent_id": span["parent_id"],
+                "name": span["name"],
+                "body": json.dumps(span, separators=(",", ":")),
+            }
+        )
+    rollout.span_sequence = counter
+    return rows
