@@ -7,6 +7,7 @@ both examples use (the prompt through the tokenizer's chat template, the answer 
 
 from __future__ import annotations
 
+import itertools
 import random
 
 from resonance_os.llm.rewards import digits_sorted
@@ -16,14 +17,27 @@ INSTRUCTION = "Sort these numbers from smallest to largest. Answer with the thre
 
 
 def problems(seed: int = 0) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """(train, held_out): 900 and 100 (question, answer) pairs."""
+    """(train, held_out): 900 and 100 (question, answer) pairs.
+
+    Held out by answer: the 220 multisets of three digits are split once, and no held-out question
+    sorts to an answer any training question has, so the held-out pass rate measures sorting learnt,
+    not answers remembered.
+    """
     rng = random.Random(seed)
-    pairs = []
-    for _ in range(1000):
-        picks = [rng.randrange(10) for _ in range(3)]
-        question = f"{INSTRUCTION} {' '.join(WORDS[i] for i in picks)}"
-        pairs.append((question, " ".join(WORDS[i] for i in sorted(picks))))
-    return pairs[:900], pairs[900:]
+    answers = list(itertools.combinations_with_replacement(range(10), 3))
+    rng.shuffle(answers)
+    held_out_answers, train_answers = answers[:44], answers[44:]
+
+    def draw(pool: list[tuple[int, ...]], n: int) -> list[tuple[str, str]]:
+        pairs = []
+        for _ in range(n):
+            picks = list(rng.choice(pool))
+            rng.shuffle(picks)
+            question = f"{INSTRUCTION} {' '.join(WORDS[i] for i in picks)}"
+            pairs.append((question, " ".join(WORDS[i] for i in sorted(picks))))
+        return pairs
+
+    return draw(train_answers, 900), draw(held_out_answers, 100)
 
 
 def prompt_tokens(tokenizer, question: str) -> list[int]:

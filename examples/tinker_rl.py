@@ -3,8 +3,8 @@
 The cookbook's rl_loop, with a verifiable reward: each step takes the current weights as a sampler
 (save_weights_and_get_sampling_client), samples a group of answers per prompt, scores them (1 for the
 three number words sorted, else 0), centres the rewards within each group, and trains on the sampler's
-own log-probabilities with the importance_sampling loss. The held-out pass rate (greedy answers on 64
-prompts the loop never trains on) is measured before and after.
+own log-probabilities with the importance_sampling loss. The held-out pass rate (greedy answers on the
+100 held-out prompts, whose answers no training prompt has) is measured before and after.
 
     python examples/tinker_sft.py --steps 30             # a warm start; prints its state path
     python examples/tinker_rl.py --init tinker://.../weights/sft-final --steps 20
@@ -23,12 +23,13 @@ from tinker import types
 from tinker_digits import problems, prompt_tokens, reward
 
 
-def pass_rate(sampler, tokenizer, pairs, max_tokens: int) -> float:
+def passes(sampler, tokenizer, pairs, max_tokens: int) -> np.ndarray:
+    """1 or 0 per held-out prompt: whether the greedy answer is sorted."""
     prompts = [types.ModelInput.from_ints(prompt_tokens(tokenizer, q)) for q, _ in pairs]
     greedy = types.SamplingParams(max_tokens=max_tokens, temperature=0.0)
     futures = [sampler.sample(prompt, 1, greedy) for prompt in prompts]  # all in flight at once
     answers = [tokenizer.decode(f.result().sequences[0].tokens, skip_special_tokens=True) for f in futures]
-    return float(np.mean([reward(q, a) for (q, _), a in zip(pairs, answers, strict=True)]))
+    return np.array([reward(q, a) for (q, _), a in zip(pairs, answers, strict=True)])
 
 
 def main() -> None:
@@ -41,7 +42,7 @@ def main() -> None:
     parser.add_argument("--group", type=int, default=8, help="samples per prompt")
     parser.add_argument("--max-tokens", type=int, default=8)
     parser.add_argument("--learning-rate", type=float, default=2e-4)
-    parser.add_argument("--eval", type=int, default=64, help="held-out prompts")
+    parser.add_argument("--eval", type=int, default=100, help="held-out prompts (at most 100)")
     args = parser.parse_args()
 
     service = tinker.ServiceClient()
@@ -54,10 +55,10 @@ def main() -> None:
     tokenizer = training.get_tokenizer()
     train, held_out = problems()
     held_out = held_out[: args.eval]
-    before = pass_rate(
+    before = passes(
         training.save_weights_and_get_sampling_client().result(), tokenizer, held_out, args.max_tokens
     )
-    print(f"held-out pass rate before: {before:.3f}")
+    print(f"held-out pass rate before: {before.mean():.3f} ({before.sum():.0f} of {len(before)})")
     rng = random.Random(1)
     for step in range(args.steps):
         sampler = training.save_weights_and_get_sampling_client().result()
@@ -96,10 +97,14 @@ def main() -> None:
             fwdbwd.result()
             optim.result()
         print(f"step {step:3d}  mean reward {np.mean(rewards_seen):.3f}  trained on {len(datums)} samples")
-    after = pass_rate(
+    after = passes(
         training.save_weights_and_get_sampling_client().result(), tokenizer, held_out, args.max_tokens
     )
-    print(f"held-out pass rate after {args.steps} steps: {after:.3f} (before {before:.3f})")
+    print(
+        f"held-out pass rate after {args.steps} steps: {after.mean():.3f} ({after.sum():.0f} of {len(after)}; "
+        f"before {before.mean():.3f}); prompts newly solved {(after > before).sum()}, "
+        f"newly failed {(after < before).sum()}"
+    )
     print(f"sampler weights: {training.save_weights_for_sampler('rl-final').result().path}")
 
 

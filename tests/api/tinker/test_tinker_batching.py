@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from types import SimpleNamespace
 
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tinker import types
 from tinker_server import BASE, TinkerServer
+
+from resonance_os.api.tinker.config import TinkerConfig
+from resonance_os.api.tinker.worker import Loaded, TinkerWorker
 
 SENTENCES = [
     "the cat sat on the mat .",
@@ -85,3 +89,25 @@ def test_clients_training_at_once_share_one_pass_and_clients_taking_turns_do_not
         sft_step(run, text, seen)
     final = passes(server)
     assert (final[0] - after[0], final[1] - after[1]) == (4, 4)
+
+
+def test_a_client_one_pass_ahead_waits_for_partners_whose_optim_step_is_still_pending(tmp_path):
+    """The staggered case a live run falls into after a first unbatched step: run A's next
+    forward_backward is pending while its partners B and C still have only their optim_step pending
+    (their forward ran in the pass before). Running A alone would keep the clients one pass apart
+    for the rest of training; the worker holds A (the optim steps run meanwhile) until the window
+    runs out, and a partner with a forward pending is never waited for."""
+    worker = TinkerWorker(None, TinkerConfig(batch_window_ms=60_000, checkpoints=tmp_path), None)
+    worker.runs = {run: Loaded(tenant_id=1, base=BASE, run=None) for run in ("a", "b", "c")}
+    worker.partners = {"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}}
+
+    def row(run: str, kind: str) -> SimpleNamespace:
+        return SimpleNamespace(queue=f"1/{run}", kind=kind, tenant_id=1)
+
+    ahead = [row("a", "forward_backward")]
+    assert worker._hold(ahead, ahead + [row("b", "optim_step"), row("c", "optim_step")])
+    caught_up = [row("a", "forward_backward"), row("b", "forward_backward"), row("c", "forward_backward")]
+    assert not worker._hold(caught_up, caught_up)
+
+    worker.config = TinkerConfig(batch_window_ms=0, checkpoints=tmp_path)  # no window: never held
+    assert not worker._hold(ahead, ahead + [row("b", "optim_step")])

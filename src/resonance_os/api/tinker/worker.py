@@ -250,10 +250,12 @@ class TinkerWorker:
                     self.partners.setdefault(model_id, set()).update(models - {model_id})
 
     def _hold(self, batch: list[TinkerFuture], rows: list[TinkerFuture]) -> bool:
-        """Whether to hold ``batch`` back for the partners of its runs that have nothing pending yet;
-        once the window has run out, those partners are forgotten and the batch runs."""
+        """Whether to hold ``batch`` back for the partners of its runs that have no forward pending yet
+        (a partner with only its optim_step pending sends its next forward_backward once that step
+        has run, which it does while the batch is held); once the window has run out, those partners
+        are forgotten and the batch runs."""
         members = {_model_of(r.queue) for r in batch}
-        pending = {_model_of(r.queue) for r in rows}
+        pending = {_model_of(r.queue) for r in rows if r.kind in FWD_KINDS}
         expected = set().union(*(self.partners.get(m, set()) for m in members))
         missing = {m for m in expected - pending if m in self.runs}
         if missing and self.config.batch_window_ms > 0:
