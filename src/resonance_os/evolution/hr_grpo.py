@@ -312,32 +312,17 @@ def train_hr_grpo(
             the best check); None = no checks.
 
     The returned trainer carries ``hr_early_stopping`` (the callback, its ``checks``; None without),
-    ``hr_target`` (the resolved vector), ``hr_source`` (where it came
-    from), ``hr_reward`` (the :class:`HRReward`, its ``last`` completions) and ``hr_topics``.
+    ``hr_target`` (the resolved vector), ``hr_source`` (where it came from), ``hr_reward`` (the
+    :class:`HRReward`, its ``last`` completions) and ``hr_topics``.
     Raises ``ValidationError`` for bad prompts, steps or weights, profile errors from
     ``resolve_target``, ``ConfigError`` for bad GRPO settings.
     """
-    from resonance_os.llm.grpo import GRPO, GRPOConfig
-    from resonance_os.llm.policy import LMPolicy
+    from resonance_os.llm.grpo import GRPO
 
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
-        raise ValidationError(f"steps={steps!r} must be an integer >= 0")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise ValidationError(f"seed={seed!r} must be an integer or None")
+    _check_steps_and_seed(steps, seed)
     target, source = resolve_target(target_hrv=target_hrv, profile=profile, store=store)
     topics = _check_prompts(train_prompts() if prompts is None else prompts, "prompts")
-    if policy is not None and not isinstance(policy, LMPolicy):
-        raise ValidationError(f"policy must be an llm.policy.LMPolicy, got {type(policy).__name__}")
-    if config is None or isinstance(config, dict):
-        cfg = GRPOConfig.from_dict({**HR_GRPO_DEFAULTS, **(config or {})})
-    elif isinstance(config, GRPOConfig):
-        cfg = config
-    else:
-        raise ValidationError(
-            f"config must be a GRPOConfig, a dict of its fields or None, got {type(config).__name__}"
-        )
-    if seed is not None:
-        cfg = GRPOConfig.from_dict({**cfg.to_dict(), "seed": seed})
+    cfg = _grpo_config(policy, config, seed)
     hr_reward = HRReward(
         target,
         reward=reward,
@@ -346,8 +331,7 @@ def train_hr_grpo(
         style_power=style_power,
     )
     messages = hr_reward.chats(topics)
-    if policy is None:
-        policy = smollm2_policy(device)
+    policy = smollm2_policy(device) if policy is None else policy
     stopper = None
     if early_stop_every is not None:
         stopper = hr_early_stopping(
@@ -361,6 +345,34 @@ def train_hr_grpo(
     if stopper is not None and stopper.stopped_at is None:  # a stop has put them back already
         stopper.restore_best()
     return trainer
+
+
+def _check_steps_and_seed(steps: object, seed: object) -> None:
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+        raise ValidationError(f"steps={steps!r} must be an integer >= 0")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+        raise ValidationError(f"seed={seed!r} must be an integer or None")
+
+
+def _grpo_config(policy: Any, config: Any, seed: int | None) -> Any:
+    """The run's ``GRPOConfig``: ``config`` as is, or a dict of its fields over ``HR_GRPO_DEFAULTS``;
+    ``seed`` replaces its seed. Checks first that ``policy`` is None or an ``LMPolicy``."""
+    from resonance_os.llm.grpo import GRPOConfig
+    from resonance_os.llm.policy import LMPolicy
+
+    if policy is not None and not isinstance(policy, LMPolicy):
+        raise ValidationError(f"policy must be an llm.policy.LMPolicy, got {type(policy).__name__}")
+    if config is None or isinstance(config, dict):
+        cfg = GRPOConfig.from_dict({**HR_GRPO_DEFAULTS, **(config or {})})
+    elif isinstance(config, GRPOConfig):
+        cfg = config
+    else:
+        raise ValidationError(
+            f"config must be a GRPOConfig, a dict of its fields or None, got {type(config).__name__}"
+        )
+    if seed is not None:
+        cfg = GRPOConfig.from_dict({**cfg.to_dict(), "seed": seed})
+    return cfg
 
 
 def _both(first: Callable[..., Any] | None, second: Callable[..., Any] | None) -> Callable[..., Any] | None:

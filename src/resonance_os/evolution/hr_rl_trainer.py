@@ -56,11 +56,11 @@ STEER_ENVS = 32
 SPEC_ROLLOUT = 2048
 """The spec's ``n_steps``: env steps per PPO rollout, spread over the envs of a vectorised env."""
 REVISION_CACHE_SIZE = 100_000
+"""Revisions remembered per env: a revision is a deterministic function of (text, edits)."""
 OBSERVATIONS = ("gap", "full")
 """What the policy sees: ``"gap"`` (default), the signed gap ``target - measured`` (8 floats in
 [-1, 1]); ``"full"``, the measured HRV, the target and the share of revisions left (17 floats in
 [0, 1], the observation of runs trained before the gap became the default)."""
-"""Revisions remembered per env: a revision is a deterministic function of (text, edits)."""
 
 
 def edit_counts(action: Sequence[float], max_edits: int) -> tuple[int, ...]:
@@ -86,6 +86,70 @@ class _Episode:
     first_value: float
     edits: tuple[int, ...] = (0,) * HRV_DIM
     steps: int = 0
+
+
+def _check_settings(
+    hrv_dim: int,
+    observation: str,
+    max_episode_steps: int,
+    max_edits: int,
+    reward_model: RewardModel | None,
+    reward_model_weight: float,
+    seed: int | None,
+    render_mode: str | None,
+) -> None:
+    """Refuse ``HRWritingEnv`` settings out of range, each with what it must be."""
+    if hrv_dim != HRV_DIM:
+        raise ValidationError(f"hrv_dim must be {HRV_DIM} (the HRV's dimensions), got {hrv_dim!r}")
+    if observation not in OBSERVATIONS:
+        raise ValidationError(f"observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}")
+    if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int) or max_episode_steps < 1:
+        raise ValidationError(f"max_episode_steps must be a positive integer, got {max_episode_steps!r}")
+    if isinstance(max_edits, bool) or not isinstance(max_edits, int) or not 1 <= max_edits <= 5:
+        raise ValidationError(f"max_edits must be a whole number from 1 to 5, got {max_edits!r}")
+    if not 0.0 <= reward_model_weight <= 1.0:
+        raise ValidationError(f"reward_model_weight must be in [0, 1], got {reward_model_weight!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise ValidationError(f"seed must be a non-negative integer or None, got {seed!r}")
+    if render_mode not in (None, "ansi"):
+        raise ValidationError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+    if reward_model is not None and not callable(getattr(reward_model, "predict", None)):
+        raise ValidationError("reward_model must have a predict(text, target_hrv) -> float method")
+
+
+def _resolve_targets(
+    target_hrv: Sequence[float] | None,
+    profile: object,
+    targets: Sequence[object] | None,
+    store: str | os.PathLike[str] | None,
+) -> list[np.ndarray]:
+    """The env's targets: ``target_hrv`` or ``profile`` alone, else ``targets``, else the built-in
+    profiles' vectors."""
+    if targets is not None and (target_hrv is not None or profile is not None):
+        raise ValidationError("give targets, or target_hrv/profile, not both")
+    if target_hrv is not None or profile is not None:
+        return [np.asarray(resolve_target(target_hrv, profile, store)[0])]
+    items = targets if targets is not None else [p.vector.to_list() for p in BUILTIN_TEMPLATES.values()]
+    resolved = [np.asarray(resolve_target_item(t, store)[0]) for t in items]
+    if not resolved:
+        raise ValidationError("targets must hold at least one HRV")
+    return resolved
+
+
+def _scoring_writer(
+    writer: HumanResonantWriter | None, reward: str | WritingReward | None, similarity: SimilarityMethod
+) -> HumanResonantWriter:
+    """The writer whose ``revise`` applies the edits: ``writer``, which must score with ``reward``'s
+    kind when one is given, or a built-in one scoring with ``reward`` and ``similarity``."""
+    if writer is None:
+        reward = make_reward(reward, similarity_method=similarity.value)
+        return HumanResonantWriter(backend="builtin", reward=reward)
+    if reward is not None and reward_kind(reward) != writer.reward.kind:
+        raise ValidationError(
+            f"reward={reward_kind(reward)!r} but the writer scores with its {writer.reward.kind!r} "
+            "reward; give one of them"
+        )
+    return writer
 
 
 class HRWritingEnv(gym.Env):
@@ -159,39 +223,17 @@ class HRWritingEnv(gym.Env):
         observation: str = "gap",
         control: str = "edits",
     ) -> None:
-        if hrv_dim != HRV_DIM:
-            raise ValidationError(f"hrv_dim must be {HRV_DIM} (the HRV's dimensions), got {hrv_dim!r}")
-        if observation not in OBSERVATIONS:
-            raise ValidationError(
-                f"observation must be one of {', '.join(OBSERVATIONS)}, got {observation!r}"
-            )
-        if (
-            isinstance(max_episode_steps, bool)
-            or not isinstance(max_episode_steps, int)
-            or max_episode_steps < 1
-        ):
-            raise ValidationError(f"max_episode_steps must be a positive integer, got {max_episode_steps!r}")
-        if isinstance(max_edits, bool) or not isinstance(max_edits, int) or not 1 <= max_edits <= 5:
-            raise ValidationError(f"max_edits must be a whole number from 1 to 5, got {max_edits!r}")
-        if not 0.0 <= reward_model_weight <= 1.0:
-            raise ValidationError(f"reward_model_weight must be in [0, 1], got {reward_model_weight!r}")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValidationError(f"seed must be a non-negative integer or None, got {seed!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValidationError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if reward_model is not None and not callable(getattr(reward_model, "predict", None)):
-            raise ValidationError("reward_model must have a predict(text, target_hrv) -> float method")
-        if targets is not None and (target_hrv is not None or profile is not None):
-            raise ValidationError("give targets, or target_hrv/profile, not both")
-        if target_hrv is not None or profile is not None:
-            self.targets = [np.asarray(resolve_target(target_hrv, profile, store)[0])]
-        else:
-            items = (
-                targets if targets is not None else [p.vector.to_list() for p in BUILTIN_TEMPLATES.values()]
-            )
-            self.targets = [np.asarray(resolve_target_item(t, store)[0]) for t in items]
-            if not self.targets:
-                raise ValidationError("targets must hold at least one HRV")
+        _check_settings(
+            hrv_dim,
+            observation,
+            max_episode_steps,
+            max_edits,
+            reward_model,
+            reward_model_weight,
+            seed,
+            render_mode,
+        )
+        self.targets = _resolve_targets(target_hrv, profile, targets, store)
         self.drafts_source = drafts
         self.split = split
         self.drafts = load_drafts(drafts, split)
@@ -208,15 +250,7 @@ class HRWritingEnv(gym.Env):
         else:
             self.observation_space = gym.spaces.Box(0.0, 1.0, (2 * HRV_DIM + 1,), dtype=np.float32)
         self.action_space = gym.spaces.Box(-1.0, 1.0, (HRV_DIM,), dtype=np.float32)
-        if writer is None:
-            reward = make_reward(reward, similarity_method=self.similarity_method.value)
-            writer = HumanResonantWriter(backend="builtin", reward=reward)
-        elif reward is not None and reward_kind(reward) != writer.reward.kind:
-            raise ValidationError(
-                f"reward={reward_kind(reward)!r} but the writer scores with its {writer.reward.kind!r} "
-                "reward; give one of them"
-            )
-        self.writer = writer
+        self.writer = _scoring_writer(writer, reward, self.similarity_method)
         self._revisions: OrderedDict[tuple[str, tuple[float, ...], tuple[int, ...]], Paragraph] = (
             OrderedDict()
         )

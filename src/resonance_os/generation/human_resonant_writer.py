@@ -322,16 +322,7 @@ class HumanResonantWriter:
         else:
             steering = nullcontext()
         if isinstance(self.backend, BuiltinComposer):
-            composition = self.backend.start(outline.topics, seed=seed)
-            composition.sentences.update(s for p in previous for s in sentence_texts(p))
-            sentences = self.sentence_layer.generate_sentences(outline, target, composition)
-            text = " ".join(sentences)
-            trace: dict[str, Any] = {
-                "layer": "sentence",
-                "paragraph": outline.index,
-                "sentences": len(sentences),
-            }
-            return Paragraph(text, self._score(text, target, prompt, previous), trace)
+            return self._template_draft(prompt, outline, target, previous, seed)
         from resonance_os.generation.llm_writing import write_paragraph
 
         with steering:
@@ -347,7 +338,7 @@ class HumanResonantWriter:
                 seed,
                 self.candidates,
             )
-        trace = {
+        trace: dict[str, Any] = {
             "layer": "llm",
             "paragraph": outline.index,
             "draft_errors": [round(e, 4) for e in log.errors],
@@ -359,25 +350,52 @@ class HumanResonantWriter:
             trace["steer"] = dict(steer)
         judge = self.rewrite_judge() if self.refine and self.rewrites else None
         if judge is not None:
-            from resonance_os.generation.llm_rewrite import rewrite_sentences
-
-            text, rewrites = rewrite_sentences(
-                chat,
-                self.reward,
-                judge,
-                text,
-                target,
-                prompt,
-                previous,
-                rounds=self.rewrites,
-                candidates=self.candidates,
-                tolerance=max(self.refiner.tolerance, LLM_TOLERANCE),
-                quality_tolerance=self.refiner.quality_tolerance,
-                seed=seed,
-            )
-            trace["rewrites"] = [{"before": old, "after": new} for old, new in rewrites.kept]
-            trace["rewrite_calls"] = rewrites.calls
+            text = self._rewrite(chat, judge, text, target, prompt, previous, seed, trace)
         return Paragraph(text, self._score(text, target, prompt, previous), trace)
+
+    def _template_draft(
+        self, prompt: str, outline: Outline, target: list[float], previous: Sequence[str], seed: int | None
+    ) -> Paragraph:
+        """The built-in composer's draft: one template paragraph, no sentence repeated from ``previous``."""
+        composition = self.backend.start(outline.topics, seed=seed)
+        composition.sentences.update(s for p in previous for s in sentence_texts(p))
+        sentences = self.sentence_layer.generate_sentences(outline, target, composition)
+        text = " ".join(sentences)
+        trace: dict[str, Any] = {"layer": "sentence", "paragraph": outline.index, "sentences": len(sentences)}
+        return Paragraph(text, self._score(text, target, prompt, previous), trace)
+
+    def _rewrite(
+        self,
+        chat: Any,
+        judge: Callable[[list[str]], list[float | None]],
+        text: str,
+        target: list[float],
+        prompt: str,
+        previous: Sequence[str],
+        seed: int | None,
+        trace: dict[str, Any],
+    ) -> str:
+        """``text`` with up to ``rewrites`` sentences rewritten by ``chat`` toward the gaps
+        (``llm_rewrite``); the kept rewrites and the model calls go into ``trace``."""
+        from resonance_os.generation.llm_rewrite import rewrite_sentences
+
+        text, rewrites = rewrite_sentences(
+            chat,
+            self.reward,
+            judge,
+            text,
+            target,
+            prompt,
+            previous,
+            rounds=self.rewrites,
+            candidates=self.candidates,
+            tolerance=max(self.refiner.tolerance, LLM_TOLERANCE),
+            quality_tolerance=self.refiner.quality_tolerance,
+            seed=seed,
+        )
+        trace["rewrites"] = [{"before": old, "after": new} for old, new in rewrites.kept]
+        trace["rewrite_calls"] = rewrites.calls
+        return text
 
     def rewrite_judge(self) -> Callable[[list[str]], list[float | None]] | None:
         """The rewrites' fluency judge, ``LMFluency.loglik_many`` under the local backend's own model
@@ -448,8 +466,8 @@ class HumanResonantWriter:
         which ``Article.target_source`` reports; default ``"target_hrv"``, ``"profile tenant/name"``
         for an ``HRVProfile``, ``"default profile builtin/professional"`` for ``None``).
         Each paragraph is a ``draft`` and, with ``refine``, a ``revise`` by the refiner's loop, or by
-        ``reviser`` (e.g. a trained policy, ``evolution.hr_policy.PolicyReviser``) when one is given. Same ``seed``, same article
-        (built-in and local backends; servers where they honour ``seed``).
+        ``reviser`` (e.g. a trained policy, ``evolution.hr_policy.PolicyReviser``) when one is given.
+        Same ``seed``, same article (built-in and local backends; servers where they honour ``seed``).
         ``between_paragraphs`` is called before every paragraph after the first: a service uses it to
         let other callers take a turn and to stop a request over its time budget (by raising).
         ``adapter`` (True, False or an adapter folder) overrides the writer's ``adapter`` for this
@@ -463,15 +481,7 @@ class HumanResonantWriter:
         source = target_source if target_source is not None else source
         voice = self.voice_backend(source, adapter)
         outlines, targets = self.planner.plan_paragraphs(prompt, num_paragraphs, target)
-        trace: list[dict[str, Any]] = [
-            {
-                "layer": "planner",
-                "target_source": source,
-                "topics": list(outlines[0].topics),
-                "roles": [o.role for o in outlines],
-                "paragraph_targets": [[round(v, 4) for v in t] for t in targets],
-            }
-        ]
+        trace: list[dict[str, Any]] = [_plan_trace(source, outlines, targets)]
         if voice is not None:
             trace.append({"layer": "voice", "backend": voice.name})
         rng = random.Random(seed)
@@ -515,6 +525,19 @@ class HumanResonantWriter:
         self, text: str, target: list[float], prompt: str | None, previous: Sequence[str]
     ) -> WritingScore:
         return self.reward.score(text, target, prompt=prompt, context=tuple(previous))
+
+
+def _plan_trace(
+    source: str, outlines: Sequence[Outline], targets: Sequence[Sequence[float]]
+) -> dict[str, Any]:
+    """The article trace's first entry: the planner's topics, paragraph roles and paragraph targets."""
+    return {
+        "layer": "planner",
+        "target_source": source,
+        "topics": list(outlines[0].topics),
+        "roles": [o.role for o in outlines],
+        "paragraph_targets": [[round(v, 4) for v in t] for t in targets],
+    }
 
 
 def _resolved_target(target_hrv: object) -> tuple[list[float], str]:
