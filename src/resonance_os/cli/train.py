@@ -352,7 +352,9 @@ def demo(
     console.print(
         f"\n[bold]3. Training PPO in HRWritingEnv toward {DEFAULT_PROFILE.key} for {timesteps} timesteps[/bold]"
     )
-    result = run_reporting_user_errors(lambda: _train(None, None, timesteps, out, seed, None, None, True))
+    result = run_reporting_user_errors(
+        lambda: _train(None, None, timesteps, out, seed, None, None, True, None)
+    )
     _report(result, out)
 
     console.print(f"\n[bold]4. The same prompt drafted by {drafter}, revised by the trained policy[/bold]")
