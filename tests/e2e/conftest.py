@@ -19,6 +19,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from studio_pages import VIEWPORT
 
 RESONANCE = str(Path(sys.executable).with_name("resonance"))
 
@@ -115,7 +116,7 @@ def browser():
 @pytest.fixture
 def page(browser, studio):
     """A fresh browser tab (its own session storage) on the studio, with the page's console kept."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     tab = context.new_page()
     tab.console_lines = []
     tab.request_urls = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 import sqlalchemy as sa
+from studio_pages import sign_in
 
 VOICE = (
     "I walked down to the harbour before dawn. The boats were painted by the fishermen last spring, and "
@@ -33,13 +34,6 @@ RATED_TEXTS = [
     "The report was written by the team.",
     "Morning light spilled over the quay.",
 ]
-
-
-def sign_in(page, key: str) -> None:
-    """Keyboard only: focus the key field, type, press Enter."""
-    page.focus("#api-key")
-    page.keyboard.type(key)
-    page.keyboard.press("Enter")
 
 
 def message(page) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 from conftest import served_studio
+from studio_pages import open_studio, signed_in
 
 STATUS_LOG = """() => {
   window.statusLog = [];
@@ -46,14 +47,8 @@ def test_a_first_write_right_after_start_up_succeeds_and_says_what_it_waits_for(
             assert (
                 health["status"] == "starting" and httpx.get(f"{studio.url}/health/ready").status_code == 503
             )
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.goto(studio.url + "/")
-            page.wait_for_selector("body[data-ready=true]")
-            page.fill("#api-key", studio.key)
-            page.press("#api-key", "Enter")
-            page.wait_for_selector("#tabs:not([hidden])")
-            page.click("#tabs button[data-tab=write]")
+            context, page = open_studio(browser, studio.url)
+            signed_in(page, studio, "write")
             page.fill("#write-prompt", "Why early mornings at the harbour matter")
             page.fill("#write-paragraphs", "2")
             page.evaluate(STATUS_LOG)

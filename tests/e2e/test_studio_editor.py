@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from studio_pages import sign_in, signed_in
 
 from resonance_os.core.limits import MAX_PARAGRAPHS, MAX_TEXT_CHARS
 from resonance_os.generation.topics import MAX_PROMPT_CHARS
@@ -20,17 +21,6 @@ VOICE = " ".join(
     for verb in ["woke", "stirred", "hummed", "glowed", "waited", "listened", "shivered", "sang", "slept"]
 )
 SHORT = "Five words are not enough."
-
-
-def sign_in(page, key: str) -> None:
-    page.focus("#api-key")
-    page.keyboard.type(key)
-    page.keyboard.press("Enter")
-
-
-def signed_in(page, studio) -> None:
-    sign_in(page, studio.key)
-    page.wait_for_selector("#tabs:not([hidden])")
 
 
 def api(studio, method: str, path: str, **kwargs) -> httpx.Response:

@@ -5,6 +5,7 @@ and refine's edits as suggestions in words that the writer accepts or rejects on
 from __future__ import annotations
 
 import httpx
+from studio_pages import signed_in
 
 from resonance_os.core.hrv_constants import GAP_CONVENTION, HRV_DESCRIPTIONS, REWARD_TERM_MEANINGS
 
@@ -17,10 +18,7 @@ DRAFT = (
 
 
 def signed_in_on_analyze(page, studio) -> None:
-    page.fill("#api-key", studio.key)
-    page.press("#api-key", "Enter")
-    page.wait_for_selector("#tabs:not([hidden])")
-    page.click("#tabs button[data-tab=analyze]")
+    signed_in(page, studio, "analyze")
     page.fill("#analyze-text", DRAFT)
     page.select_option("#analyze-profile", "creative")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from conftest import served_studio
+from studio_pages import VIEWPORT, signed_in
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", reason="steering needs the local extra (transformers)")
@@ -55,7 +56,7 @@ def steer_studio(tmp_path_factory):
 
 @pytest.fixture
 def steer_page(browser, steer_studio):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=VIEWPORT)
     tab = context.new_page()
     tab.steer_posts = []
     tab.on(
@@ -68,10 +69,7 @@ def steer_page(browser, steer_studio):
     )
     tab.goto(steer_studio.url + "/")
     tab.wait_for_selector("body[data-ready=true]")
-    tab.fill("#api-key", steer_studio.key)
-    tab.press("#api-key", "Enter")
-    tab.wait_for_selector("#tabs:not([hidden])")
-    tab.click("#tabs button[data-tab=steer]")
+    signed_in(tab, steer_studio, "steer")
     tab.wait_for_selector("#steer-storytelling_index")
     yield tab
     context.close()

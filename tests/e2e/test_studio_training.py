@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 from conftest import served_studio
+from studio_pages import open_studio, signed_in
 
 API_TESTS = Path(__file__).parents[1] / "api"
 
@@ -73,14 +74,8 @@ def test_timesteps_reward_model_choice_and_runs_side_by_side(browser, tmp_path):
 
 
 def signed_in_train_tab(browser, studio):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.goto(studio.url + "/")
-    page.wait_for_selector("body[data-ready=true]")
-    page.fill("#api-key", studio.key)
-    page.press("#api-key", "Enter")
-    page.wait_for_selector("#tabs:not([hidden])")
-    page.click("#tabs button[data-tab=train]")
+    context, page = open_studio(browser, studio.url)
+    signed_in(page, studio, "train")
     return context, page
 
 
