@@ -394,14 +394,7 @@ class SAC:
                     obs = self._flat_obs(self.env.reset()[0])
                     if episodes % cfg.log_interval == 0:
                         fps = (self.num_timesteps - start_steps) / max(time.perf_counter() - start, 1e-9)
-                        last_row = self.logger.record(
-                            {"episode_reward_mean": float(np.mean(returns)),
-                             "episode_reward_std": float(np.std(returns)), "fps": fps,
-                             "episodes": episodes, "n_updates": self._n_updates,
-                             **(dict(zip(LOSS_NAMES, losses.tolist())) if losses is not None else {})},
-                            self.num_timesteps,
-                        )  # fmt: skip
-                        self.history.append(last_row)
+                        last_row = self._record(returns, episodes, losses, fps)
                 if self.num_timesteps > cfg.learning_starts and self.num_timesteps % cfg.train_freq == 0:
                     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.precision == "bfloat16"):
                         for _ in range(cfg.gradient_steps):
@@ -415,6 +408,21 @@ class SAC:
         finally:
             self.logger.close()
         return self
+
+    def _record(
+        self, returns: deque[float], episodes: int, losses: torch.Tensor | None, fps: float
+    ) -> dict[str, Any]:
+        """Log a metrics row (the last 100 episodes' returns, the last step's losses) and keep it in
+        ``history``; returns it."""
+        row = self.logger.record(
+            {"episode_reward_mean": float(np.mean(returns)),
+             "episode_reward_std": float(np.std(returns)), "fps": fps,
+             "episodes": episodes, "n_updates": self._n_updates,
+             **(dict(zip(LOSS_NAMES, losses.tolist())) if losses is not None else {})},
+            self.num_timesteps,
+        )  # fmt: skip
+        self.history.append(row)
+        return row
 
     def _train_step(self) -> torch.Tensor:
         """One gradient step on a replay minibatch (SB3 order: alpha, critics, actor, Polyak).
