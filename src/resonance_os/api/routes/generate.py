@@ -56,13 +56,16 @@ async def hr_generate(
     svc: ResonanceService = Depends(service),
 ) -> HrGenerateResponse:
     """Write toward ``tenant/profile_name``; ``tenant`` (default: the key's own) must be the key's own
-    tenant (else 404); without ``profile_name``, toward the default profile."""
+    tenant (else 404); without ``profile_name``, toward the default profile; judged by the writing
+    reward ``reward`` (fast or lm) as ``POST /v1/generate`` is."""
     if body.tenant is not None and body.tenant != ctx.tenant:
         raise ProfileNotFoundError(
             f"no profile {body.profile_name or 'default'!r} for tenant {body.tenant!r}: this API key "
             f"belongs to tenant {ctx.tenant!r}; omit tenant to use it"
         )
-    result = await _generate_in_turn(request, svc, ctx, body.prompt, profile=body.profile_name)
+    result = await _generate_in_turn(
+        request, svc, ctx, body.prompt, profile=body.profile_name, reward=body.reward
+    )
     return HrGenerateResponse(
         article=result["article"],
         hrv_feedback=[result["hrv"][name] for name in HRV_DIMENSIONS],

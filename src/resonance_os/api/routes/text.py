@@ -57,10 +57,18 @@ async def refine(
 ) -> dict:
     """Edit your text toward a profile or target HRV (default: the default profile) as ``resonance
     refine`` does, keeping only edits that close the style gap without costing writing quality: the
-    edited text, the kept edits, a word diff, and the HRV, reward and terms before and after. It takes
-    turns at the writer with generation (same limits and time budget: 429, 503)."""
+    edited text, the kept edits, a word diff, and the HRV, reward and terms before and after (the
+    writing reward ``reward``: fast or lm). It takes turns at the writer with generation (same limits
+    and time budget: 429, 503)."""
     return await in_writer_budget(
-        request, svc.refine, ctx, body.text, profile=body.profile, target_hrv=body.target_hrv, seed=body.seed
+        request,
+        svc.refine,
+        ctx,
+        body.text,
+        profile=body.profile,
+        target_hrv=body.target_hrv,
+        seed=body.seed,
+        reward=body.reward,
     )
 
 

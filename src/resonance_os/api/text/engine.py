@@ -138,11 +138,19 @@ class TextEngine:
             adapter=adapter,
         )
 
-    def refine(self, text: str, target: list[float], seed: int, between: Callable[[], None] | None = None):
-        """``text`` edited toward ``target`` (``generation.text_refine.RefinedText``)."""
+    def refine(
+        self,
+        text: str,
+        target: list[float],
+        seed: int,
+        between: Callable[[], None] | None = None,
+        reward: str | None = None,
+    ):
+        """``text`` edited toward ``target`` (``generation.text_refine.RefinedText``), its edits judged
+        and the text scored by writing reward ``reward`` (None: the default)."""
         from resonance_os.generation.text_refine import refine_text
 
-        return refine_text(self.writer, text, target, seed=seed, between_paragraphs=between)
+        return refine_text(self.writer_for(reward), text, target, seed=seed, between_paragraphs=between)
 
     def steerable(self) -> dict[str, Any]:
         """Which dimensions the writer's model can be steered along, with their held-out figures
