@@ -173,26 +173,8 @@ def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_c
     words = s.words if has_capitals else lowers  # as written only where ALL-CAPS emphasis can matter
     flags = list(map(lexicon.flags.get, lowers, repeat(0, n)))
     c.lengths.append(n)
-
-    compound, hits = score_sentence(words, lowers, flags, s.exclamations, s.questions, lexicon)
-    c.compounds.append(compound)
-    for i, value in hits:
-        (c.positive if value > 0 else c.negative).append(lowers[i])
-    if has_capitals:
-        capitals = [w for w in words if len(w) > 1 and w.isupper() and w.isalpha()]
-        if len(capitals) < n:
-            c.capitals.extend(capitals)
-    if s.exclamations:
-        c.exclamatory.append(index)
-    if s.questions or (not s.terminated and n > 2 and _unpunctuated_question(lowers, flags)):
-        c.questions.append(index)
-
-    participles: set[int] | tuple[()] = ()
-    if not lexicon.passive_auxiliaries.isdisjoint(lowers):
-        passives = find_passives(lowers, flags)
-        if passives:
-            participles = {participle for _, participle in passives}
-            c.passives.extend([(index, aux, participle) for aux, participle in passives])
+    _count_feeling_and_punctuation(s, index, words, flags, lexicon, c, has_capitals)
+    participles = _count_passives(lowers, index, flags, lexicon, c)
 
     phrases = lexicon.phrases
     covered = -1  # last word index already consumed by a matched phrase
@@ -209,37 +191,13 @@ def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_c
             continue
         if (
             flag & _METAPHOR_CUES
-            and (
-                flag & FLAG_MOTION
-                or (
-                    i + 1 < n
-                    and (
-                        flags[i + 1] & _MAY_OPEN_PREDICATE
-                        or (not flags[i + 1] and lexicon.word_classes.get(lowers[i + 1], 0) & CLASS_NOUN)
-                    )
-                )
-            )
+            and _may_open_metaphor(flag, flags, lowers, i, lexicon)
             and (figure := metaphor_at(s, flags, i, lexicon))
         ):
             c.figurative.append(figure[1])
             c.figure_kinds.append(figure[0])
         if flag & _VERB_MARKERS:
-            previous = flags[i - 1] if i else 0
-            if flag & FLAG_FINITE:
-                if not previous & _VERB_CHAIN:
-                    c.verb_groups += 1
-                    if flag & FLAG_PAST:
-                        c.past.append(lowers[i])
-            elif (
-                flag & FLAG_PAST
-                and not flag & FLAG_NOT_PARTICIPLE
-                and not previous & _NOT_PAST_AFTER
-                and i not in participles
-            ):
-                c.past.append(lowers[i])
-                c.verb_groups += 1
-            elif flag & FLAG_SUBJECT and i + 1 < n and not flags[i + 1] & _NOT_VERB_AFTER_SUBJECT:
-                c.verb_groups += 1  # "I think", "they go": a subject pronoun before a present-tense verb
+            _count_verb(flag, flags, lowers, i, participles, c)
         if not flag & _WORD_MARKERS or i <= covered:
             continue
         low = lowers[i]
@@ -276,6 +234,82 @@ def _count_sentence(s: Sentence, index: int, lexicon: Lexicon, c: _Counts, has_c
             speech = True
     if s.quotes and (speech or s.opens_with_quote):
         c.dialogue.append(index)
+
+
+def _count_feeling_and_punctuation(
+    s: Sentence,
+    index: int,
+    words: list[str],
+    flags: list[int],
+    lexicon: Lexicon,
+    c: _Counts,
+    has_capitals: bool,
+) -> None:
+    """The sentence's sentiment (compound and the words behind it), ALL-CAPS words, exclamation and
+    question (marked, or unpunctuated: "what time is it")."""
+    lowers = s.lowers
+    n = len(lowers)
+    compound, hits = score_sentence(words, lowers, flags, s.exclamations, s.questions, lexicon)
+    c.compounds.append(compound)
+    for i, value in hits:
+        (c.positive if value > 0 else c.negative).append(lowers[i])
+    if has_capitals:
+        capitals = [w for w in words if len(w) > 1 and w.isupper() and w.isalpha()]
+        if len(capitals) < n:
+            c.capitals.extend(capitals)
+    if s.exclamations:
+        c.exclamatory.append(index)
+    if s.questions or (not s.terminated and n > 2 and _unpunctuated_question(lowers, flags)):
+        c.questions.append(index)
+
+
+def _count_passives(
+    lowers: list[str], index: int, flags: list[int], lexicon: Lexicon, c: _Counts
+) -> set[int] | tuple[()]:
+    """Count the sentence's passive verb groups; the word indices of their participles."""
+    if lexicon.passive_auxiliaries.isdisjoint(lowers):
+        return ()
+    passives = find_passives(lowers, flags)
+    if not passives:
+        return ()
+    c.passives.extend([(index, aux, participle) for aux, participle in passives])
+    return {participle for _, participle in passives}
+
+
+def _may_open_metaphor(flag: int, flags: list[int], lowers: list[str], i: int, lexicon: Lexicon) -> bool:
+    """Whether a metaphor cue at word ``i`` may start one: a motion verb, or a copula followed by a
+    word that may open a predicate noun phrase."""
+    if flag & FLAG_MOTION:
+        return True
+    if i + 1 >= len(flags):
+        return False
+    following = flags[i + 1]
+    return bool(
+        following & _MAY_OPEN_PREDICATE
+        or (not following and lexicon.word_classes.get(lowers[i + 1], 0) & CLASS_NOUN)
+    )
+
+
+def _count_verb(
+    flag: int, flags: list[int], lowers: list[str], i: int, participles: set[int] | tuple[()], c: _Counts
+) -> None:
+    """Count the verb group (and its past tense) that a verb marker at word ``i`` starts, if it does."""
+    previous = flags[i - 1] if i else 0
+    if flag & FLAG_FINITE:
+        if not previous & _VERB_CHAIN:
+            c.verb_groups += 1
+            if flag & FLAG_PAST:
+                c.past.append(lowers[i])
+    elif (
+        flag & FLAG_PAST
+        and not flag & FLAG_NOT_PARTICIPLE
+        and not previous & _NOT_PAST_AFTER
+        and i not in participles
+    ):
+        c.past.append(lowers[i])
+        c.verb_groups += 1
+    elif flag & FLAG_SUBJECT and i + 1 < len(flags) and not flags[i + 1] & _NOT_VERB_AFTER_SUBJECT:
+        c.verb_groups += 1  # "I think", "they go": a subject pronoun before a present-tense verb
 
 
 def _match_phrase(
