@@ -1,9 +1,12 @@
 import pytest
 
+from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+from resonance_os.core.hrv_types import default_target
 from resonance_os.generation.hrf_model import HRFModel
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter
 from resonance_os.quality.damage import word_salad
+from resonance_os.quality.reward import WritingReward
 
 CREATIVE = [0.6, 0.65, 0.6, 0.55, 0.35, 0.3, 0.7, 0.93]
 TECHNICAL = [0.35, 0.52, 0.25, 0.55, 0.1, 0.03, 0.2, 0.8]
@@ -41,3 +44,12 @@ def test_word_salad_and_repetition_score_below_real_prose(model):
     for damaged in (word_salad(PROSE, seed=1), repeated):
         assert model.predict(damaged) < model.predict(PROSE) - 0.1
     assert model.per_dimension(word_salad(PROSE, seed=1))["fluency"] < model.per_dimension(PROSE)["fluency"]
+
+
+def test_the_reward_is_chosen_by_name_as_everywhere():
+    assert HRFModel(reward="fast").reward.kind == "fast"
+    given = WritingReward()
+    assert HRFModel(reward=given).reward is given
+    assert HRFModel(reward=given).predict(PROSE) == given.predict(PROSE, default_target())
+    with pytest.raises(ValidationError, match="fast, lm"):
+        HRFModel(reward="best")

@@ -128,3 +128,15 @@ def test_a_simile_goes_only_on_a_subject_it_can_be_said_of():
     edited, applied = refiner.apply_edits(society, metaphoric, seed=0)
     assert applied == ["metaphor_density+:add_simile"]
     assert edited.startswith("Society gives each of us a role to play, like a stage")
+
+
+def test_the_reward_is_chosen_by_name_as_everywhere():
+    # no reward: the fast one, built at first use on the refiner's own extractor
+    default = RefinerLayer()
+    assert default.reward.kind == "fast" and default.reward.extractor is default.extractor
+    named = RefinerLayer(reward="fast")
+    assert named.reward.kind == "fast" and named.reward.extractor is named.extractor
+    given = WritingReward()
+    assert RefinerLayer(reward=given).reward is given
+    with pytest.raises(ValidationError, match="fast, lm"):
+        RefinerLayer(reward="best")  # refused when built, not at the first edit

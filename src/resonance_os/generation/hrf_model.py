@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 from resonance_os.core.hrv_types import default_target, validate_hrv
-from resonance_os.quality.reward import WritingReward
+from resonance_os.quality.reward import WritingReward, make_reward
 
 QUALITY_SIGNALS = ("fluency", "coherence", "repetition")
 
@@ -23,10 +23,12 @@ class HRFModel:
 
     Args:
         extractor: ``HRVExtractor`` used to measure texts (created if omitted).
+        reward: the writing reward, chosen as everywhere (``quality.reward.make_reward``): ``"fast"``
+            (default) or ``"lm"``, or a ``WritingReward`` used as it is.
     """
 
-    def __init__(self, extractor=None) -> None:
-        self.reward = WritingReward(extractor=extractor)
+    def __init__(self, extractor=None, reward: str | WritingReward | None = None) -> None:
+        self.reward = make_reward(reward, extractor=extractor)
 
     @staticmethod
     def _target(target_hrv: Sequence[float] | None) -> list[float]:

@@ -26,7 +26,7 @@ from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIM, HRV_DIMENSIONS
 from resonance_os.core.hrv_types import mean_gap, validate_hrv
 from resonance_os.core.text import sentence_texts
-from resonance_os.quality.reward import WritingReward
+from resonance_os.quality.reward import WritingReward, make_reward, reward_kind
 from resonance_os.quality.text_units import sentence_words, stem
 
 Proposal = Callable[[list[str], random.Random], "list[str] | None"]
@@ -304,8 +304,9 @@ class RefinerLayer:
         extractor: the ``HRVExtractor`` used to measure (one is created if omitted).
         tolerance: per-dimension gap treated as on target (default 0.015).
         max_steps: measurement budget of ``refine_to_target`` (default 24).
-        reward: the ``WritingReward`` whose quality factor guards each edit (the fast model on
-            ``extractor`` is built on first use if omitted; pass the one you already have).
+        reward: the writing reward whose quality factor guards each edit: a ``WritingReward`` (pass
+            the one you already have) or a choice for ``quality.reward.make_reward``, ``"fast"`` or
+            ``"lm"``, built on ``extractor`` at first use (None: ``"fast"``).
         quality_tolerance: how far below the original text's quality an edit may take it (0.02).
     """
 
@@ -314,11 +315,11 @@ class RefinerLayer:
         extractor=None,
         tolerance: float = DEFAULT_TOLERANCE,
         max_steps: int = DEFAULT_MAX_STEPS,
-        reward: WritingReward | None = None,
+        reward: WritingReward | str | None = None,
         quality_tolerance: float = DEFAULT_QUALITY_TOLERANCE,
     ) -> None:
-        if extractor is None:
-            extractor = reward.extractor if reward is not None else None
+        if extractor is None and isinstance(reward, WritingReward):
+            extractor = reward.extractor
         if extractor is None:
             from resonance_os.profiling.hrv_extractor import HRVExtractor
 
@@ -333,14 +334,16 @@ class RefinerLayer:
         self.tolerance = tolerance
         self.max_steps = max_steps
         self.quality_tolerance = quality_tolerance
+        if reward is not None:
+            reward_kind(reward)  # a name other than fast or lm is refused here, not at the first edit
         self._reward = reward
         self._edits = _catalogue()
 
     @property
     def reward(self) -> WritingReward:
         """The writing reward that guards quality (built on first use)."""
-        if self._reward is None:
-            self._reward = WritingReward(extractor=self.extractor)
+        if not isinstance(self._reward, WritingReward):
+            self._reward = make_reward(self._reward, extractor=self.extractor)
         return self._reward
 
     def refine(self, text: str, hrv_feedback: object, seed: int | None = None) -> str:
