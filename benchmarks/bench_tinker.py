@@ -15,8 +15,11 @@ Side by side in one run, on SmolLM2-135M-Instruct (CPU, LoRA rank 16 on attentio
    Each client runs ``--client-steps`` SFT steps in a row per round (a training loop: the server
    batches concurrent runs from their second step on); the server's runs-per-pass histogram
    (``/metrics``) is printed with it.
+4. Sampling (``--parts sampling``): an RL step's or an evaluation's sample requests (16 prompts of 24
+   tokens, 4 samples of 16 tokens each) sent to one sampler at once, which the server decodes together,
+   vs the same requests sent one at a time (each waited for); the tokens must be equal.
 
-Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_tinker.py [--steps 5] [--parts all|batching]
+Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_tinker.py [--steps 5] [--parts all|batching|sampling]
 [--rows 8] [--client-steps 1]``. Prints a table. The variants take turns step by step, so a change in the machine's load
 falls on all of them alike.
 """
@@ -303,7 +306,7 @@ def sdk_steps(server: Server, batch: list[list[int]], clients: int = 1, client_s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--parts", choices=["all", "batching"], default="all")
+    parser.add_argument("--parts", choices=["all", "batching", "sampling"], default="all")
     parser.add_argument("--rows", type=int, default=BATCH, help=f"sequences per client's batch ({BATCH})")
     parser.add_argument(
         "--client-steps", type=int, default=1, help="SFT steps each client runs in a row per batching round"
@@ -316,6 +319,9 @@ def main() -> None:
     batch = sft_batch(AutoConfig.from_pretrained(folder).vocab_size)[: args.rows]
     if args.parts == "batching":
         batching(folder, batch, args.steps, args.client_steps)
+        return
+    if args.parts == "sampling":
+        sampling(folder, sft_batch(AutoConfig.from_pretrained(folder).vocab_size), args.steps)
         return
     policy_sft = in_process_policy(folder, batch)
     backend_sft, backend_rl = in_process_backend(folder, batch)
@@ -357,17 +363,20 @@ def main() -> None:
     )
 
 
-def pass_runs(server: Server) -> tuple[float, float]:
-    """(forward/backward passes, runs computed in them) so far, from the server's ``/metrics``."""
+def histogram(server: Server, name: str) -> tuple[float, float]:
+    """(observations, their sum) so far of the server's Prometheus histogram ``name`` (``/metrics``)."""
     import httpx
     from prometheus_client.parser import text_string_to_metric_families
 
-    name = "resonance_tinker_forward_backward_pass_runs"
     for family in text_string_to_metric_families(httpx.get(f"{server.url}/metrics", timeout=10).text):
         if family.name == name:
             values = {sample.name: sample.value for sample in family.samples}
             return values[f"{name}_count"], values[f"{name}_sum"]
     return 0.0, 0.0
+
+
+PASS_RUNS = "resonance_tinker_forward_backward_pass_runs"  # runs a forward/backward pass computed
+SAMPLE_RUNS = "resonance_tinker_sample_pass_requests"  # sample requests a sampling engine run decoded
 
 
 def batching(folder: str, batch: list[list[int]], steps: int, client_steps: int = 1) -> None:
@@ -382,9 +391,9 @@ def batching(folder: str, batch: list[list[int]], steps: int, client_steps: int 
 
         def counted(name: str, fn):
             def run() -> None:
-                before = pass_runs(server)
+                before = histogram(server, PASS_RUNS)
                 fn()
-                after = pass_runs(server)
+                after = histogram(server, PASS_RUNS)
                 seen[name][0] += after[0] - before[0]
                 seen[name][1] += after[1] - before[1]
 
@@ -413,6 +422,47 @@ def batching(folder: str, batch: list[list[int]], steps: int, client_steps: int 
         print(
             f"  server passes ({name}, warm-up included): {count:.0f}, {runs / max(count, 1):.2f} runs a pass"
         )
+
+
+def sampling(folder: str, rows: list[list[int]], steps: int) -> None:
+    """16 sample requests to one sampler in flight at once vs one at a time, through the SDK."""
+    from tinker import types
+
+    server = Server(folder)
+    try:
+        sampler = server.service_client().create_sampling_client(base_model=BASE).result()
+        prompts = [types.ModelInput.from_ints(row[:24]) for row in (rows * 2)[:16]]
+        params = [types.SamplingParams(max_tokens=16, seed=i, stop=[]) for i in range(len(prompts))]
+        tokens: dict[str, list] = {}
+
+        def at_once() -> None:
+            futures = [sampler.sample(p, 4, s) for p, s in zip(prompts, params, strict=True)]
+            tokens["together"] = [[q.tokens for q in f.result().sequences] for f in futures]
+
+        def one_at_a_time() -> None:
+            tokens["one"] = [
+                [q.tokens for q in sampler.sample(p, 4, s).result().sequences]
+                for p, s in zip(prompts, params, strict=True)
+            ]
+
+        before = histogram(server, SAMPLE_RUNS)
+        t = interleaved({"one": one_at_a_time, "together": at_once}, steps)
+        runs, requests = (a - b for a, b in zip(histogram(server, SAMPLE_RUNS), before, strict=True))
+    finally:
+        server.stop()
+    med = statistics.median
+    print(
+        f"SmolLM2-135M, CPU threads {torch.get_num_threads()}, 16 sample requests x 4 samples x 16 tokens "
+        f"(24-token prompts), median of {steps}; tokens equal: {tokens['one'] == tokens['together']}"
+    )
+    print(f"{'':52s}{'seconds':>10s}{'ratio':>10s}")
+    print(f"{'SDK: 16 sample requests, one at a time':52s}{med(t['one']):10.3f}{1.0:10.2f}")
+    print(
+        f"{'SDK: 16 sample requests, at once':52s}{med(t['together']):10.3f}{med(t['together']) / med(t['one']):10.2f}"
+    )
+    print(
+        f"  sampling engine runs (both, warm-up included): {runs:.0f}, {requests / max(runs, 1):.2f} requests a run"
+    )
 
 
 if __name__ == "__main__":

@@ -5,11 +5,14 @@ of runs per pass), and clients taking turns still each get their own pass withou
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import httpx
+import numpy as np
 import pytest
+import tinker
 from prometheus_client.parser import text_string_to_metric_families
 from tinker import types
 from tinker_server import BASE, TinkerServer
@@ -38,13 +41,13 @@ def server(tmp_path_factory, tiny_model_folder) -> Iterator[TinkerServer]:
     server.stop()
 
 
-def passes(server: TinkerServer) -> tuple[float, float]:
-    """(forward/backward passes so far, runs computed in them) from ``GET /metrics``."""
+def histogram(server: TinkerServer, name: str) -> tuple[float, float]:
+    """(observations, their sum) so far of the server's Prometheus histogram ``name`` (``GET /metrics``)."""
     text = httpx.get(f"{server.url}/metrics", timeout=10).text
     for family in text_string_to_metric_families(text):
-        if family.name == PASS_RUNS:
+        if family.name == name:
             values = {sample.name: sample.value for sample in family.samples}
-            return values[f"{PASS_RUNS}_count"], values[f"{PASS_RUNS}_sum"]
+            return values[f"{name}_count"], values[f"{name}_sum"]
     return 0.0, 0.0
 
 
@@ -78,16 +81,16 @@ def test_clients_training_at_once_share_one_pass_and_clients_taking_turns_do_not
 
     for _ in range(2):  # the first steps: the runs' requests meet, so they become partners
         all_at_once()
-    before = passes(server)
+    before = histogram(server, PASS_RUNS)
     for _ in range(3):
         all_at_once()
-    after = passes(server)
+    after = histogram(server, PASS_RUNS)
     assert (after[0] - before[0], after[1] - before[1]) == (3, 12)  # each step: one pass of all 4 runs
     assert all(len(seen) == 5 and seen[-1] < seen[0] for seen in losses), losses
 
     for run, text, seen in zip(runs, SENTENCES, losses, strict=True):  # now one client at a time
         sft_step(run, text, seen)
-    final = passes(server)
+    final = histogram(server, PASS_RUNS)
     assert (final[0] - after[0], final[1] - after[1]) == (4, 4)
 
 
@@ -96,7 +99,9 @@ def test_a_client_one_pass_ahead_waits_for_partners_whose_optim_step_is_still_pe
     forward_backward is pending while its partners B and C still have only their optim_step pending
     (their forward ran in the pass before). Running A alone would keep the clients one pass apart
     for the rest of training; the worker holds A (the optim steps run meanwhile) until the window
-    runs out, and a partner with a forward pending is never waited for."""
+    runs out, and a partner with a forward pending is never waited for. When the window runs out, a
+    partner that was one pass ahead stays a partner (it may have finished its loop, and next time
+    it sends first); one that had nothing pending is forgotten (clients taking turns never wait)."""
     worker = TinkerWorker(None, TinkerConfig(batch_window_ms=60_000, checkpoints=tmp_path), None)
     worker.runs = {run: Loaded(tenant_id=1, base=BASE, run=None) for run in ("a", "b", "c")}
     worker.partners = {"a": {"b", "c"}, "b": {"a", "c"}, "c": {"a", "b"}}
@@ -111,3 +116,40 @@ def test_a_client_one_pass_ahead_waits_for_partners_whose_optim_step_is_still_pe
 
     worker.config = TinkerConfig(batch_window_ms=0, checkpoints=tmp_path)  # no window: never held
     assert not worker._hold(ahead, ahead + [row("b", "optim_step")])
+
+    worker.config = TinkerConfig(batch_window_ms=1, checkpoints=tmp_path)  # the window runs out:
+    assert worker._hold(ahead, ahead + [row("b", "optim_step")])  # b one pass ahead, c idle
+    time.sleep(0.01)
+    assert not worker._hold(ahead, ahead)
+    assert worker.partners["a"] == {"b"}  # b may have finished its loop: still a partner; c is forgotten
+
+
+SAMPLE_PASSES = "resonance_tinker_sample_pass_requests"
+
+
+def test_sample_requests_in_flight_are_decoded_together_with_the_tokens_each_gets_alone(server):
+    """An RL loop or an evaluation sends many sample requests to one sampler at once; the worker
+    decodes them in one engine run, and each request's tokens and log-probs are those it gets alone
+    (its seed decides its tokens, whatever shares the batch). A request that cannot be served fails
+    by itself, naming the field."""
+    client = server.service_client()
+    sampler = client.create_sampling_client(base_model=BASE).result()
+    tokenizer = client.create_lora_training_client(base_model=BASE, rank=4).result().get_tokenizer()
+    prompts = [types.ModelInput.from_ints(tokenizer.encode(text)) for text in SENTENCES * 8]
+    params = [types.SamplingParams(max_tokens=6, temperature=1.0, seed=i, stop=[]) for i in range(32)]
+    alone = [sampler.sample(p, 2, s).result() for p, s in zip(prompts, params, strict=True)]
+
+    before = histogram(server, SAMPLE_PASSES)
+    futures = [sampler.sample(p, 2, s) for p, s in zip(prompts, params, strict=True)]
+    too_long = sampler.sample(prompts[0], 1, types.SamplingParams(max_tokens=10**6, stop=[]))
+    together = [f.result() for f in futures]
+    after = histogram(server, SAMPLE_PASSES)
+
+    for one, shared in zip(alone, together, strict=True):
+        assert [s.tokens for s in shared.sequences] == [s.tokens for s in one.sequences]
+        for a, b in zip(one.sequences, shared.sequences, strict=True):
+            np.testing.assert_allclose(b.logprobs, a.logprobs, rtol=1e-4, atol=1e-5)
+    with pytest.raises(tinker.RequestFailedError, match="max_tokens"):
+        too_long.result()
+    runs, requests = after[0] - before[0], after[1] - before[1]
+    assert requests == 32 and runs < 16, (runs, requests)  # the refused one is not decoded; alone: 32 runs

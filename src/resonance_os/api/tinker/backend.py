@@ -198,6 +198,10 @@ def optim_step(run: Run, adam: dict[str, Any]) -> dict[str, float]:
 
 
 # --------------------------------------------------------------------------------------- sampling
+SAMPLE_BATCH = 32
+"""Sequences one sampling pass decodes together (requests beyond it wait for a free row)."""
+
+
 @dataclass
 class SampleParams:
     max_tokens: int | None
@@ -216,24 +220,12 @@ class PromptScoring:
     last_n: int | None = None
 
 
-def sample(
-    base: BaseModel,
-    adapter: str | None,
-    prompt: list[int],
-    n: int,
-    params: SampleParams,
-    scoring: PromptScoring | None = None,
-) -> tuple[list[Sequence], list[float] | None]:
-    """``n`` continuations of ``prompt`` on ``adapter`` (None: the base model), each token's log-prob
-    under the temperature-scaled distribution it was drawn from (before top-k/top-p), and with
-    ``scoring`` the prompt's own log-probs (NaN where not scored: the first token, those before
-    ``last_n``).
-
-    Drawn by the generation engine (``llm.engine``, the OpenAI API's) on the base model with the run's
-    LoRA slot routed: the prompt is computed once for the ``n`` samples and its log-probs come from
-    that same pass. Tinker's stop rule: without ``stop`` a sample ends at EOS; with ``stop`` (token ids
-    and/or strings) only there."""
-    from resonance_os.llm.engine import EngineConfig, GenerationEngine
+def sampling_request(
+    base: BaseModel, prompt: list[int], n: int, params: SampleParams, scoring: PromptScoring | None = None
+) -> Any:
+    """The engine's ``SamplingParams`` for ``n`` continuations of ``prompt``, or a :class:`UserError`
+    naming the field that cannot be served. Tinker's stop rule: without ``stop`` a sample ends at EOS;
+    with ``stop`` (token ids and/or strings) only there."""
     from resonance_os.llm.errors import ConfigError
     from resonance_os.llm.sampling_params import SamplingParams
 
@@ -261,15 +253,41 @@ def sample(
             f"prompt_logprobs_last_n={scoring.last_n} must be between 1 and the prompt's {len(prompt)} "
             "tokens minus one"
         )
+    return request
+
+
+def sample(
+    base: BaseModel, adapter: str | None, requests: list[tuple[list[int], Any]]
+) -> list[tuple[list[Sequence], list[float] | None]]:
+    """Every ``(prompt, sampling_request(...))``'s continuations on ``adapter`` (None: the base model),
+    drawn together: each token's log-prob under the temperature-scaled distribution it was drawn from
+    (before top-k/top-p), and where asked the prompt's own log-probs (NaN where not scored: the first
+    token, those before ``last_n``).
+
+    One generation engine (``llm.engine``, the OpenAI API's) on the base model with the adapter's LoRA
+    slot routed decodes all the requests in one batch, up to ``SAMPLE_BATCH`` sequences at a time: a
+    prompt is computed once for its ``n`` samples, its log-probs come from that same pass, and a seed
+    gives the same tokens whatever else is in the batch."""
+    from resonance_os.llm.engine import EngineConfig, GenerationEngine
+
+    widest = max(request.n for _, request in requests)
     with base.slots.route(adapter):
-        engine = GenerationEngine(base.model, base.tokenizer, EngineConfig(max_batch=n), borrowed=True)
-        handle = engine.submit(prompt, request)
+        engine = GenerationEngine(
+            base.model, base.tokenizer, EngineConfig(max_batch=max(widest, SAMPLE_BATCH)), borrowed=True
+        )
+        handles = [engine.submit(prompt, request) for prompt, request in requests]
         engine.run_pending()
-    done = handle.result()
-    sequences = [
-        Sequence(c.token_ids, [t.logprob for t in c.logprobs], c.finish_reason == "stop")
-        for c in done.choices
-    ]
-    if done.prompt_logprobs is None:
-        return sequences, None
-    return sequences, [math.nan if lp is None else lp for lp in done.prompt_logprobs]
+    results = []
+    for handle in handles:
+        done = handle.result()
+        sequences = [
+            Sequence(c.token_ids, [t.logprob for t in c.logprobs], c.finish_reason == "stop")
+            for c in done.choices
+        ]
+        prompt_lp = (
+            None
+            if done.prompt_logprobs is None
+            else [math.nan if lp is None else lp for lp in done.prompt_logprobs]
+        )
+        results.append((sequences, prompt_lp))
+    return results

@@ -3,8 +3,9 @@
 Each loop reads the pending futures. A training run's requests run in ``seq_id`` order (a request
 whose predecessor has not arrived waits up to ``GAP_WAIT_S``, then runs: the SDK sends a
 multi-chunk ``forward_backward`` concurrently, first chunk last). The next ``forward_backward``/
-``forward`` requests of every run on the same base model run as one batch; other requests
-(create, optim_step, save, load, sample) run one by one. A result or error is written to the future's
+``forward`` requests of every run on the same base model run as one batch; a sampler's pending
+``sample`` requests (``compute_logprobs`` included) are decoded together in one engine run; other
+requests (create, optim_step, save, load) run one by one. A result or error is written to the future's
 row and the long polls waiting on it are woken.
 
 Concurrent clients' requests do not arrive at the same instant, so a pass started at the first one
@@ -32,7 +33,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import sqlalchemy as sa
 from prometheus_client import Histogram
 
@@ -85,6 +85,12 @@ PASS_RUNS = Histogram(
     buckets=(1, 2, 3, 4, 6, 8, 12, 16, 32, 64),
 )
 
+SAMPLE_PASS_REQUESTS = Histogram(
+    "resonance_tinker_sample_pass_requests",
+    "Sample requests of one sampler decoded together in one engine run",
+    buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256),
+)
+
 
 @dataclass
 class Loaded:
@@ -114,6 +120,7 @@ class TinkerWorker:
         self.last_seq: dict[str, int] = {}
         self.partners: dict[str, set[str]] = {}  # run -> runs whose requests were pending with its
         self._held_since: float | None = None  # when the batch now held first waited for partners
+        self._ahead: set[str] = set()  # partners seen one pass ahead while the batch is held
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -206,9 +213,10 @@ class TinkerWorker:
         now = utcnow()
         batch: list[TinkerFuture] = []
         singles: list[TinkerFuture] = []
+        samples: list[list[TinkerFuture]] = []
         for queue, queued in by_queue.items():
             if queued[0].kind == "sample":
-                singles.extend(queued)
+                samples.append(queued)
                 continue
             queued.sort(key=lambda r: (r.seq_id is not None, r.seq_id or 0))
             last = self._last_seq(queue)
@@ -228,13 +236,15 @@ class TinkerWorker:
         held = bool(batch) and self._hold(batch, rows)
         if held:
             batch = []
-        if not batch and not singles:
+        if not batch and not singles and not samples:
             self._wake.wait(0.05)
             return True
         if batch:
             self._run_fwdbwd(batch)
         for row in singles:
             self._run_single(row)
+        for rows_of_sampler in samples:
+            self._run_samples(rows_of_sampler)
         return True
 
     def _note_partners(self, rows: list[TinkerFuture]) -> None:
@@ -250,23 +260,27 @@ class TinkerWorker:
                     self.partners.setdefault(model_id, set()).update(models - {model_id})
 
     def _hold(self, batch: list[TinkerFuture], rows: list[TinkerFuture]) -> bool:
-        """Whether to hold ``batch`` back for the partners of its runs that have no forward pending yet
-        (a partner with only its optim_step pending sends its next forward_backward once that step
-        has run, which it does while the batch is held); once the window has run out, those partners
-        are forgotten and the batch runs."""
+        """Whether to hold ``batch`` back for the partners of its runs that have no forward pending yet,
+        for at most the window. A partner with only its optim_step pending is one pass ahead (its
+        step runs while the batch is held, and a training loop sends its next forward_backward
+        then); when the window runs out, a partner that was one pass ahead stays a partner (it
+        may simply have finished its loop) and the others are forgotten."""
         members = {_model_of(r.queue) for r in batch}
-        pending = {_model_of(r.queue) for r in rows if r.kind in FWD_KINDS}
+        forwards = {_model_of(r.queue) for r in rows if r.kind in FWD_KINDS}
+        pending = {_model_of(r.queue) for r in rows}
         expected = set().union(*(self.partners.get(m, set()) for m in members))
-        missing = {m for m in expected - pending if m in self.runs}
+        missing = {m for m in expected - forwards if m in self.runs}
         if missing and self.config.batch_window_ms > 0:
             now = time.monotonic()
             if self._held_since is None:
                 self._held_since = now
+            self._ahead |= missing & pending
             if now - self._held_since < self.config.batch_window_ms / 1000:
                 return True
-            for model_id in missing:
+            for model_id in missing - self._ahead:
                 self._forget_partner(model_id)
         self._held_since = None
+        self._ahead = set()
         return False
 
     def _forget_partner(self, model_id: str) -> None:
@@ -338,6 +352,31 @@ class TinkerWorker:
         self._touch([_model_of(r.queue) for r in rows])
 
     # ----------------------------------------------------------------------------------- the rest
+    def _run_samples(self, rows: list[TinkerFuture]) -> None:
+        """One sampler's pending sample requests, decoded together in one engine run."""
+        self._mark_running(rows)
+        accepted: list[tuple[TinkerFuture, list[int], Any]] = []
+        state = None
+        for row in rows:
+            try:
+                state, prompt, request = self._sample_request(row)
+                accepted.append((row, prompt, request))
+            except Exception as exc:
+                self._failed(row, exc)
+        if state is None:
+            return
+        SAMPLE_PASS_REQUESTS.observe(len(accepted))
+        try:
+            results = backend.sample(
+                self.bases[state.base], state.adapter, [(prompt, request) for _, prompt, request in accepted]
+            )
+        except Exception as exc:
+            for row, _, _ in accepted:
+                self._failed(row, exc)
+            return
+        for (row, _, _), (sequences, prompt_lp) in zip(accepted, results, strict=True):
+            self._done(row, encode_sample(sequences, prompt_lp), "proto")
+
     def _run_single(self, row: TinkerFuture) -> None:
         self._mark_running([row])
         try:
@@ -351,8 +390,7 @@ class TinkerWorker:
             self._done(row, result, "proto")
         else:
             self._done(row, result, "json")
-        if row.kind != "sample":
-            self._touch([_model_of(row.queue)])
+        self._touch([_model_of(row.queue)])
 
     def _touch(self, model_ids: list[str]) -> None:
         with self.db.write() as session:
@@ -674,7 +712,10 @@ class TinkerWorker:
         self.samplers[sampler_id] = state
         return state
 
-    def _do_sample(self, row: TinkerFuture, body: dict[str, Any]) -> bytes:
+    def _sample_request(self, row: TinkerFuture) -> tuple[SamplerState, list[int], Any]:
+        """(the sampler, the prompt, the engine's sampling request) of a sample future, or a user error
+        naming the field that cannot be served."""
+        body = json.loads(row.request)
         state = self._sampler(row.tenant_id, body["sampling_session_id"])
         base = self.bases[state.base]
         prompt: list[int] = []
@@ -711,15 +752,13 @@ class TinkerWorker:
             ) from None
         if not 0 < sample_params.top_p <= 1:
             raise UserError(f"sampling_params.top_p={sample_params.top_p} must be in (0, 1]")
-        base.check_tokens(np.asarray(prompt), "prompt")
         last_n = body.get("prompt_logprobs_last_n")
         if last_n is not None and (isinstance(last_n, bool) or not isinstance(last_n, int)):
             raise UserError(f"prompt_logprobs_last_n={last_n!r} must be an integer or null")
         if last_n is not None and not body.get("prompt_logprobs"):
             raise UserError("prompt_logprobs_last_n applies to prompt logprobs; set prompt_logprobs=true")
         scoring = backend.PromptScoring(last_n) if body.get("prompt_logprobs") else None
-        sequences, prompt_lp = backend.sample(base, state.adapter, prompt, n, sample_params, scoring)
-        return encode_sample(sequences, prompt_lp)
+        return state, prompt, backend.sampling_request(base, prompt, n, sample_params, scoring)
 
     def _do_close_session(self, row: TinkerFuture, body: dict[str, Any]) -> dict[str, Any]:
         self._close_session(body["session_id"])
