@@ -8,7 +8,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # The fast suite never loads the real language model: callers that do not name a backend get the
 # template composer (tests of the default selection clear this).
 os.environ.setdefault("RESONANCE_BACKEND", "builtin")
-# Services write and measure in the server process (tests/api/test_text_workers.py starts real text
+# Services write and measure in the server process (tests/api/text/test_text_workers.py starts real text
 # worker processes, the served default).
 os.environ.setdefault("RESONANCE_TEXT_WORKERS", "0")
 

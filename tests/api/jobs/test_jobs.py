@@ -5,17 +5,16 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from service_helpers import HERE
 
 from resonance_os.api.hr_server import create_app
 from resonance_os.api.jobs import queue
 from resonance_os.api.persistence.db import Job
 from resonance_os.profiles.schema import Tenant, utcnow
 
-HERE = Path(__file__).parent
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 
 

@@ -18,7 +18,7 @@ import pytest
 openai = pytest.importorskip("openai")
 pytest.importorskip("peft", reason="voice adapters need the local extra (transformers, peft)")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
 from live_server import LiveServer  # noqa: E402
 from service_helpers import unique  # noqa: E402
 from tiny_lm import save_tiny_model  # noqa: E402

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).parents[2] / "examples" / "api_hr_example.py"
+EXAMPLE = Path(__file__).parents[3] / "examples" / "api_hr_example.py"
 
 
 @pytest.mark.slow

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
-from service_helpers import unique
+from service_helpers import HERE, unique
 
 from resonance_os.api.jobs.processes import pid_alive
 from resonance_os.api.jobs.queue import JOB_STATES
 from resonance_os.api.persistence.db import Database, Job
 from resonance_os.api.persistence.tenants import create_tenant
 
-HERE = Path(__file__).parent
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 
 

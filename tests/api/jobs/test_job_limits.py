@@ -12,14 +12,13 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from service_helpers import Tenant, unique
+from service_helpers import HERE, Tenant, unique
 
 from resonance_os.api.hr_server import create_app
 from resonance_os.api.persistence.db import Database, Job
 from resonance_os.api.persistence.tenants import create_tenant
 from resonance_os.profiles.schema import Tenant as TenantRow
 
-HERE = Path(__file__).parent
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
 FINAL = ("succeeded", "failed", "cancelled")
 

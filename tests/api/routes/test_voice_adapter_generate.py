@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("transformers", reason="voice adapters need the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="voice adapters need the local extra (transformers, peft)")
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
 from tiny_lm import save_tiny_model  # noqa: E402
 
 from resonance_os.evolution.base_models import base_model  # noqa: E402

@@ -14,7 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers", reason="steering needs the local extra (transformers)")
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "llm"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
 from resonance_os.api.persistence.tenants import authenticate  # noqa: E402

@@ -15,7 +15,7 @@ import pytest
 openai = pytest.importorskip("openai")
 pytest.importorskip("peft", reason="LoRA adapters need the local extra")
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "llm"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from live_server import LiveServer  # noqa: E402
 from service_helpers import unique  # noqa: E402
 from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
