@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
-from service_helpers import HERE, Tenant, unique
+from service_helpers import Tenant, trainers_pythonpath, unique
 
 from resonance_os.api.hr_server import create_app
 from resonance_os.api.persistence.db import Database, Job
@@ -25,7 +25,7 @@ FINAL = ("succeeded", "failed", "cancelled")
 
 @pytest.fixture
 def limited_app(db_url, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("PYTHONPATH", trainers_pythonpath())
     return create_app(
         db_url,
         trainers={"ppo": "trainers:count"},
@@ -150,7 +150,7 @@ def test_a_tenant_cancels_its_queued_and_running_jobs_but_not_anothers(limited_a
 
 
 def test_a_killed_worker_resumes_from_its_ppo_checkpoint_after_a_restart(db_url, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("PYTHONPATH", trainers_pythonpath())
     monkeypatch.setenv("TEST_STEP_DELAY", "0.003")
     settings = {"trainers": {"ppo": "trainers:cartpole_ppo"}, "checkpoint_every": 2}
     first = create_app(db_url, **settings)

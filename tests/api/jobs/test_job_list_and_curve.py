@@ -3,12 +3,11 @@ curve, one point per PPO update) against a real uvicorn server running real PPO 
 
 from __future__ import annotations
 
-import os
 import time
 
 import httpx
 import pytest
-from service_helpers import HERE, unique
+from service_helpers import trainers_pythonpath, unique
 
 from resonance_os.api.jobs.report import curve_points
 from resonance_os.api.persistence.db import Database
@@ -38,7 +37,7 @@ def _wait(client: httpx.Client, job_id: str, headers: dict, timeout: float = 180
 @pytest.fixture
 def server(db_url, live_server_factory):
     env = {
-        "PYTHONPATH": str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PYTHONPATH": trainers_pythonpath(),
         "RESONANCE_TRAINERS": "ppo=trainers:cartpole_ppo",
         "TEST_STEP_DELAY": "0",
     }

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
-from service_helpers import HERE
+from service_helpers import trainers_pythonpath
 
 from resonance_os.api.hr_server import create_app
 from resonance_os.api.jobs import queue
@@ -23,7 +23,7 @@ METRICS_TOKEN = "operator-scrape-token"
 
 @pytest.fixture
 def job_app(db_url, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("PYTHONPATH", trainers_pythonpath())
     return create_app(
         db_url,
         trainers={"ppo": "trainers:count"},
@@ -101,7 +101,7 @@ def test_killed_worker_is_replaced_until_attempts_run_out_never_lost(job_app, ma
 
 
 def test_restart_recovery_requeues_orphaned_running_jobs_and_starts_queued_ones(db_url, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setenv("PYTHONPATH", trainers_pythonpath())
     first = create_app(db_url, trainers={"ppo": "trainers:count"}, launch_workers=False)
     db = first.state.service.db
     with db.write() as session:

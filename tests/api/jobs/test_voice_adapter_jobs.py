@@ -7,7 +7,6 @@ cannot be trained is refused before a job is queued."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,7 +19,7 @@ pytest.importorskip("peft", reason="voice adapters need the local extra (transfo
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "llm"))
 from live_server import LiveServer  # noqa: E402
-from service_helpers import unique  # noqa: E402
+from service_helpers import new_tenant, unique  # noqa: E402
 from tiny_lm import save_tiny_model  # noqa: E402
 
 from resonance_os.api.persistence.db import Database  # noqa: E402
@@ -75,20 +74,11 @@ def server(tmp_path, model_cache):
 
 def tenant_key(db_url: str) -> tuple[str, dict[str, str], int]:
     """A new tenant's name, auth headers and id, hashed with the live server's pepper."""
-    previous = os.environ.get("RESONANCE_KEY_PEPPER")
-    os.environ["RESONANCE_KEY_PEPPER"] = PEPPER
-    try:
-        db = Database(db_url)
-        name = unique("voice")
-        key = create_tenant(db, name)
-        tenant_id = _tenant_id(db, name)
-        db.dispose()
-    finally:
-        if previous is None:
-            del os.environ["RESONANCE_KEY_PEPPER"]
-        else:
-            os.environ["RESONANCE_KEY_PEPPER"] = previous
-    return name, {"Authorization": f"Bearer {key}"}, tenant_id
+    tenant = new_tenant(db_url, "voice", PEPPER)
+    db = Database(db_url)
+    tenant_id = _tenant_id(db, tenant.name)
+    db.dispose()
+    return tenant.name, tenant.headers, tenant_id
 
 
 def _tenant_id(db: Database, name: str) -> int:

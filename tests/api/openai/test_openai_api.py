@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -17,11 +16,8 @@ pytest.importorskip("peft", reason="LoRA adapters need the local extra")
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from live_server import LiveServer  # noqa: E402
-from service_helpers import unique  # noqa: E402
+from service_helpers import new_tenant  # noqa: E402
 from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
-
-from resonance_os.api.persistence.db import Database  # noqa: E402
-from resonance_os.api.persistence.tenants import create_tenant  # noqa: E402
 
 MODEL = "tiny"
 USER = [{"role": "user", "content": "the cat sat on the mat"}]
@@ -32,20 +28,8 @@ PEPPER = "openai-api-tests"
 
 def _tenant(db_url: str) -> tuple[str, str]:
     """A new tenant's (name, key), hashed with the live server's pepper."""
-    previous = os.environ.get("RESONANCE_KEY_PEPPER")
-    os.environ["RESONANCE_KEY_PEPPER"] = PEPPER
-    try:
-        db = Database(db_url)
-        db.migrate()
-        name = unique("oai")
-        key = create_tenant(db, name)
-        db.dispose()
-    finally:
-        if previous is None:
-            del os.environ["RESONANCE_KEY_PEPPER"]
-        else:
-            os.environ["RESONANCE_KEY_PEPPER"] = previous
-    return name, key
+    tenant = new_tenant(db_url, "oai", PEPPER)
+    return tenant.name, tenant.key
 
 
 def _start(tmp: Path, **env: str) -> tuple[LiveServer, Path]:

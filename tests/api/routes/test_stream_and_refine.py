@@ -10,24 +10,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 from live_server import LiveServer
-from service_helpers import unique
-
-from resonance_os.api.persistence.db import Database
-from resonance_os.api.persistence.tenants import create_tenant
+from service_helpers import new_tenant
 
 DRAFT = (
     "The interpreter imports the module. The result is an integer. "
     "The call returns a new list of the items in their original order.\n\n"
     "The function reads the file. The loop counts the lines and the words in it."
 )
-
-
-def _key(db_url: str) -> str:
-    db = Database(db_url)
-    db.migrate()
-    key = create_tenant(db, unique("stream"))
-    db.dispose()
-    return key
 
 
 def _events(response: httpx.Response) -> list[tuple[str, dict]]:
@@ -52,9 +41,8 @@ PEPPER = {"RESONANCE_KEY_PEPPER": "stream-and-refine-tests"}
 @pytest.fixture(scope="module")
 def keys(shared_db) -> tuple[str, str]:
     """Two tenants' keys, hashed with ``PEPPER`` like the module's servers hash them."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("RESONANCE_KEY_PEPPER", PEPPER["RESONANCE_KEY_PEPPER"])
-        return _key(shared_db), _key(shared_db)
+    pepper = PEPPER["RESONANCE_KEY_PEPPER"]
+    return new_tenant(shared_db, "stream", pepper).key, new_tenant(shared_db, "stream", pepper).key
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import sqlalchemy as sa
-from service_helpers import HERE, unique
+from service_helpers import trainers_pythonpath, unique
 
 from resonance_os.api.jobs.processes import pid_alive
 from resonance_os.api.jobs.queue import JOB_STATES
@@ -135,7 +135,7 @@ def test_kill_9_of_the_server_takes_its_workers_with_it_and_loses_no_job(db_url,
     headers = _tenant(db_url)
     env = {
         "RESONANCE_TRAINERS": "ppo=trainers:count",
-        "PYTHONPATH": str(HERE) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PYTHONPATH": trainers_pythonpath(),
         "TEST_TRAINER_DELAY": "0.05",
         "RESONANCE_MAX_RUNNING_JOBS_PER_TENANT": "2",
         "RESONANCE_TEXT_WORKERS": "1",

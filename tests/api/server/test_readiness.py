@@ -8,20 +8,9 @@ import json
 import time
 
 import httpx
-from service_helpers import unique
-
-from resonance_os.api.persistence.db import Database
-from resonance_os.api.persistence.tenants import create_tenant
+from service_helpers import new_tenant
 
 HRV = [0.4, 0.6, 0.4, 0.6, 0.2, 0.1, 0.4, 0.9]
-
-
-def _key(db_url: str) -> str:
-    db = Database(db_url)
-    db.migrate()
-    key = create_tenant(db, unique("ready"))
-    db.dispose()
-    return key
 
 
 def _until_ready(client: httpx.Client, timeout: float = 120.0) -> dict:
@@ -40,7 +29,7 @@ def test_workers_load_at_start_up_and_health_reports_readiness(
     db_url, live_server_factory, tmp_path, monkeypatch
 ):
     monkeypatch.setenv("RESONANCE_HOME", str(tmp_path))  # the key's pepper and the timings record
-    headers = {"Authorization": f"Bearer {_key(db_url)}"}
+    headers = new_tenant(db_url, "ready").headers
     env = {"RESONANCE_TEXT_WORKERS": "1"}
     server = live_server_factory(db_url, env=env)
     with httpx.Client(base_url=server.url, headers=headers, timeout=120) as client:
