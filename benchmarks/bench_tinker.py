@@ -437,11 +437,11 @@ def sampling(folder: str, rows: list[list[int]], steps: int) -> None:
 
         def at_once() -> None:
             futures = [sampler.sample(p, 4, s) for p, s in zip(prompts, params, strict=True)]
-            tokens["together"] = [[q.tokens for q in f.result().sequences] for f in futures]
+            tokens["together"] = [[(q.tokens, q.logprobs) for q in f.result().sequences] for f in futures]
 
         def one_at_a_time() -> None:
             tokens["one"] = [
-                [q.tokens for q in sampler.sample(p, 4, s).result().sequences]
+                [(q.tokens, q.logprobs) for q in sampler.sample(p, 4, s).result().sequences]
                 for p, s in zip(prompts, params, strict=True)
             ]
 
@@ -453,7 +453,20 @@ def sampling(folder: str, rows: list[list[int]], steps: int) -> None:
     med = statistics.median
     print(
         f"SmolLM2-135M, CPU threads {torch.get_num_threads()}, 16 sample requests x 4 samples x 16 tokens "
-        f"(24-token prompts), median of {steps}; tokens equal: {tokens['one'] == tokens['together']}"
+        f"(24-token prompts), median of {steps}"
+    )
+    parted, gap, pairs = [], 0.0, 0
+    for one, together in zip(tokens["one"], tokens["together"], strict=True):
+        for (tokens_a, logprobs_a), (tokens_b, logprobs_b) in zip(one, together, strict=True):
+            pairs += 1
+            same = next((i for i, (x, y) in enumerate(zip(tokens_a, tokens_b, strict=True)) if x != y), None)
+            upto = len(tokens_a) if same is None else same  # the same tokens drawn from the same context
+            gap = max([gap] + [abs(x - y) for x, y in zip(logprobs_a[:upto], logprobs_b[:upto], strict=True)])
+            if same is not None:
+                parted.append(same)
+    print(
+        f"samples identical at once and alone: {pairs - len(parted)} of {pairs} (the others part at token "
+        f"{sorted(parted)}); largest log-prob difference of the same token in the same context: {gap:.1e}"
     )
     print(f"{'':52s}{'seconds':>10s}{'ratio':>10s}")
     print(f"{'SDK: 16 sample requests, one at a time':52s}{med(t['one']):10.3f}{1.0:10.2f}")
