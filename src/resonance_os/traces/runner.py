@@ -21,7 +21,6 @@ import importlib
 import importlib.util
 import logging
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -31,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from resonance_os.traces.rewards import ANNOTATION_SPAN
+from resonance_os.traces.spans import new_span_record
 from resonance_os.traces.store_client import StoreClient
 
 log = logging.getLogger(__name__)
@@ -62,28 +63,8 @@ def load_agent(spec: str) -> AgentFn:
 def reward_span(rollout_id: str, attempt_id: str, reward: float) -> dict[str, Any]:
     """``agl.emit_reward(reward)`` as the store keeps it."""
     now = time.time()
-    span_id, trace_id = secrets.token_hex(8), secrets.token_hex(16)
-    return {
-        "rollout_id": rollout_id,
-        "attempt_id": attempt_id,
-        "sequence_id": None,
-        "trace_id": trace_id,
-        "span_id": span_id,
-        "parent_id": None,
-        "name": "agentlightning.annotation",
-        "status": {"status_code": "OK", "description": None},
-        "attributes": {
-            "agentlightning.reward.0.name": "primary",
-            "agentlightning.reward.0.value": float(reward),
-        },
-        "events": [],
-        "links": [],
-        "start_time": now,
-        "end_time": now,
-        "context": {"trace_id": trace_id, "span_id": span_id, "is_remote": False, "trace_state": {}},
-        "parent": None,
-        "resource": {"attributes": {}, "schema_url": ""},
-    }
+    attributes = {"agentlightning.reward.0.name": "primary", "agentlightning.reward.0.value": float(reward)}
+    return new_span_record(rollout_id, attempt_id, ANNOTATION_SPAN, attributes, now, now)
 
 
 def llm_handle(client: StoreClient, rollout: dict[str, Any], resources: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ OpenTelemetry attributes; ``status_code`` is ``"UNSET"``, ``"OK"`` or ``"ERROR"`
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,3 +51,39 @@ class Span:
     @property
     def is_error(self) -> bool:
         return self.status_code == "ERROR"
+
+
+def new_span_record(
+    rollout_id: str,
+    attempt_id: str,
+    name: str,
+    attributes: dict[str, Any],
+    start_time: float,
+    end_time: float,
+    *,
+    trace_id: str | None = None,
+    parent_id: str | None = None,
+    resource_attributes: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A new ``OK`` span as Agent Lightning's JSON (what ``POST /v1/agl/spans`` takes): a fresh span id,
+    a fresh trace id unless ``trace_id`` is given, ``sequence_id`` ``None`` (the store issues it)."""
+    trace_id = trace_id or secrets.token_hex(16)
+    span_id = secrets.token_hex(8)
+    return {
+        "rollout_id": rollout_id,
+        "attempt_id": attempt_id,
+        "sequence_id": None,
+        "trace_id": trace_id,
+        "span_id": span_id,
+        "parent_id": parent_id,
+        "name": name,
+        "status": {"status_code": "OK", "description": None},
+        "attributes": attributes,
+        "events": [],
+        "links": [],
+        "start_time": start_time,
+        "end_time": end_time,
+        "context": {"trace_id": trace_id, "span_id": span_id, "is_remote": False, "trace_state": {}},
+        "parent": None,
+        "resource": {"attributes": dict(resource_attributes or {}), "schema_url": ""},
+    }

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import re
-import secrets
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -28,6 +27,7 @@ from resonance_os.api.agl.otlp import ATTEMPT_ID, ROLLOUT_ID
 from resonance_os.api.openai.errors import OpenAIError, from_exception
 from resonance_os.api.openai.routes import chat_completions, completions, serving
 from resonance_os.api.persistence.tenants import TenantContext
+from resonance_os.traces.spans import new_span_record
 
 ROLLOUT_PREFIX = "/rollout/{rollout_id}/attempt/{attempt_id}/v1"
 CHAT_SPAN = "openai.chat.completion"
@@ -122,30 +122,17 @@ def completion_span(
         if content is not None:
             attributes["logprobs.content"] = json.dumps(content)
     parent = TRACEPARENT.match((traceparent or "").strip().lower())
-    trace_id = parent.group(1) if parent else secrets.token_hex(16)
-    span_id = secrets.token_hex(8)
-    context = {"trace_id": trace_id, "span_id": span_id, "is_remote": False, "trace_state": {}}
-    return {
-        "rollout_id": rollout_id,
-        "attempt_id": attempt_id,
-        "sequence_id": None,
-        "trace_id": trace_id,
-        "span_id": span_id,
-        "parent_id": parent.group(2) if parent else None,
-        "name": CHAT_SPAN if chat else COMPLETION_SPAN,
-        "status": {"status_code": "OK", "description": None},
-        "attributes": attributes,
-        "events": [],
-        "links": [],
-        "start_time": started,
-        "end_time": ended,
-        "context": context,
-        "parent": None,
-        "resource": {
-            "attributes": {ROLLOUT_ID: rollout_id, ATTEMPT_ID: attempt_id, "service.name": "resonance-os"},
-            "schema_url": "",
-        },
-    }
+    return new_span_record(
+        rollout_id,
+        attempt_id,
+        CHAT_SPAN if chat else COMPLETION_SPAN,
+        attributes,
+        started,
+        ended,
+        trace_id=parent.group(1) if parent else None,
+        parent_id=parent.group(2) if parent else None,
+        resource_attributes={ROLLOUT_ID: rollout_id, ATTEMPT_ID: attempt_id, "service.name": "resonance-os"},
+    )
 
 
 class StreamedReply:
