@@ -250,7 +250,143 @@ def policy_loss(
         and ``kl`` (mean KL term, as added to the loss) when ``ref_logp`` is given. Fractions and means
         are over unmasked tokens, or over sequences for ``"gspo"`` (one ratio per sequence), as TRL logs them.
     """
-    # -- validation: config first, then the tensors
+    aggregation, epsilon_high = _check_options(
+        loss_type, aggregation, epsilon, epsilon_high, beta, ref_logp, num_tokens
+    )
+    _check_batch(logp, old_logp, adv, mask, ref_logp)
+    max_completion_length = _check_batch_options(
+        logp, aggregation, group_size, max_completion_length, rollout_weights
+    )
+    mask, old_logp = mask.to(logp.dtype), old_logp.detach()
+    adv = (adv.unsqueeze(1) if adv.dim() == 1 else adv).detach().to(logp.dtype)  # (B, 1) or (B, T)
+
+    # -- 1. importance weight: r, s or s_{i,t}; (B, T), or (B, 1) for gspo
+    ratio = torch.exp(_importance_log_weight(loss_type, logp, old_logp, mask))
+    # -- 2. per-token objective ℓ_{i,t}: the loss type's term, the rollout weight, the KL
+    if loss_type == "cispo":
+        per_token_loss = _cispo_term(ratio, adv, logp, epsilon_high)
+    else:
+        per_token_loss = _clipped_surrogate(ratio, adv, epsilon, epsilon_high)
+    if rollout_weights is not None:
+        per_token_loss = per_token_loss * rollout_weights.detach().to(logp.dtype)
+    kl = None if ref_logp is None else _k3_kl(logp, ref_logp.detach(), ratio if kl_ratio_correction else None)
+    if beta != 0:
+        per_token_loss = per_token_loss + beta * kl
+    # -- 3. aggregation over unmasked tokens
+    loss = _aggregate(per_token_loss * mask, mask, aggregation, num_tokens, max_completion_length, group_size)
+    return loss, _clip_metrics(loss_type, ratio, adv, mask, epsilon, epsilon_high, kl)
+
+
+def _importance_log_weight(
+    loss_type: str, logp: torch.Tensor, old_logp: torch.Tensor, mask: torch.Tensor
+) -> torch.Tensor:
+    """log w: the token ratio log r (GRPO, DAPO, CISPO, ...), the sequence's log s_i (``"gspo"``,
+    ``(B, 1)``), or log s_{i,t} = sg[log s_i] + log π_θ - sg[log π_θ] (``"gspo_token"``, ``"gspo_plus"``)."""
+    log_ratio = logp - old_logp
+    if loss_type not in ("gspo", "gspo_token", "gspo_plus"):
+        return log_ratio
+    seq_log_ratio = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # log s_i
+    seq_log_ratio = seq_log_ratio.unsqueeze(-1)  # (B, 1)
+    if loss_type == "gspo":
+        return seq_log_ratio
+    return seq_log_ratio.detach() + logp - logp.detach()  # log s_{i,t}
+
+
+def _clipped_surrogate(
+    ratio: torch.Tensor, adv: torch.Tensor, epsilon: float, epsilon_high: float
+) -> torch.Tensor:
+    """The PPO/GRPO term ``-min(w A, clip(w, 1 - ε_low, 1 + ε_high) A)``."""
+    clipped_ratio = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high)
+    return -torch.min(ratio * adv, clipped_ratio * adv)
+
+
+def _cispo_term(
+    ratio: torch.Tensor, adv: torch.Tensor, logp: torch.Tensor, epsilon_max: float
+) -> torch.Tensor:
+    """CISPO's term ``-sg[min(r, ε_max)] A log π_θ``: the weight is capped and detached, never clipped away."""
+    is_weight = torch.clamp(ratio, max=epsilon_max).detach()  # sg[min(r, ε_max)]
+    return -is_weight * adv * logp
+
+
+def _k3_kl(logp: torch.Tensor, ref_logp: torch.Tensor, ratio: torch.Tensor | None = None) -> torch.Tensor:
+    """The k3 estimator of KL(π_θ || π_ref) per token, ``π_ref/π_θ - log(π_ref/π_θ) - 1``, times
+    ``ratio`` when given (the importance-corrected, unbiased estimator)."""
+    kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
+    return kl if ratio is None else kl * ratio
+
+
+def _aggregate(
+    masked_loss: torch.Tensor,
+    mask: torch.Tensor,
+    aggregation: str,
+    num_tokens: float | torch.Tensor | None,
+    max_completion_length: int,
+    group_size: int | None,
+) -> torch.Tensor:
+    """The scalar loss from the masked per-token terms, by ``aggregation`` (see the module docstring)."""
+    if aggregation == "sequence":
+        return (masked_loss.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
+    if aggregation == "token":
+        count = (
+            mask.sum()
+            if num_tokens is None
+            else torch.as_tensor(num_tokens, dtype=mask.dtype, device=mask.device)
+        )
+        return masked_loss.sum() / count.clamp(min=1.0)
+    if aggregation == "constant":
+        return masked_loss.sum() / (mask.shape[0] * max_completion_length)
+    # "prompt": each prompt's group is one mean over its tokens
+    width = group_size * mask.shape[1]
+    per_prompt_sum = masked_loss.view(-1, width).sum(-1)
+    per_prompt_tokens = mask.view(-1, width).sum(-1)
+    return (per_prompt_sum / per_prompt_tokens.clamp(min=1.0)).mean()
+
+
+@torch.no_grad()
+def _clip_metrics(
+    loss_type: str,
+    ratio: torch.Tensor,
+    adv: torch.Tensor,
+    mask: torch.Tensor,
+    epsilon: float,
+    epsilon_high: float,
+    kl: torch.Tensor | None,
+) -> dict[str, torch.Tensor]:
+    """The loss's detached metrics, averaged as TRL logs them (see :func:`policy_loss`)."""
+
+    def mean_over_batch(x: torch.Tensor) -> torch.Tensor:
+        if x.shape[1] == 1:  # one value per sequence
+            return x.sum() / x.shape[0]
+        return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+    if loss_type == "cispo":
+        high = (ratio > epsilon_high) & (adv > 0)
+        low = torch.zeros_like(high)
+    else:
+        low = (ratio < 1 - epsilon) & (adv < 0)
+        high = (ratio > 1 + epsilon_high) & (adv > 0)
+    metrics = {
+        "clip_fraction_low": mean_over_batch(low.to(mask.dtype)),
+        "clip_fraction_high": mean_over_batch(high.to(mask.dtype)),
+        "clip_fraction": mean_over_batch((low | high).to(mask.dtype)),
+        "ratio_mean": mean_over_batch(ratio.detach()),
+    }
+    if kl is not None:
+        metrics["kl"] = mean_over_batch(kl.detach())
+    return metrics
+
+
+def _check_options(
+    loss_type: str,
+    aggregation: str | None,
+    epsilon: float,
+    epsilon_high: float | None,
+    beta: float,
+    ref_logp: torch.Tensor | None,
+    num_tokens: float | torch.Tensor | None,
+) -> tuple[str, float]:
+    """Check the loss's settings; returns the aggregation and the upper bound (1 + ε_high's ε_high, or
+    CISPO's cap ε_max) with their defaults filled in."""
     if loss_type not in LOSS_TYPES:
         raise ConfigError(f"loss_type={loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
     aggregation = DEFAULT_AGGREGATION[loss_type] if aggregation is None else aggregation
@@ -262,12 +398,13 @@ def policy_loss(
             raise ConfigError(
                 f"epsilon_high={epsilon_high!r} (CISPO's cap on the weight) must be > 0, e.g. 5.0"
             )
+        high = epsilon_max
     else:
         if not 0 <= epsilon < 1:
             raise ConfigError(f"epsilon={epsilon!r} must be in [0, 1) (the clip range is 1 - epsilon ...)")
-        epsilon_high = epsilon if epsilon_high is None else epsilon_high
-        if not epsilon_high >= 0:
-            raise ConfigError(f"epsilon_high={epsilon_high!r} must be >= 0 (DAPO recommends 0.28)")
+        high = epsilon if epsilon_high is None else epsilon_high
+        if not high >= 0:
+            raise ConfigError(f"epsilon_high={high!r} must be >= 0 (DAPO recommends 0.28)")
     if not beta >= 0:
         raise ConfigError(f"beta={beta!r} must be >= 0 (the KL coefficient)")
     if beta != 0 and ref_logp is None:
@@ -276,7 +413,17 @@ def policy_loss(
         raise ConfigError(
             "num_tokens is not used by 'bnpo' (normalised by its own batch); use 'dapo' instead"
         )
-    _check_batch(logp, old_logp, adv, mask, ref_logp)
+    return aggregation, high
+
+
+def _check_batch_options(
+    logp: torch.Tensor,
+    aggregation: str,
+    group_size: int | None,
+    max_completion_length: int | None,
+    rollout_weights: torch.Tensor | None,
+) -> int:
+    """Check the settings that depend on the batch's shape; returns ``max_completion_length`` (default T)."""
     batch, tokens = logp.shape
     if rollout_weights is not None and (
         not isinstance(rollout_weights, torch.Tensor)
@@ -286,94 +433,16 @@ def policy_loss(
             f"rollout_weights must be a tensor of shape ({batch}, {tokens}) or ({batch}, 1) (from "
             f"rollout_correction), got {getattr(rollout_weights, 'shape', type(rollout_weights).__name__)}"
         )
-    if aggregation == "prompt":
-        if not isinstance(group_size, int) or group_size < 1 or batch % group_size:
-            raise ConfigError(
-                f"aggregation='prompt' needs group_size, an integer >= 1 dividing the batch of {batch} "
-                f"completions (got {group_size!r})"
-            )
-    if max_completion_length is None:
-        max_completion_length = tokens
-    elif not isinstance(max_completion_length, int) or max_completion_length < 1:
-        raise ConfigError(f"max_completion_length={max_completion_length!r} must be a positive integer")
-
-    mask = mask.to(logp.dtype)
-    old_logp = old_logp.detach()
-    if adv.dim() == 1:
-        adv = adv.unsqueeze(1)  # (B, 1): one advantage per completion, broadcast over its tokens
-    adv = adv.detach().to(logp.dtype)
-
-    # -- 1. importance ratio: per token, per sequence (GSPO), or per token carrying the sequence's value
-    log_ratio = logp - old_logp
-    if loss_type in ("gspo", "gspo_token", "gspo_plus"):
-        seq_log_ratio = (log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)  # log s_i
-        seq_log_ratio = seq_log_ratio.unsqueeze(-1)  # (B, 1)
-        if loss_type == "gspo":
-            log_weight = seq_log_ratio
-        else:
-            log_weight = seq_log_ratio.detach() + logp - logp.detach()  # log s_{i,t}
-    else:
-        log_weight = log_ratio
-    ratio = torch.exp(log_weight)  # (B, T), or (B, 1) for gspo
-
-    # -- 2. per-token objective ℓ_{i,t}
-    if loss_type == "cispo":
-        is_weight = torch.clamp(ratio, max=epsilon_max).detach()  # sg[min(r, ε_max)]
-        per_token_loss = -is_weight * adv * logp
-    else:
-        clipped_ratio = torch.clamp(ratio, 1 - epsilon, 1 + epsilon_high)
-        per_token_loss = -torch.min(ratio * adv, clipped_ratio * adv)
-    if rollout_weights is not None:
-        per_token_loss = per_token_loss * rollout_weights.detach().to(logp.dtype)
-    if ref_logp is not None:
-        ref_logp = ref_logp.detach()
-        kl = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1  # k3 estimator of KL(π_θ || π_ref)
-        if kl_ratio_correction:
-            kl = kl * ratio
-        if beta != 0:
-            per_token_loss = per_token_loss + beta * kl
-
-    # -- 3. aggregation over unmasked tokens
-    masked_loss = per_token_loss * mask  # (B, T)
-    if aggregation == "sequence":
-        loss = (masked_loss.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean()
-    elif aggregation == "token":
-        count = (
-            mask.sum()
-            if num_tokens is None
-            else torch.as_tensor(num_tokens, dtype=logp.dtype, device=logp.device)
+    if aggregation == "prompt" and (not isinstance(group_size, int) or group_size < 1 or batch % group_size):
+        raise ConfigError(
+            f"aggregation='prompt' needs group_size, an integer >= 1 dividing the batch of {batch} "
+            f"completions (got {group_size!r})"
         )
-        loss = masked_loss.sum() / count.clamp(min=1.0)
-    elif aggregation == "constant":
-        loss = masked_loss.sum() / (batch * max_completion_length)
-    else:  # "prompt"
-        per_prompt_sum = masked_loss.view(-1, group_size * tokens).sum(-1)
-        per_prompt_tokens = mask.view(-1, group_size * tokens).sum(-1)
-        loss = (per_prompt_sum / per_prompt_tokens.clamp(min=1.0)).mean()
-
-    # -- metrics (detached), averaged as TRL logs them
-    with torch.no_grad():
-
-        def mean_over_batch(x: torch.Tensor) -> torch.Tensor:
-            if x.shape[1] == 1:  # one value per sequence
-                return x.sum() / x.shape[0]
-            return (x * mask).sum() / mask.sum().clamp(min=1.0)
-
-        if loss_type == "cispo":
-            high = (ratio > epsilon_max) & (adv > 0)
-            low = torch.zeros_like(high)
-        else:
-            low = (ratio < 1 - epsilon) & (adv < 0)
-            high = (ratio > 1 + epsilon_high) & (adv > 0)
-        metrics = {
-            "clip_fraction_low": mean_over_batch(low.to(logp.dtype)),
-            "clip_fraction_high": mean_over_batch(high.to(logp.dtype)),
-            "clip_fraction": mean_over_batch((low | high).to(logp.dtype)),
-            "ratio_mean": mean_over_batch(ratio.detach()),
-        }
-        if ref_logp is not None:
-            metrics["kl"] = mean_over_batch(kl.detach())
-    return loss, metrics
+    if max_completion_length is None:
+        return tokens
+    if not isinstance(max_completion_length, int) or max_completion_length < 1:
+        raise ConfigError(f"max_completion_length={max_completion_length!r} must be a positive integer")
+    return max_completion_length
 
 
 def _check_batch(
