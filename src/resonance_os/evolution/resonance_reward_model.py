@@ -85,6 +85,7 @@ from resonance_os.quality.fluency import ngram_fluency
 from resonance_os.quality.repetition import repetition_report
 from resonance_os.quality.text_units import content_stems, sentence_words
 from resonance_os.quality.topic import topic_model
+from resonance_os.rl.folders import replace_folder
 
 FORMAT_VERSION = 3
 N_HRV_FEATURES = 4 * HRV_DIM + 1
@@ -717,15 +718,7 @@ class ResonanceRewardModel:
             tmp.mkdir(parents=True)
             (tmp / "model.json").write_text(json.dumps(params, indent=2))
             (tmp / "weights.safetensors").write_bytes(weights)
-            if target.exists():
-                old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-                target.rename(old)
-                tmp.rename(target)
-                for child in old.iterdir():
-                    child.unlink()
-                old.rmdir()
-            else:
-                tmp.rename(target)
+            replace_folder(tmp, target)
         except OSError as exc:
             raise StorageError(f"cannot save the reward model to {target}: {exc}") from None
         return target

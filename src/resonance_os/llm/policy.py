@@ -44,6 +44,7 @@ from resonance_os.llm.causal_lm import cache_argument
 from resonance_os.llm.errors import ConfigError, LLMError, ReferenceUnavailableError
 from resonance_os.rl.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from resonance_os.rl.errors import CheckpointError
+from resonance_os.rl.folders import replace_folder
 
 CHECKPOINT_KIND = "LMPolicy"
 FINETUNE_MODES = ("lora", "full")
@@ -669,13 +670,7 @@ class LMPolicy:
         try:
             self.merge().save_pretrained(str(tmp))
             self.tokenizer.save_pretrained(str(tmp))
-            if target.exists():
-                old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-                os.replace(target, old)
-                os.replace(tmp, target)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, target)
+            replace_folder(tmp, target)
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
             raise

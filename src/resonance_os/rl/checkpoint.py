@@ -30,6 +30,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from resonance_os.rl.errors import CheckpointError
+from resonance_os.rl.folders import replace_folder
 
 FORMAT_VERSION = 1
 
@@ -96,20 +97,6 @@ def save_checkpoint(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
-
-
-def replace_folder(new: Path, target: Path) -> None:
-    """Move the complete folder ``new`` to ``target``, replacing an existing folder only now (what makes a
-    checkpoint atomic; ``rl.run`` replaces a run's ``checkpoint/`` the same way)."""
-    if target.exists():
-        if not target.is_dir():
-            raise CheckpointError(f"{target} exists and is not a checkpoint folder; choose another path")
-        old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-        os.replace(target, old)
-        os.replace(new, target)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(new, target)
 
 
 def load_checkpoint(path: str | os.PathLike[str], *, expected_algorithm: str | None = None) -> Checkpoint:

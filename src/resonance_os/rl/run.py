@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from resonance_os.rl.errors import CheckpointError
+from resonance_os.rl.folders import replace_folder
 from resonance_os.rl.logger import METRICS_FILE
 
 RUN_FORMAT = 1
@@ -126,8 +127,6 @@ class Run:
     def save_checkpoint(self, save: Callable[[Path], Any]) -> Path:
         """Replace the run's checkpoint with what ``save(folder)`` writes (``model.save``): into a
         temporary folder beside it, renamed into place only once ``save`` returned."""
-        from resonance_os.rl.checkpoint import replace_folder  # torch: loaded when a run saves
-
         target = self.checkpoint or self.path / CHECKPOINT_DIR
         tmp = target.parent / f".{target.name}.new-{uuid.uuid4().hex[:8]}"
         try:

@@ -32,6 +32,7 @@ from resonance_os.api.jobs.report import JobReport, TrainingResult
 from resonance_os.api.persistence.db import Database, Item
 from resonance_os.api.persistence.quotas import StorageQuota, charge, release
 from resonance_os.core.errors import NotFoundError
+from resonance_os.rl.folders import replace_folder
 
 VOICE_ADAPTER_KIND = "voice_adapter"
 VOICE_ADAPTER_TRAINER = "voice_adapter"
@@ -72,11 +73,7 @@ def _replace_folder(staged: Path, target: Path, link: bool = False) -> None:
         shutil.copytree(staged, incoming, copy_function=_link_or_copy)
     else:
         shutil.move(str(staged), incoming)
-    old = target.parent / f".{target.name}.old-{uuid.uuid4().hex[:8]}"
-    if target.exists():
-        os.replace(target, old)
-    os.replace(incoming, target)
-    shutil.rmtree(old, ignore_errors=True)
+    replace_folder(incoming, target)
 
 
 def _link_or_copy(source: str, destination: str) -> None:
