@@ -27,6 +27,12 @@ async def _hold(request: Request, wait_s: float) -> None:
     await asyncio.sleep(min(wait_s, request.app.state.settings.throttle_max_s))
 
 
+async def _refused_after_hold(request: Request, wait_s: float, code: str, message: str) -> ApiError:
+    """The 429 to raise (``Retry-After``: ``wait_s`` rounded up), once the request was held (:func:`_hold`)."""
+    await _hold(request, wait_s)
+    return ApiError(429, code, message, {"Retry-After": RateLimiter.retry_after_header(wait_s)})
+
+
 async def service(request: Request) -> ResonanceService:
     return request.app.state.service
 
@@ -47,12 +53,11 @@ async def tenant(request: Request) -> TenantContext:
     token = token.strip()
     blocked = failures.wait(address)
     if blocked > 0 and (not token or cache.cached(token) is None):
-        await _hold(request, blocked)
-        raise ApiError(
-            429,
+        raise await _refused_after_hold(
+            request,
+            blocked,
             "TooManyFailedLogins",
             f"too many failed authentications from {address}; retry after {blocked:.1f} s with a valid key",
-            {"Retry-After": RateLimiter.retry_after_header(blocked)},
         )
     if header is None:
         failures.take(address)
@@ -68,11 +73,10 @@ async def tenant(request: Request) -> TenantContext:
     limiter: RateLimiter = request.app.state.rate_limiter
     wait = limiter.acquire(context.key_id)
     if wait > 0:
-        await _hold(request, wait)
-        raise ApiError(
-            429,
+        raise await _refused_after_hold(
+            request,
+            wait,
             "RateLimited",
             f"rate limit of {limiter.rate:g} requests/s per key exceeded; retry after {wait:.2f} s",
-            {"Retry-After": limiter.retry_after_header(wait)},
         )
     return context
