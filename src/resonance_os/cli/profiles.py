@@ -63,7 +63,11 @@ def _print_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
 
-def _print_profile(profile: HRVProfile) -> None:
+def _print_profile(profile: HRVProfile, as_json: bool = False) -> None:
+    """The profile as JSON (``--json``), else as a table of its values with bars."""
+    if as_json:
+        _print_json(profile.to_dict())
+        return
     title = f"{profile.key}  v{profile.version}"
     if profile.updated_at is not None:
         title += f"  (saved {profile.updated_at:%Y-%m-%d %H:%M:%S} UTC)"
@@ -178,10 +182,7 @@ def show(
     def run() -> None:
         with _open(store) as manager:
             profile = manager.get_profile(tenant, name)
-        if as_json:
-            _print_json(profile.to_dict())
-        else:
-            _print_profile(profile)
+        _print_profile(profile, as_json)
 
     run_reporting_user_errors(run)
 
@@ -213,10 +214,7 @@ def create(
                 profile = manager.save_profile(
                     tenant, name, parse_hrv_option(hrv), description, must_exist=must_exist
                 )
-        if as_json:
-            _print_json(profile.to_dict())
-        else:
-            _print_profile(profile)
+        _print_profile(profile, as_json)
 
     run_reporting_user_errors(run)
 
@@ -255,10 +253,7 @@ def from_text(
         profile = _save_measured(
             tenant, name, overwrite, store, split_paragraphs(text), save, warn, adapter_options
         )
-        if as_json:
-            _print_json(profile.to_dict())
-        else:
-            _print_profile(profile)
+        _print_profile(profile, as_json)
 
     run_reporting_user_errors(run)
 
@@ -303,10 +298,7 @@ def from_corpus(
         )
 
     profile = run_reporting_user_errors(run)
-    if as_json:
-        _print_json(profile.to_dict())
-    else:
-        _print_profile(profile)
+    _print_profile(profile, as_json)
 
 
 @app.command("delete")
