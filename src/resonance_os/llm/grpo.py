@@ -57,6 +57,7 @@ from resonance_os.llm.losses import (
 )
 from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
 from resonance_os.llm.sampling import Samples, concat_samples, sample_ids
+from resonance_os.llm.training import optimizer_step
 from resonance_os.rl.checkpoint import load_checkpoint
 from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.contract import (
@@ -303,13 +304,30 @@ ROLLOUT_METRICS = ("rollout_kl", "rollout_weight_mean", "rollout_weight_zero")
 ``mixed_precision``)."""
 
 
+@dataclass
+class _Rollouts:
+    """One step's completions and rewards (``GRPO._rollouts``)."""
+
+    indices: list[int]
+    samples: Samples
+    rewards: torch.Tensor
+    per_function: dict[str, torch.Tensor]
+    on_policy_rows: int  # the step's own prompts: what the reward metrics describe
+    rounds: int  # generations (dynamic sampling's rounds)
+    seconds: list[float]  # generating, scoring
+
+
+def _k3(log_ratio: torch.Tensor) -> torch.Tensor:
+    """The k3 estimator ``exp(x) - 1 - x`` of a KL per token, from the log-ratio x of the two policies."""
+    return torch.exp(log_ratio) - 1 - log_ratio
+
+
 def _rollout_metrics(
     old_logp: torch.Tensor, rollout_logp: torch.Tensor, tokens: torch.Tensor, weights: torch.Tensor | None
 ) -> dict[str, torch.Tensor]:
     """How far the sampler's distribution is from the policy's: k3 KL(pi_rollout || pi_old) per token,
     and the mean and zero share of the correction's weights (per token, or per completion)."""
-    diff = (old_logp - rollout_logp)[tokens]
-    out = {"rollout_kl": (torch.exp(diff) - 1 - diff).mean()}
+    out = {"rollout_kl": _k3((old_logp - rollout_logp)[tokens]).mean()}
     if weights is not None:
         per = weights[tokens] if weights.shape == tokens.shape else weights.flatten()
         out["rollout_weight_mean"] = per.mean()
@@ -560,20 +578,59 @@ class GRPO:
         return self
 
     def _train_step(self, step: int) -> dict[str, float]:
-        cfg, policy, G = self.config, self.policy, self.config.group_size
+        cfg, G = self.config, self.config.group_size
         t_start = time.perf_counter()
 
-        # -- 1-2. generate P prompts x G completions (the sampling log-probs are pi_old) and score them;
-        #         DAPO's dynamic sampling generates more rounds until P groups have differing rewards
+        # -- 1-2. generate P prompts x G completions (the sampling log-probs are pi_old) and score them
+        rollouts = self._rollouts(step)
+        samples, rewards = rollouts.samples, rollouts.rewards
+        if cfg.retire_pass_rate is not None:  # ScaleRL: solved prompts leave later passes
+            solved = (rewards > 0).float().view(-1, G).mean(dim=1) >= cfg.retire_pass_rate
+            self.retired.update(i for i, done in zip(rollouts.indices, solved.tolist()) if done)
+
+        # -- 3. the groups to train on, advantages (overlong filter), reference log-probs, pi_old
+        kept_groups = self._kept_groups(rewards)
+        truncated = torch.tensor([reason == "length" for reason in samples.finish_reasons])
+        advantages = group_advantages(rewards, G, cfg.scale_rewards)
+        if cfg.overlong_filter:
+            advantages = advantages.masked_fill(truncated, 0.0)
+        ref_logp = None
+        if cfg.beta > 0 and len(kept_groups):
+            ref_logp = self._kept_logprobs(samples, kept_groups, self.policy.reference())
+        old_logp = self._old_logprobs(samples, kept_groups)
+        t_reference = time.perf_counter()
+
+        # -- 4. train: K epochs over minibatches of whole groups
+        means = self._update(
+            step, samples, kept_groups, advantages.to(self.policy.device), old_logp, ref_logp
+        )
+        t_trained = time.perf_counter()
+
+        # -- 5. metrics of the step
+        t_generated = t_start + rollouts.seconds[0]
+        t_scored = t_generated + rollouts.seconds[1]
+        seconds = {
+            "time_generate": t_generated - t_start,
+            "time_score": t_scored - t_generated,
+            "time_reference": t_reference - t_scored,
+            "time_train": t_trained - t_reference,
+            "time_step": t_trained - t_start,
+        }
+        return self._metrics_row(rollouts, len(kept_groups), means, old_logp, truncated, seconds)
+
+    def _rollouts(self, step: int) -> _Rollouts:
+        """Generate and score ``step``'s prompts; with DAPO's dynamic sampling, more rounds of prompts
+        until ``prompts_per_step`` groups have differing rewards (or ``max_sampling_rounds``)."""
+        cfg = self.config
         indices = self._prompt_indices(step)
         samples, rewards, per_function, times = self._generate_and_score(indices, self._stream_seed(step, 0))
         on_policy_rows = len(rewards)  # the step's own prompts: what the reward metrics describe
         rounds = 1
         if cfg.dynamic_sampling:
             parts, reward_parts, function_parts = [samples], [rewards], [per_function]
-            while rounds < cfg.max_sampling_rounds and _varied_groups(torch.cat(reward_parts), G) < len(
-                indices
-            ):
+            while rounds < cfg.max_sampling_rounds and _varied_groups(
+                torch.cat(reward_parts), cfg.group_size
+            ) < len(indices):
                 more = self._extra_prompt_indices(step, rounds)
                 part, part_rewards, part_functions, part_times = self._generate_and_score(
                     more, self._stream_seed(step, 20 + rounds)
@@ -582,19 +639,15 @@ class GRPO:
                 parts.append(part), reward_parts.append(part_rewards), function_parts.append(part_functions)
                 times = [a + b for a, b in zip(times, part_times)]
                 rounds += 1
-            samples = concat_samples(parts, int(policy.tokenizer.pad_token_id))
+            samples = concat_samples(parts, int(self.policy.tokenizer.pad_token_id))
             rewards = torch.cat(reward_parts)
             per_function = {name: torch.cat([f[name] for f in function_parts]) for name in per_function}
-        if cfg.retire_pass_rate is not None:  # ScaleRL: solved prompts leave later passes
-            solved = (rewards > 0).float().view(-1, G).mean(dim=1) >= cfg.retire_pass_rate
-            self.retired.update(i for i, done in zip(indices, solved.tolist()) if done)
-        mask = samples.completion_mask
-        input_ids, attention_mask, old_logp = samples.input_ids, samples.attention_mask, samples.logprobs
-        t_generated = t_start + times[0]
-        t_scored = t_generated + times[1]
+        return _Rollouts(indices, samples, rewards, per_function, on_policy_rows, rounds, times)
 
-        # -- 3. advantages, zero-variance filter or dynamic sampling's choice, overlong filter,
-        #       reference log-probs
+    def _kept_groups(self, rewards: torch.Tensor) -> torch.Tensor:
+        """Row indices of the groups to train on, one group per line: all of them, those with differing
+        rewards (``filter_zero_variance``), or the first ``prompts_per_step`` such (dynamic sampling)."""
+        cfg, G = self.config, self.config.group_size
         if cfg.dynamic_sampling:  # the first P groups with differing rewards
             varied = nonzero_variance_mask(rewards, G).view(-1, G)[:, 0].nonzero().flatten()
             keep = torch.zeros(len(rewards), dtype=torch.bool)
@@ -604,125 +657,170 @@ class GRPO:
             keep = nonzero_variance_mask(rewards, G)
         else:
             keep = torch.ones(len(rewards), dtype=torch.bool)
-        kept_groups = keep.nonzero().flatten().view(-1, G)  # row indices, one group per line
-        device = policy.device
-        advantages = group_advantages(rewards, G, cfg.scale_rewards)
-        truncated = torch.tensor([reason == "length" for reason in samples.finish_reasons])
-        if cfg.overlong_filter:
-            advantages = advantages.masked_fill(truncated, 0.0)
-        advantages = advantages.to(device)
-        autocast = LOW_PRECISION_DTYPES[cfg.mixed_precision] if cfg.mixed_precision else None
+        return keep.nonzero().flatten().view(-1, G)
 
-        def kept_logprobs(within: AbstractContextManager[Any]) -> torch.Tensor:
-            """Log-probs of the kept groups' tokens without gradients, computed ``within`` a context
-            (the reference policy, or the policy itself); 0 on the groups left out."""
-            out = torch.zeros_like(old_logp)
-            rows = kept_groups.flatten().to(device)
-            with torch.no_grad(), within, policy.autocast(autocast):
-                out[rows] = policy.token_logprobs(
-                    input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
-                )
-            return out
+    def _kept_logprobs(
+        self, samples: Samples, kept_groups: torch.Tensor, within: AbstractContextManager[Any]
+    ) -> torch.Tensor:
+        """Log-probs of the kept groups' tokens without gradients, computed ``within`` a context (the
+        reference policy, or the policy itself); 0 on the groups left out."""
+        policy = self.policy
+        out = torch.zeros_like(samples.logprobs)
+        rows = kept_groups.flatten().to(policy.device)
+        with torch.no_grad(), within, policy.autocast(self._autocast_dtype):
+            out[rows] = policy.token_logprobs(
+                samples.input_ids[rows], samples.attention_mask[rows], samples.completion_mask[rows],
+                temperature=self.config.temperature,
+            )  # fmt: skip
+        return out
 
-        ref_logp = kept_logprobs(policy.reference()) if cfg.beta > 0 and len(kept_groups) else None
-        # -- completions from a rollout copy (bf16), or an update in mixed precision: the sampler's
-        #    log-probs are not the update's, so pi_old is the update's own and the sampler's weigh the
-        #    loss (rollout_correction); one update per batch reads pi_old off the update's forward
-        #    (logp.detach(), as TRL does on-policy), more need it before the first update
-        rollout_logp = old_logp
-        sampler_differs = self.rollout_dtype is not None or cfg.mixed_precision is not None
-        groups_per_batch = len(kept_groups) if cfg.minibatch_size is None else cfg.minibatch_size // G
-        single_update = cfg.num_iterations == 1 and groups_per_batch >= len(kept_groups)
-        if sampler_differs and not single_update and len(kept_groups):
-            old_logp = kept_logprobs(nullcontext())
-        t_reference = time.perf_counter()
+    @property
+    def _autocast_dtype(self) -> torch.dtype | None:
+        """The dtype of the update's forward passes under ``mixed_precision`` (None: float32)."""
+        return LOW_PRECISION_DTYPES[self.config.mixed_precision] if self.config.mixed_precision else None
 
-        # -- 4. train: K epochs over minibatches of whole groups
+    @property
+    def _sampler_differs(self) -> bool:
+        """Whether the sampler's log-probs are not the update's: completions from a rollout copy (bf16),
+        or an update in mixed precision. Then pi_old is the update's own, and the sampler's weigh the
+        loss (``rollout_correction``)."""
+        return self.rollout_dtype is not None or self.config.mixed_precision is not None
+
+    def _groups_per_minibatch(self, kept: int) -> int:
+        return (
+            kept
+            if self.config.minibatch_size is None
+            else self.config.minibatch_size // self.config.group_size
+        )
+
+    def _single_update(self, kept: int) -> bool:
+        """One optimiser step on the step's completions (one epoch, one minibatch)."""
+        return self.config.num_iterations == 1 and self._groups_per_minibatch(kept) >= kept
+
+    def _old_logprobs(self, samples: Samples, kept_groups: torch.Tensor) -> torch.Tensor:
+        """pi_old: the sampler's log-probs; when the sampler differs (``_sampler_differs``), the
+        policy's own, computed before the first of several updates (a single update reads them off its
+        own forward instead, ``logp.detach()``, as TRL does on-policy)."""
+        kept = len(kept_groups)
+        if self._sampler_differs and not self._single_update(kept) and kept:
+            return self._kept_logprobs(samples, kept_groups, nullcontext())
+        return samples.logprobs
+
+    def _update(
+        self,
+        step: int,
+        samples: Samples,
+        kept_groups: torch.Tensor,
+        advantages: torch.Tensor,
+        old_logp: torch.Tensor,
+        ref_logp: torch.Tensor | None,
+    ) -> dict[str, float]:
+        """K = ``num_iterations`` epochs over seeded minibatches of whole kept groups, one optimiser step
+        each; returns each update metric's mean over the steps (empty when no group is kept)."""
+        cfg, policy = self.config, self.policy
         sums: dict[str, float] = {}
         updates = 0
-        # The optimiser's parameters are trainable_parameters(), without another walk over the model.
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
+        groups_per_batch = self._groups_per_minibatch(len(kept_groups))
+        on_policy_old = self._sampler_differs and self._single_update(len(kept_groups))
         order_gen = torch.Generator().manual_seed(self._stream_seed(step, 1))
         was_training = policy.set_mode(True)  # skipped when no dropout could change the forward
-        with _seeded_rng(self._stream_seed(step, 2), device):
+        with _seeded_rng(self._stream_seed(step, 2), policy.device):
             for _epoch in range(cfg.num_iterations):
                 if not len(kept_groups):
                     break
                 order = torch.randperm(len(kept_groups), generator=order_gen)
                 for start in range(0, len(kept_groups), groups_per_batch):
-                    rows = kept_groups[order[start : start + groups_per_batch]].flatten().to(device)
-                    with policy.autocast(autocast):
-                        logp = policy.token_logprobs(
-                            input_ids[rows], attention_mask[rows], mask[rows], temperature=cfg.temperature
-                        )
-                    old_rows = logp.detach() if sampler_differs and single_update else old_logp[rows]
-                    weights = None
-                    if sampler_differs:
-                        weights = rollout_correction(
-                            old_rows, rollout_logp[rows], mask[rows], cfg.rollout_correction,
-                            cfg.rollout_correction_min, cfg.rollout_correction_max,
-                        )  # fmt: skip
-                    loss, m = policy_loss(
-                        logp, old_rows, advantages[rows], mask[rows],
-                        loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high,
-                        beta=cfg.beta, ref_logp=None if ref_logp is None else ref_logp[rows],
-                        max_completion_length=cfg.max_new_tokens, aggregation=cfg.aggregation, group_size=G,
-                        rollout_weights=weights,
-                    )  # fmt: skip
-                    self.optimizer.zero_grad(set_to_none=True)
-                    loss.backward()
-                    max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
-                    grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-                    self.optimizer.step()
-                    with torch.no_grad():  # k3 estimate of KL(pi_old || pi_theta) before this update
-                        tokens_of_rows = mask[rows].bool()
-                        log_ratio = (logp - old_rows)[tokens_of_rows]
-                        approx_kl = (torch.exp(log_ratio) - 1 - log_ratio).mean()
-                    values = {"loss": loss, "clip_fraction": m["clip_fraction"], "approx_kl": approx_kl}
-                    values["grad_norm"] = grad_norm
-                    if "kl" in m:
-                        values["kl"] = m["kl"]
-                    if sampler_differs:
-                        values.update(_rollout_metrics(old_rows, rollout_logp[rows], tokens_of_rows, weights))
+                    rows = kept_groups[order[start : start + groups_per_batch]].flatten().to(policy.device)
+                    values = self._minibatch_update(
+                        samples, rows, advantages, old_logp, ref_logp, on_policy_old
+                    )
                     for key, value in values.items():
                         sums[key] = sums.get(key, 0.0) + float(value.detach())
                     updates += 1
         policy.set_mode(was_training)
-        t_trained = time.perf_counter()
+        return {key: total / updates for key, total in sums.items()}
 
-        # -- 5. metrics of the step
+    def _minibatch_update(
+        self,
+        samples: Samples,
+        rows: torch.Tensor,
+        advantages: torch.Tensor,
+        old_logp: torch.Tensor,
+        ref_logp: torch.Tensor | None,
+        on_policy_old: bool,
+    ) -> dict[str, torch.Tensor]:
+        """``token_logprobs`` -> ``policy_loss`` -> backward -> clip grad norm -> AdamW on the completions
+        ``rows``; returns the update's metrics (``on_policy_old``: pi_old is this forward's, detached)."""
+        cfg, mask = self.config, samples.completion_mask[rows]
+        with self.policy.autocast(self._autocast_dtype):
+            logp = self.policy.token_logprobs(
+                samples.input_ids[rows], samples.attention_mask[rows], mask, temperature=cfg.temperature
+            )
+        old_rows = logp.detach() if on_policy_old else old_logp[rows]
+        weights = None
+        if self._sampler_differs:
+            weights = rollout_correction(
+                old_rows, samples.logprobs[rows], mask, cfg.rollout_correction,
+                cfg.rollout_correction_min, cfg.rollout_correction_max,
+            )  # fmt: skip
+        loss, m = policy_loss(
+            logp, old_rows, advantages[rows], mask,
+            loss_type=cfg.loss_type, epsilon=cfg.epsilon, epsilon_high=cfg.epsilon_high,
+            beta=cfg.beta, ref_logp=None if ref_logp is None else ref_logp[rows],
+            max_completion_length=cfg.max_new_tokens, aggregation=cfg.aggregation, group_size=cfg.group_size,
+            rollout_weights=weights,
+        )  # fmt: skip
+        grad_norm = optimizer_step(self.optimizer, loss, cfg.max_grad_norm)
+        tokens_of_rows = mask.bool()
+        with torch.no_grad():  # k3 estimate of KL(pi_old || pi_theta) before this update
+            approx_kl = _k3((logp - old_rows)[tokens_of_rows]).mean()
+        values = {"loss": loss, "clip_fraction": m["clip_fraction"], "approx_kl": approx_kl}
+        values["grad_norm"] = grad_norm
+        if "kl" in m:
+            values["kl"] = m["kl"]
+        if self._sampler_differs:
+            values.update(_rollout_metrics(old_rows, samples.logprobs[rows], tokens_of_rows, weights))
+        return values
+
+    def _metrics_row(
+        self,
+        rollouts: _Rollouts,
+        kept: int,
+        means: dict[str, float],
+        old_logp: torch.Tensor,
+        truncated: torch.Tensor,
+        seconds: dict[str, float],
+    ) -> dict[str, float]:
+        """The step's row of metrics: rewards of its own prompts, the updates' means, lengths, timings."""
+        cfg, samples, rewards = self.config, rollouts.samples, rollouts.rewards
+        mask = samples.completion_mask
         tokens = mask.sum().item()
-        own = slice(0, on_policy_rows)
-        lengths = samples.completion_lengths[own].float()
+        own = slice(0, rollouts.on_policy_rows)
         metrics: dict[str, float] = {
             "episode_reward_mean": rewards[own].mean().item(),
-            "episode_reward_std": rewards[own].std().item() if on_policy_rows > 1 else 0.0,
-            **{f"reward_{name}": values[own].mean().item() for name, values in per_function.items()},
+            "episode_reward_std": rewards[own].std().item() if rollouts.on_policy_rows > 1 else 0.0,
+            **{f"reward_{name}": values[own].mean().item() for name, values in rollouts.per_function.items()},
             "pass_rate": (rewards[own] > 0).float().mean().item(),
-            "groups_kept": len(kept_groups) / cfg.prompts_per_step,
+            "groups_kept": kept / cfg.prompts_per_step,
         }
         if cfg.dynamic_sampling:
-            metrics["sampling_rounds"] = rounds
+            metrics["sampling_rounds"] = rollouts.rounds
         if cfg.retire_pass_rate is not None:
             metrics["prompts_retired"] = len(self.retired)
         for key in ("loss", "kl", "approx_kl", "clip_fraction", "grad_norm"):
             if key == "kl" and cfg.beta == 0:
                 continue
-            metrics[key] = sums[key] / updates if updates else float("nan")
-        metrics.update({key: sums[key] / updates for key in ROLLOUT_METRICS if key in sums})
+            metrics[key] = means.get(key, float("nan"))
+        metrics.update({key: means[key] for key in ROLLOUT_METRICS if key in means})
         metrics.update(
             {
                 "entropy": (-(old_logp * mask).sum() / max(tokens, 1)).item(),
-                "completion_length": lengths.mean().item(),
+                "completion_length": samples.completion_lengths[own].float().mean().item(),
                 "prefill_tokens": samples.prefill_tokens,
                 "truncated_fraction": truncated[own].float().mean().item(),
                 "learning_rate": self.optimizer.param_groups[0]["lr"],
-                "tokens_per_second": tokens / max(t_trained - t_start, 1e-9),
-                "time_generate": t_generated - t_start,
-                "time_score": t_scored - t_generated,
-                "time_reference": t_reference - t_scored,
-                "time_train": t_trained - t_reference,
-                "time_step": t_trained - t_start,
+                "tokens_per_second": tokens / max(seconds["time_step"], 1e-9),
+                **seconds,
             }
         )
         return metrics
