@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cache
 from importlib import resources
 
@@ -61,37 +61,24 @@ def _tuples(mapping: dict[str, list]) -> dict[str, tuple]:
     }
 
 
+def _field_value(name: str, kind: str, raw: dict) -> object:
+    """Field ``name`` of the bank from the JSON, converted by its declared type ``kind``."""
+    if name == "subordinates":
+        return {"present": tuple(raw["subordinates"]), "past": tuple(raw["subordinates_past"])}
+    value = raw[name]
+    if kind == "tuple[NounPhrase, ...]":
+        return tuple((phrase, bool(plural)) for phrase, plural in value)
+    if kind == "dict[str, str]":
+        return dict(value)
+    if kind.startswith("dict["):
+        return _tuples(value)
+    return tuple(value)
+
+
 @cache
 def load_phrase_bank() -> PhraseBank:
     """Load (once per process) and return the phrase bank shipped with the package."""
     raw = json.loads(
         resources.files("resonance_os.generation").joinpath("data/phrase_bank.json").read_text("utf-8")
     )
-    return PhraseBank(
-        verbs=_tuples(raw["verbs"]),
-        objects=tuple((np, bool(plural)) for np, plural in raw["objects"]),
-        agents=tuple((np, bool(plural)) for np, plural in raw["agents"]),
-        characters=tuple(raw["characters"]),
-        character_roles=tuple(raw["character_roles"]),
-        time_markers=tuple(raw["time_markers"]),
-        narrative_frames=tuple(raw["narrative_frames"]),
-        hedges=_tuples(raw["hedges"]),
-        boosters=_tuples(raw["boosters"]),
-        similes=tuple(raw["similes"]),
-        adjuncts=tuple(raw["adjuncts"]),
-        subordinates={"present": tuple(raw["subordinates"]), "past": tuple(raw["subordinates_past"])},
-        evaluative_openers=_tuples(raw["evaluative_openers"]),
-        adjectives=_tuples(raw["adjectives"]),
-        intensifiers=tuple(raw["intensifiers"]),
-        evaluations=_tuples(raw["evaluations"]),
-        short=_tuples(raw["short"]),
-        questions=_tuples(raw["questions"]),
-        curious_questions=_tuples(raw["curious_questions"]),
-        passive_questions=tuple(raw["passive_questions"]),
-        curiosity_tags=tuple(raw["curiosity_tags"]),
-        topic_frames=tuple(raw["topic_frames"]),
-        pronouns=tuple((p, bool(plural)) for p, plural in raw["pronouns"]),
-        dialogue=_tuples(raw["dialogue"]),
-        pronoun_objects=dict(raw["pronoun_objects"]),
-        narrator_openers=tuple(raw["narrator_openers"]),
-    )
+    return PhraseBank(**{f.name: _field_value(f.name, f.type, raw) for f in fields(PhraseBank)})
