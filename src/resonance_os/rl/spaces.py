@@ -10,6 +10,22 @@ import numpy as np
 from resonance_os.rl.errors import ConfigError, EnvMismatchError
 
 
+def env_and_spaces(
+    env: gym.Env | str | None,
+    observation_space: gym.Space | None,
+    action_space: gym.Space | None,
+    algorithm: str,
+) -> tuple[gym.Env | None, gym.Space, gym.Space]:
+    """The env (``gym.make`` of an id) and its spaces; without an env, the spaces given (to load a model
+    for acting only). Raises ``ConfigError`` naming ``algorithm`` when there is neither."""
+    env = gym.make(env) if isinstance(env, str) else env
+    if env is not None:
+        observation_space, action_space = env.observation_space, env.action_space
+    if observation_space is None or action_space is None:
+        raise ConfigError(f"{algorithm} needs an env, or both observation_space and action_space")
+    return env, observation_space, action_space
+
+
 def flat_obs_dim(space: gym.Space) -> int:
     """Length of the flat float vector an observation of ``space`` becomes (Box: its size, Discrete: one-hot n)."""
     if isinstance(space, gym.spaces.Box):

@@ -39,6 +39,7 @@ from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.contract import Callback, as_callback, checkpoint_metadata, timesteps_from_metadata
 from resonance_os.rl.errors import ConfigError, EnvMismatchError
 from resonance_os.rl.logger import MetricsLogger
+from resonance_os.rl.spaces import env_and_spaces
 
 DEFAULT_HORIZON = 200
 
@@ -110,12 +111,11 @@ class GPController:
         if policy != "LinearFeedback":
             raise ConfigError(f"policy={policy!r} is not supported; GPController offers 'LinearFeedback'")
         self.config = GPControlConfig.from_dict(config)
-        self.env = gymnasium.make(env) if isinstance(env, str) else env
+        self.env, observation_space, action_space = env_and_spaces(
+            env, observation_space, action_space, "GPController"
+        )
         if self.env is not None:
-            observation_space, action_space = self.env.observation_space, self.env.action_space
             equilibrium = getattr(self.env.unwrapped, "equilibrium", None)
-        if observation_space is None or action_space is None:
-            raise ConfigError("GPController needs an env, or both observation_space and action_space")
         if not isinstance(observation_space, spaces.Box) or len(observation_space.shape) != 1:
             raise EnvMismatchError(f"GPController needs a 1-D Box observation space, got {observation_space}")
         if not isinstance(action_space, spaces.Box) or action_space.shape != (1,):

@@ -59,6 +59,7 @@ from resonance_os.rl.replay_buffer import ReplayBuffer
 from resonance_os.rl.spaces import (
     as_observation,
     check_same_space,
+    env_and_spaces,
     flat_obs_dim,
     flatten_obs,
     space_from_dict,
@@ -250,11 +251,9 @@ class SAC:
         if policy != "MlpPolicy":
             raise ConfigError(f"policy={policy!r} is not supported; SAC offers 'MlpPolicy'")
         self.config = SACConfig.from_dict(config)
-        self.env = gymnasium.make(env) if isinstance(env, str) else env
-        if self.env is not None:
-            observation_space, action_space = self.env.observation_space, self.env.action_space
-        if observation_space is None or action_space is None:
-            raise ConfigError("SAC needs an env, or both observation_space and action_space")
+        self.env, observation_space, action_space = env_and_spaces(
+            env, observation_space, action_space, "SAC"
+        )
         _check_spaces(observation_space, action_space)
         self.observation_space, self.action_space = observation_space, action_space
         self.log_dir, self.tensorboard = log_dir, tensorboard
