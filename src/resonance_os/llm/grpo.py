@@ -38,12 +38,13 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
+from resonance_os.llm import training
 from resonance_os.llm.errors import LLMError, PromptTooLongError
 from resonance_os.llm.losses import (
     AGGREGATIONS,
@@ -55,18 +56,9 @@ from resonance_os.llm.losses import (
     policy_loss,
     rollout_correction,
 )
-from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
+from resonance_os.llm.policy import LMPolicy
 from resonance_os.llm.sampling import Samples, concat_samples, sample_ids
-from resonance_os.llm.training import optimizer_step
-from resonance_os.rl.checkpoint import load_checkpoint
 from resonance_os.rl.config import JsonConfig
-from resonance_os.rl.contract import (
-    Callback,
-    checkpoint_metadata,
-    draw_seed,
-    learn_in_steps,
-    timesteps_from_metadata,
-)
 from resonance_os.rl.errors import CheckpointError, ConfigError
 
 RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
@@ -412,7 +404,7 @@ def _varied_groups(rewards: torch.Tensor, group_size: int) -> int:
 # ---------------------------------------------------------------------------------------------- trainer
 
 
-class GRPO:
+class GRPO(training.StepTrainer):
     """Group Relative Policy Optimisation of an ``LMPolicy`` on plain-callable rewards.
 
     Follows the trainers' shared surface (``resonance_os.rl.contract``) as PPO and SAC do:
@@ -430,6 +422,8 @@ class GRPO:
         tensorboard: also write TensorBoard scalars.
     """
 
+    algorithm: ClassVar[str] = "GRPO"
+
     def __init__(
         self,
         policy: LMPolicy,
@@ -441,18 +435,8 @@ class GRPO:
         tensorboard: bool = False,
         **overrides: Any,
     ) -> None:
-        if not isinstance(policy, LMPolicy):
-            raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
-        if config is None:
-            config = GRPOConfig()
-        elif isinstance(config, dict):
-            config = GRPOConfig.from_dict(config)
-        elif not isinstance(config, GRPOConfig):
-            raise ConfigError(f"config must be a GRPOConfig or a dict, got {type(config).__name__}")
-        if overrides:
-            config = GRPOConfig.from_dict({**config.to_dict(), **overrides})
-        if config.seed is None:  # drawn once and kept, so save/load resumes the same streams
-            config = replace(config, seed=draw_seed(None))
+        training.check_policy(policy)
+        config = training.trainer_config(GRPOConfig, config, overrides)
         self.config = config
         self.policy = policy
         self.reward_functions = _reward_functions(reward_fn)
@@ -491,7 +475,7 @@ class GRPO:
     def _stream_seed(self, step: int, stream: int) -> int:
         """A seed for (step, purpose): sampling (0), minibatch order (1), dropout (2), prompt order (3),
         dynamic sampling's extra prompts (10 + round) and their sampling (20 + round)."""
-        return (int(self.config.seed) * 1_000_003 + step * 7_919 + stream * 104_729) % (2**62)
+        return training.stream_seed(self.config.seed, step, stream)
 
     def _prompt_indices(self, step: int) -> list[int]:
         """The prompts of ``step``: a seeded permutation per pass over the prompts, consumed in order. A
@@ -554,29 +538,6 @@ class GRPO:
         return samples, rewards, per_function, [t1 - t0, time.perf_counter() - t1]
 
     # ------------------------------------------------------------------------------ learning
-    def learn(
-        self,
-        steps: int,
-        callback: Callback | None = None,
-        progress_bar: bool = False,
-        reset_num_timesteps: bool = True,
-    ) -> GRPO:
-        """Run ``steps`` GRPO steps; returns ``self``.
-
-        ``callback(trainer, metrics)`` runs after every step; returning ``False`` stops training. With
-        ``reset_num_timesteps=False`` the step counter continues (after ``load``: the resumed run).
-        """
-        learn_in_steps(
-            self,
-            steps,
-            self._train_step,
-            callback=callback,
-            progress_bar=progress_bar,
-            reset_num_timesteps=reset_num_timesteps,
-            algorithm="GRPO",
-        )
-        return self
-
     def _train_step(self, step: int) -> dict[str, float]:
         cfg, G = self.config, self.config.group_size
         t_start = time.perf_counter()
@@ -770,7 +731,7 @@ class GRPO:
             max_completion_length=cfg.max_new_tokens, aggregation=cfg.aggregation, group_size=cfg.group_size,
             rollout_weights=weights,
         )  # fmt: skip
-        grad_norm = optimizer_step(self.optimizer, loss, cfg.max_grad_norm)
+        grad_norm = training.optimizer_step(self.optimizer, loss, cfg.max_grad_norm)
         tokens_of_rows = mask.bool()
         with torch.no_grad():  # k3 estimate of KL(pi_old || pi_theta) before this update
             approx_kl = _k3((logp - old_rows)[tokens_of_rows]).mean()
@@ -829,16 +790,15 @@ class GRPO:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """One atomic checkpoint folder: the policy's weights (``LMPolicy.save``), this config, the step
         count and the optimiser state. Load it with :meth:`load`, or the policy alone with ``LMPolicy.load``."""
-        return self.policy.save(
+        return training.save_trainer(
+            self,
             path,
-            metadata={
+            {
                 "trainer": TRAINER_KIND,
                 "grpo_config": self.config.to_dict(),
                 "retired_prompts": sorted(self.retired),
                 "prompt_schedule": {"order": self._schedule, "passes": self._passes},
-                **checkpoint_metadata(self),
             },
-            states={"optimizer": self.optimizer.state_dict()},
         )
 
     @classmethod
@@ -858,24 +818,9 @@ class GRPO:
         ``PolicyConfig``); the saved weights are loaded into it, so its reference policy stays the
         base model. Continue with ``learn(steps, reset_num_timesteps=False)``.
         """
-        ckpt = load_checkpoint(path, expected_algorithm=CHECKPOINT_KIND)
-        if ckpt.metadata.get("trainer") != TRAINER_KIND or "grpo_config" not in ckpt.metadata:
-            raise CheckpointError(
-                f"{path} is a policy checkpoint without GRPO trainer state; load it with LMPolicy.load, "
-                "or pass a folder written by GRPO.save"
-            )
-        config = GRPOConfig.from_dict(ckpt.metadata["grpo_config"])
-        if not isinstance(policy, LMPolicy):
-            raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
-        policy.load_trained_weights(ckpt, path)
-        try:
-            trainer = cls(policy, reward_fn, prompts, config, log_dir=log_dir, tensorboard=tensorboard)
-            trainer.optimizer.load_state_dict(ckpt.states["optimizer"])
-        except (KeyError, RuntimeError, ValueError) as exc:
-            if isinstance(exc, (ConfigError, LLMError)):
-                raise
-            raise CheckpointError(f"checkpoint {path} does not fit this policy: {exc}") from exc
-        trainer.num_timesteps = timesteps_from_metadata(ckpt.metadata)
+        ckpt, config = training.open_trainer_checkpoint(path, policy, TRAINER_KIND, GRPOConfig, "grpo_config")
+        trainer = cls(policy, reward_fn, prompts, config, log_dir=log_dir, tensorboard=tensorboard)
+        training.restore_optimizer(trainer, ckpt, path)
         schedule = ckpt.metadata.get("prompt_schedule", {"order": [], "passes": 0})
         if any(
             not 0 <= i < len(trainer.prompts)

@@ -31,25 +31,18 @@ import math
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
 
+from resonance_os.llm import training
 from resonance_os.llm.errors import PromptTooLongError
-from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
-from resonance_os.rl.checkpoint import load_checkpoint
+from resonance_os.llm.policy import LMPolicy
 from resonance_os.rl.config import JsonConfig
-from resonance_os.rl.contract import (
-    Callback,
-    checkpoint_metadata,
-    draw_seed,
-    learn_in_steps,
-    seeded_torch,
-    timesteps_from_metadata,
-)
-from resonance_os.rl.errors import CheckpointError, ConfigError
+from resonance_os.rl.contract import seeded_torch
+from resonance_os.rl.errors import ConfigError
 
 TRAINER_KIND = "SFT"
 
@@ -126,7 +119,7 @@ def _as_pairs(pairs: Any) -> list[tuple[Any, str]]:
     return out
 
 
-class SFT:
+class SFT(training.StepTrainer):
     """Supervised fine-tuning of an ``LMPolicy`` on prompt/completion pairs (completion tokens only).
 
     Follows the trainers' shared surface (``resonance_os.rl.contract``) as GRPO does:
@@ -143,6 +136,8 @@ class SFT:
     Raises ``PromptTooLongError`` when a prompt plus its completion exceeds the model's context.
     """
 
+    algorithm: ClassVar[str] = "SFT"
+
     def __init__(
         self,
         policy: LMPolicy,
@@ -153,18 +148,8 @@ class SFT:
         tensorboard: bool = False,
         **overrides: Any,
     ) -> None:
-        if not isinstance(policy, LMPolicy):
-            raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
-        if config is None:
-            config = SFTConfig()
-        elif isinstance(config, dict):
-            config = SFTConfig.from_dict(config)
-        elif not isinstance(config, SFTConfig):
-            raise ConfigError(f"config must be an SFTConfig or a dict, got {type(config).__name__}")
-        if overrides:
-            config = SFTConfig.from_dict({**config.to_dict(), **overrides})
-        if config.seed is None:  # drawn once and kept, so save/load resumes the same order
-            config = replace(config, seed=draw_seed(None))
+        training.check_policy(policy)
+        config = training.trainer_config(SFTConfig, config, overrides)
         self.config, self.policy = config, policy
         self.log_dir, self.tensorboard = log_dir, tensorboard
         self.pairs = _as_pairs(pairs)
@@ -199,7 +184,7 @@ class SFT:
 
     def _stream_seed(self, step: int, stream: int) -> int:
         """A seed for (step, purpose): pair order per pass (0), dropout (1)."""
-        return (int(self.config.seed) * 1_000_003 + step * 7_919 + stream * 104_729) % (2**62)
+        return training.stream_seed(self.config.seed, step, stream)
 
     def _batch_indices(self, step: int) -> list[int]:
         """The pairs of ``step``: a seeded permutation per pass over the data, consumed in order."""
@@ -236,41 +221,16 @@ class SFT:
             torch.tensor(completion_mask, device=device),
         )
 
-    def learn(
-        self,
-        steps: int,
-        callback: Callback | None = None,
-        progress_bar: bool = False,
-        reset_num_timesteps: bool = True,
-    ) -> SFT:
-        """Run ``steps`` optimiser steps; returns ``self``. ``callback(trainer, metrics)`` runs after
-        every step (returning ``False`` stops); ``reset_num_timesteps=False`` continues the count."""
-        learn_in_steps(
-            self,
-            steps,
-            self._train_step,
-            callback=callback,
-            progress_bar=progress_bar,
-            reset_num_timesteps=reset_num_timesteps,
-            algorithm="SFT",
-        )
-        return self
-
     def _train_step(self, step: int) -> dict[str, float]:
         cfg, policy = self.config, self.policy
         t_start = time.perf_counter()
         input_ids, attention_mask, mask = self._collate(self._batch_indices(step))
         was_training = policy.set_mode(True)
-        params = [p for group in self.optimizer.param_groups for p in group["params"]]
         with seeded_torch(self._stream_seed(step, 1)):
             logp = policy.token_logprobs(input_ids, attention_mask, mask)
             tokens = mask.sum()
             loss = -(logp * mask).sum() / tokens  # mean NLL over the batch's completion tokens
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-            self.optimizer.step()
+            grad_norm = training.optimizer_step(self.optimizer, loss, cfg.max_grad_norm)
         policy.set_mode(was_training)
         elapsed = time.perf_counter() - t_start
         n_tokens = int(tokens)
@@ -310,14 +270,8 @@ class SFT:
         """One atomic checkpoint folder: the policy's weights (``LMPolicy.save``), this config, the step
         count and the optimiser state. ``SFT.load`` resumes it; ``LMPolicy.load`` reads the policy alone
         (e.g. to start GRPO from the warmed-up weights)."""
-        return self.policy.save(
-            path,
-            metadata={
-                "trainer": TRAINER_KIND,
-                "sft_config": self.config.to_dict(),
-                **checkpoint_metadata(self),
-            },
-            states={"optimizer": self.optimizer.state_dict()},
+        return training.save_trainer(
+            self, path, {"trainer": TRAINER_KIND, "sft_config": self.config.to_dict()}
         )
 
     @classmethod
@@ -332,20 +286,7 @@ class SFT:
     ) -> SFT:
         """Resume from a folder written by :meth:`save` into a fresh ``policy`` built the way the saved
         one was. Continue with ``learn(steps, reset_num_timesteps=False)``."""
-        ckpt = load_checkpoint(path, expected_algorithm=CHECKPOINT_KIND)
-        if ckpt.metadata.get("trainer") != TRAINER_KIND or "sft_config" not in ckpt.metadata:
-            raise CheckpointError(
-                f"{path} is a policy checkpoint without SFT trainer state; load it with LMPolicy.load, "
-                "or pass a folder written by SFT.save"
-            )
-        if not isinstance(policy, LMPolicy):
-            raise ConfigError(f"policy must be an LMPolicy, got {type(policy).__name__}")
-        config = SFTConfig.from_dict(ckpt.metadata["sft_config"])
-        policy.load_trained_weights(ckpt, path)
+        ckpt, config = training.open_trainer_checkpoint(path, policy, TRAINER_KIND, SFTConfig, "sft_config")
         trainer = cls(policy, pairs, config, log_dir=log_dir, tensorboard=tensorboard)
-        try:
-            trainer.optimizer.load_state_dict(ckpt.states["optimizer"])
-        except (KeyError, ValueError) as exc:
-            raise CheckpointError(f"the optimiser state in {path} does not fit this policy: {exc}") from exc
-        trainer.num_timesteps = timesteps_from_metadata(ckpt.metadata)
+        training.restore_optimizer(trainer, ckpt, path)
         return trainer
