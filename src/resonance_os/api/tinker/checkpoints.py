@@ -27,6 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from resonance_os.api.tinker.errors import UserError
+from resonance_os.rl.folders import replace_folder
 from resonance_os.rl.run import Run, is_run, open_run
 
 SEGMENTS = {"weights": "training", "sampler_weights": "sampler"}
@@ -77,12 +78,7 @@ def _publish(staging: Path, folder: Path, overwrite: bool) -> None:
             raise UserError(
                 f"a checkpoint named {folder.name!r} exists; pick another name or pass overwrite=True"
             )
-        old = folder.with_name(f".old-{folder.name}-{os.getpid()}")
-        folder.rename(old)
-        staging.rename(folder)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        staging.rename(folder)
+    replace_folder(staging, folder)
 
 
 def _staging(folder: Path) -> Path:
