@@ -43,6 +43,17 @@ def test_in_process_hr_generate_returns_article_and_hrv_feedback(store):
         hr_generate(SimpleRequest(prompt="AI in healthcare", tenant="healthcare", profile_name="medical"))
 
 
+def test_in_process_hr_generate_takes_the_writing_reward_as_everywhere(store):
+    from resonance_os.api.hr_server import SimpleRequest, hr_generate
+    from resonance_os.core.errors import ValidationError
+    from resonance_os.quality.reward import make_reward
+
+    fast = hr_generate(SimpleRequest(prompt="Benefits of machine learning", reward="fast")).article
+    assert fast.score == make_reward("fast").score(str(fast), fast.target_hrv, prompt=fast.prompt)
+    with pytest.raises(ValidationError, match="reward must be one of fast, lm .*got 'gpt'"):
+        hr_generate(SimpleRequest(prompt="Benefits of machine learning", reward="gpt"))
+
+
 def run_hr_main(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
     """``python -m resonance_os.cli.hr_main ARGS`` in this process: exit code, stdout, stderr."""
     from resonance_os.cli import hr_main
