@@ -648,6 +648,7 @@ class GRPO(training.StepTrainer):
         return self.rollout_dtype is not None or self.config.mixed_precision is not None
 
     def _groups_per_minibatch(self, kept: int) -> int:
+        """Groups per optimiser step: ``minibatch_size / group_size``, or all ``kept`` groups."""
         return (
             kept
             if self.config.minibatch_size is None
