@@ -20,7 +20,7 @@ Side by side in one run, on SmolLM2-135M-Instruct (CPU, LoRA rank 16 on attentio
    vs the same requests sent one at a time (each waited for); the tokens must be equal.
 
 Usage: ``OMP_NUM_THREADS=1 python benchmarks/bench_tinker.py [--steps 5] [--parts all|batching|sampling]
-[--rows 8] [--client-steps 1]``. Prints a table. The variants take turns step by step, so a change in the machine's load
+[--rows 8] [--client-steps 1]`` (``all``: parts 1 and 2). Prints a table. The variants take turns step by step, so a change in the machine's load
 falls on all of them alike.
 """
 
@@ -121,13 +121,14 @@ def in_process_backend(folder: str, batch: list[list[int]]):
 
     prompt = batch[0][:16]
     params = backend.SampleParams(max_tokens=16, temperature=1.0, top_k=-1, top_p=1.0, seed=0, stop=[])
+    sample_request = backend.sampling_request(base, prompt, 4, params)
 
     def rl() -> None:
         snapshot = "bench-snapshot"
         base.slots.remove(snapshot)
         base.slots.add(snapshot, run.spec, seed=0)
         base.slots.load_state_dict(snapshot, base.slots.state_dict("bench"))
-        sequences, _ = backend.sample(base, snapshot, prompt, 4, params)
+        [(sequences, _)] = backend.sample(base, snapshot, [(prompt, sample_request)])
         rows = []
         for seq in sequences:
             tokens = prompt + seq.tokens
@@ -332,9 +333,6 @@ def main() -> None:
         policy, backend_sft, sdk_sft = t["policy"], t["backend"], t["sdk"]
         t = interleaved({"backend": backend_rl, "sdk": sdk_rl}, args.steps)
         backend_rl, sdk_rl = t["backend"], t["sdk"]
-        together, one_at_a_time = sdk_steps(server, batch, clients=4)
-        t = interleaved({"together": together, "one": one_at_a_time}, max(2, args.steps // 2))
-        together, one_at_a_time = t["together"], t["one"]
     finally:
         server.stop()
     med = statistics.median
@@ -357,10 +355,7 @@ def main() -> None:
         f"{'RL step, tinker SDK -> resonance serve':44s}{med(sdk_rl):10.3f}{med(sdk_rl) / med(backend_rl):10.2f}"
     )
     print(f"  service overhead: {100 * (med(sdk_rl) / med(backend_rl) - 1):+.1f}%")
-    print(f"{'4 clients, one SFT step each, one at a time':44s}{med(one_at_a_time):10.3f}{1.0:10.2f}")
-    print(
-        f"{'4 clients, one SFT step each, at once':44s}{med(together):10.3f}{med(together) / med(one_at_a_time):10.2f}"
-    )
+    print("4 clients batched: --parts batching; sample requests decoded together: --parts sampling")
 
 
 def histogram(server: Server, name: str) -> tuple[float, float]:
