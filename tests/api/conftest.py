@@ -4,10 +4,12 @@ URL), an app with a TestClient, tenants with keys, and a real uvicorn server on 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from live_server import LiveServer
 from service_helpers import Tenant, unique
@@ -31,6 +33,28 @@ def resonance_home(tmp_path, monkeypatch) -> Path:
 def db_url(tmp_path) -> str:
     """$RESONANCE_TEST_DB_URL (shared: tests use unique tenant names) or a fresh SQLite file."""
     return os.environ.get("RESONANCE_TEST_DB_URL") or f"sqlite:///{tmp_path / 'service.db'}"
+
+
+@pytest.fixture
+def own_db_url(tmp_path) -> Iterator[str]:
+    """A database of this test's alone, for tests whose server runs every queued job (a job another
+    test left queued in the shared PostgreSQL database would take the slots they count on): a fresh
+    SQLite file, or with $RESONANCE_TEST_DB_URL a new database on that server, dropped after."""
+    shared = os.environ.get("RESONANCE_TEST_DB_URL")
+    if not shared or shared.startswith("sqlite"):
+        yield f"sqlite:///{tmp_path / 'service.db'}"
+        return
+    url = sa.engine.make_url(shared)
+    name = f"resonance_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield url.set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
 
 
 @pytest.fixture

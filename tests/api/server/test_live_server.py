@@ -128,10 +128,12 @@ def _descendants(pid: int) -> list[int]:
     return found
 
 
-def test_kill_9_of_the_server_takes_its_workers_with_it_and_loses_no_job(db_url, live_server_factory):
+def test_kill_9_of_the_server_takes_its_workers_with_it_and_loses_no_job(own_db_url, live_server_factory):
     """``kill -9`` of the server process alone (not its group): its text worker and both job workers
     exit within seconds (no orphan holding memory or training), each job is queued again by its
-    worker, and the next server runs them to the end."""
+    worker, and the next server runs them to the end. Its own database: its server runs every queued
+    job, and one another test left queued in a shared database would take the slots counted on."""
+    db_url = own_db_url
     headers = _tenant(db_url)
     env = {
         "RESONANCE_TRAINERS": "ppo=trainers:count",

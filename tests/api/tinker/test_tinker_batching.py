@@ -4,6 +4,9 @@ of runs per pass), and clients taking turns still each get their own pass withou
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -51,6 +54,19 @@ def histogram(server: TinkerServer, name: str) -> tuple[float, float]:
     return 0.0, 0.0
 
 
+@contextlib.contextmanager
+def paused(server: TinkerServer, seconds: float = 1.0) -> Iterator[None]:
+    """The server process stopped (SIGSTOP) while the block sends requests and ``seconds`` after, then
+    resumed: the requests are pending together when it reads them, however the clients' threads were
+    scheduled (on a loaded machine they may send one by one, each answered before the next)."""
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        yield
+        time.sleep(seconds)
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+
+
 def sft_step(run, text: str, losses: list[float]) -> None:
     tokenizer = run.get_tokenizer()
     ids = tokenizer.encode(text)
@@ -69,18 +85,19 @@ def test_clients_training_at_once_share_one_pass_and_clients_taking_turns_do_not
     runs = [client.create_lora_training_client(base_model=BASE, rank=4, seed=i).result() for i in range(4)]
     losses: list[list[float]] = [[] for _ in runs]
 
-    def all_at_once() -> None:
+    def all_at_once(meet: bool = False) -> None:
         threads = [
             threading.Thread(target=sft_step, args=(run, text, seen))
             for run, text, seen in zip(runs, SENTENCES, losses, strict=True)
         ]
-        for thread in threads:
-            thread.start()
+        with paused(server) if meet else contextlib.nullcontext():
+            for thread in threads:
+                thread.start()
         for thread in threads:
             thread.join()
 
     for _ in range(2):  # the first steps: the runs' requests meet, so they become partners
-        all_at_once()
+        all_at_once(meet=True)
     before = histogram(server, PASS_RUNS)
     for _ in range(3):
         all_at_once()
@@ -140,8 +157,9 @@ def test_sample_requests_in_flight_are_decoded_together_with_the_tokens_each_get
     alone = [sampler.sample(p, 2, s).result() for p, s in zip(prompts, params, strict=True)]
 
     before = histogram(server, SAMPLE_PASSES)
-    futures = [sampler.sample(p, 2, s) for p, s in zip(prompts, params, strict=True)]
-    too_long = sampler.sample(prompts[0], 1, types.SamplingParams(max_tokens=10**6, stop=[]))
+    with paused(server):  # the requests reach the server together, as a busy server finds them
+        futures = [sampler.sample(p, 2, s) for p, s in zip(prompts, params, strict=True)]
+        too_long = sampler.sample(prompts[0], 1, types.SamplingParams(max_tokens=10**6, stop=[]))
     together = [f.result() for f in futures]
     after = histogram(server, SAMPLE_PASSES)
 
