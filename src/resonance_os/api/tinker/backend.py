@@ -267,7 +267,8 @@ def sample(
     One generation engine (``llm.engine``, the OpenAI API's) on the base model with the adapter's LoRA
     slot routed decodes all the requests in one batch, up to ``SAMPLE_BATCH`` sequences at a time: a
     prompt is computed once for its ``n`` samples, its log-probs come from that same pass, and a seed
-    gives the same tokens whatever else is in the batch."""
+    gives the same tokens whatever else is in the batch, up to float rounding (a batched pass can
+    differ from a lone one in the last bits, which now and then flips a draw)."""
     from resonance_os.llm.engine import EngineConfig, GenerationEngine
 
     widest = max(request.n for _, request in requests)

@@ -356,14 +356,13 @@ class TinkerWorker:
         """One sampler's pending sample requests, decoded together in one engine run."""
         self._mark_running(rows)
         accepted: list[tuple[TinkerFuture, list[int], Any]] = []
-        state = None
-        for row in rows:
+        for row in rows:  # one queue: every row names the same sampler
             try:
                 state, prompt, request = self._sample_request(row)
                 accepted.append((row, prompt, request))
             except Exception as exc:
                 self._failed(row, exc)
-        if state is None:
+        if not accepted:
             return
         SAMPLE_PASS_REQUESTS.observe(len(accepted))
         try:
