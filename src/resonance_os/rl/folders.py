@@ -1,5 +1,6 @@
 """A folder swapped into place in one rename: what makes a checkpoint, a run's checkpoint, an exported
-model and a saved reward model never half-written (no torch here, so light callers can use it)."""
+model, a saved reward model, an installed voice adapter and a Tinker checkpoint never half-written (no
+torch here, so light callers can use it)."""
 
 from __future__ import annotations
 
