@@ -153,6 +153,10 @@ def test_a_tenant_trains_its_profiles_voice_adapter_as_a_job_writes_with_it_and_
             "/v1/adapters", json={"name": "newsletter-voice", "path": info["path"]}, headers=headers
         )
         assert registered.status_code == 201, registered.text
+        served = http.get("/v1/adapters", headers=headers).json()["data"]
+        assert [(m["id"], m["path"], m["version"]) for m in served] == [
+            ("newsletter-voice", job["metrics"]["served_path"], 1)
+        ]  # what the Studio matches a job's published adapter by
         stolen = http.post("/v1/adapters", json={"name": "x", "path": info["path"]}, headers=other_headers)
         assert stolen.status_code == 404  # another tenant's runs folder is not theirs
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=headers["Authorization"][7:])

@@ -124,9 +124,10 @@ async def retrieve_model(model_id: str, request: Request, ctx: TenantContext = D
 # ------------------------------------------------------------------------------------ adapters
 @router.get("/adapters")
 async def list_adapters(request: Request, ctx: TenantContext = Depends(tenant)) -> dict:
-    """The caller's registered adapters and the folder runs are registered from."""
+    """The caller's adapters (each registered one with the ``path`` it was registered from) and the
+    folder runs are registered from."""
     svc = serving(request)
-    return {"object": "list", "data": svc.models(ctx)[1:], "runs_folder": str(svc.tenant_runs(ctx))}
+    return {"object": "list", "data": svc.adapters(ctx), "runs_folder": str(svc.tenant_runs(ctx))}
 
 
 @router.post("/adapters", status_code=201)

@@ -232,6 +232,21 @@ class OpenAIServing:
                 )  # fmt: skip
         return out
 
+    def adapters(self, ctx: TenantContext) -> list[dict[str, Any]]:
+        """The tenant's models but the base model; a registered adapter's also has its ``path`` (the
+        run folder it was registered from, relative to the tenant's runs folder) and ``version``."""
+        registered = self.registry.of(ctx.tenant_id)
+        root = self.tenant_runs(ctx).resolve()
+        out = []
+        for model in self.models(ctx)[1:]:
+            record = registered.get(model["id"])
+            if record is not None:
+                folder = Path(record["path"])
+                path = folder.relative_to(root).as_posix() if folder.is_relative_to(root) else str(folder)
+                model = {**model, "path": path, "version": record.get("version", 1)}
+            out.append(model)
+        return out
+
     def _tinker_weights(self, ctx: TenantContext) -> list[Any]:
         if self.db is None:
             return []
