@@ -134,31 +134,56 @@ def test_sample_steered_strength_zero_rows_match_unsteered(chat):
     directions = _directions(scale=50.0)
     msgs = [[{"role": "user", "content": "hi"}]] * 3
     plain = sample_steered(backend, msgs, [{}, {}, {}], directions, seed=1)
+    assert plain == backend.sample(msgs[0], n=3, seed=1)  # the unsteered engine sample, exactly
     mixed = sample_steered(
         backend, msgs, [{}, {"curiosity_index": 0.0}, {"curiosity_index": 1.0}], directions, seed=1
     )
     assert mixed[:2] == plain[:2] and mixed[2] != plain[2]
+    assert (
+        sample_steered(
+            backend, msgs, [{}, {"curiosity_index": 0.0}, {"curiosity_index": 1.0}], directions, seed=1
+        )
+        == mixed
+    )
     with pytest.raises(SteeringError, match="one per row"):
         sample_steered(backend, msgs, [{}], directions)
 
 
+def test_sample_steered_rows_equal_the_steered_backend_alone(chat):
+    from resonance_os.generation.backends.local import LocalBackend
+
+    backend = LocalBackend(max_new_tokens=12, model=chat, steering_directions=_directions(scale=50.0))
+    a, b = [{"role": "user", "content": "hi"}], [{"role": "user", "content": "tell me a long story now"}]
+    up, down = {"curiosity_index": 1.0}, {"curiosity_index": -0.5, "storytelling_index": 0.7}
+    rows = [(a, up), (b, {}), (a, up), (b, down), (a, {})]
+    got = sample_steered(
+        backend, [m for m, _ in rows], [s for _, s in rows], backend.steering_directions, seed=4
+    )
+    alone_up = steer_backend(backend, up).sample(a, n=2, seed=4)
+    assert [got[0], got[2]] == alone_up  # one request of two choices, as sampled alone
+    assert got[1] == backend.sample(b, n=1, seed=4)[0]
+    assert got[3] == steer_backend(backend, down).sample(b, n=1, seed=4)[0]
+    assert got[4] == backend.sample(a, n=1, seed=4)[0]
+    assert got[4] != got[0] and got[3] != got[1]
+    # steering a view never hooks the shared model: the backend itself samples unsteered meanwhile
+    assert not any(layer._forward_hooks for layer in chat[1].model.layers)
+    assert backend.additions is None
+
+
 def _recording_backend(chat, directions):
-    """The local backend on the tiny model, whose ``sample`` records the model's next-token logits for
-    a fixed input (so a test sees whether steering was on while the writer sampled) and replies with
+    """The local backend on the tiny model, whose engine runs record the replies the tiny model really
+    samples (so a test sees whether steering was on while the writer sampled) while the writer gets
     real prose (the random model writes bytes)."""
     from resonance_os.generation.backends.local import LocalBackend
 
-    tokenizer, model = chat
     backend = LocalBackend(model=chat, steering_directions=directions)
-    probe = tokenizer("a cat sat", return_tensors="pt")
-    seen = []
+    real, seen = backend.sample_requests, []
 
-    def sample(messages, n=1, seed=None, max_tokens=None):
-        with torch.no_grad():
-            seen.append(model(**probe).logits[0, -1].clone())
-        return [GOOD] * n
+    def sample_requests(requests, seed=None, max_tokens=None):
+        seen.append(real(requests, seed, 8))
+        return [[GOOD] * n for _, n, _ in requests]
 
-    backend.sample = sample
+    backend.sample_requests = sample_requests
     return backend, seen
 
 
@@ -173,15 +198,15 @@ def test_writer_draft_steers_the_local_model_while_it_samples(chat):
     on = writer.draft(
         PROMPT, outline, target, seed=3, steer={"curiosity_index": 1.0, "storytelling_index": -0.5}
     )
-    assert torch.equal(seen[0], seen[1])  # strength 0 is the unsteered model, bit for bit
-    assert not torch.allclose(seen[0], seen[2])
+    assert seen[0] == seen[1]  # strength 0 is the unsteered model
+    assert seen[2] != seen[0]
     assert (
         on.trace["steer"] == {"curiosity_index": 1.0, "storytelling_index": -0.5}
         and "steer" not in plain.trace
     )
     assert off.text == plain.text
     writer.draft(PROMPT, outline, target, seed=3)
-    assert torch.equal(seen[-1], seen[0])  # the hooks are gone after the draft
+    assert seen[-1] == seen[0]  # the writer's backend itself was never steered
 
 
 def test_writer_draft_refuses_what_it_cannot_steer(chat):

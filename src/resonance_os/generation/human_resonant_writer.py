@@ -32,7 +32,6 @@ import copy
 import os
 import random
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -309,35 +308,34 @@ class HumanResonantWriter:
         ``refine``, rewrite up to ``rewrites`` of its sentences toward the gaps (``llm_rewrite``); the
         built-in composer writes one template draft. ``previous`` paragraphs are checked for copying.
         ``steer`` (``{dimension: strength in [-1, 1]}``, local backend only) adds the dimensions'
-        steering directions to the model while it samples the candidates
-        (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix).
+        steering directions to the model's residual stream in the requests that sample the candidates
+        (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix); the
+        sentence rewrites after the draft are not steered.
         ``backend`` drafts instead of the writer's own (a voice adapter's, :meth:`voice_backend`).
         """
         target = list(target)
         chat = self.backend if backend is None else backend
+        drafter = chat
         if steer:
             from resonance_os.generation.steering_directions import steer_backend  # torch: only to steer
 
-            steering = steer_backend(chat, steer)
-        else:
-            steering = nullcontext()
+            drafter = steer_backend(chat, steer)
         if isinstance(self.backend, BuiltinComposer):
             return self._template_draft(prompt, outline, target, previous, seed)
         from resonance_os.generation.llm_writing import write_paragraph
 
-        with steering:
-            text, _, log = write_paragraph(
-                chat,
-                self.reward,
-                prompt,
-                outline,
-                target,
-                list(previous),
-                max(self.refiner.tolerance, LLM_TOLERANCE),
-                self.rounds if self.refine else 0,
-                seed,
-                self.candidates,
-            )
+        text, _, log = write_paragraph(
+            drafter,
+            self.reward,
+            prompt,
+            outline,
+            target,
+            list(previous),
+            max(self.refiner.tolerance, LLM_TOLERANCE),
+            self.rounds if self.refine else 0,
+            seed,
+            self.candidates,
+        )
         trace: dict[str, Any] = {
             "layer": "llm",
             "paragraph": outline.index,

