@@ -33,6 +33,7 @@ from resonance_os.api.jobs.serving_gate import ServingGate, ServingGateMiddlewar
 from resonance_os.api.limits.per_address import AddressLimiter
 from resonance_os.api.limits.per_key import RateLimiter, SharedRateLimiter
 from resonance_os.api.openai import routes as openai_routes
+from resonance_os.api.openai import vllm_lora
 from resonance_os.api.persistence.auth_cache import AuthCache
 from resonance_os.api.persistence.db import Database
 from resonance_os.api.persistence.keys import resonance_home
@@ -177,6 +178,7 @@ def _install_routes(app: FastAPI) -> None:
         job_routes.router,
         voice_adapter_routes.router,
         openai_routes.router,
+        vllm_lora.router,
     ):
         app.include_router(router)
     tinker_api.install(app)  # /api/v1: the Tinker SDK's endpoints (docs/tinker.md)

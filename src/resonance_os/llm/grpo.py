@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -57,6 +58,7 @@ from resonance_os.llm.losses import (
     rollout_correction,
 )
 from resonance_os.llm.policy import LMPolicy
+from resonance_os.llm.remote_sampler import RemoteSampler
 from resonance_os.llm.sampling import Samples, concat_samples, sample_ids
 from resonance_os.rl.config import JsonConfig
 from resonance_os.rl.errors import CheckpointError, ConfigError
@@ -65,6 +67,9 @@ RewardFn = Callable[[list[Any], list[str]], Sequence[float]]
 TRAINER_KIND = "GRPO"
 LOW_PRECISION_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 """``GRPOConfig.rollout_dtype`` and ``mixed_precision`` values and the dtypes they name."""
+ADAPTER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+ROLLOUT_API_KEY_ENV = "RESONANCE_ROLLOUT_API_KEY"
+"""Where ``GRPOConfig.rollout_server``'s API key is read from (kept out of configs and checkpoints)."""
 
 
 class RewardError(LLMError, ValueError):
@@ -138,6 +143,16 @@ class GRPOConfig(JsonConfig):
             ``vllm_importance_sampling_mode`` and default) or ``"none"``. "sequence_mask".
         rollout_correction_min, rollout_correction_max: the bounds of that correction (None = no
             bound; TRL's ``vllm_importance_sampling_clip_min/max``). None, 3.0.
+        rollout_server: sample on a vLLM server (or ``resonance serve``) at this OpenAI base URL, e.g.
+            ``"http://gpu-box:8000/v1"`` (``llm.remote_sampler``): its API key from
+            ``$RESONANCE_ROLLOUT_API_KEY``; the LoRA adapter is written to ``rollout_folder`` and loaded
+            there as ``rollout_adapter`` before the first step and after each update, and its log-probs
+            are corrected for as ``rollout_dtype``'s are. None = sample here. None.
+        rollout_adapter: the name the adapter is served under on the rollout server. "grpo-policy".
+        rollout_folder: a folder this process writes the adapter to and the server reads (needed
+            with ``rollout_server``). None.
+        rollout_server_folder: that folder as the server sees it (None: the same path). None.
+        rollout_server_timeout: seconds a request to the rollout server may take. 600.
         seed: seeds prompt order, sampling, minibatch order and dropout, through local generators and
             a forked RNG (torch's global RNG is left as it was); None draws one (stored, so a
             checkpoint resumes with it). None.
@@ -175,6 +190,11 @@ class GRPOConfig(JsonConfig):
     rollout_correction: str = "sequence_mask"
     rollout_correction_min: float | None = None
     rollout_correction_max: float | None = 3.0
+    rollout_server: str | None = None
+    rollout_adapter: str = "grpo-policy"
+    rollout_folder: str | None = None
+    rollout_server_folder: str | None = None
+    rollout_server_timeout: float = 600.0
     seed: int | None = None
 
     def __post_init__(self) -> None:
@@ -185,6 +205,7 @@ class GRPOConfig(JsonConfig):
         self._check_rollouts()
         self._check_update()
         self._check_precision()
+        self._check_rollout_server()
 
     def _invalid(self, name: str, fix: str) -> ConfigError:
         return ConfigError(f"GRPOConfig.{name}={getattr(self, name)!r}: {fix}")
@@ -288,12 +309,40 @@ class GRPOConfig(JsonConfig):
                 f"must be at most rollout_correction_max={self.rollout_correction_max}",
             )
 
+    def _check_rollout_server(self) -> None:
+        """Sampling on a vLLM server."""
+        if self.rollout_server is None:
+            return
+        if not isinstance(self.rollout_server, str) or not self.rollout_server.startswith(
+            ("http://", "https://")
+        ):
+            raise self._invalid(
+                "rollout_server", "must be the server's OpenAI base URL, e.g. http://host:8000/v1"
+            )
+        if self.rollout_dtype is not None:
+            raise self._invalid(
+                "rollout_dtype", "must be None with rollout_server (the server's precision is its own)"
+            )
+        if not isinstance(self.rollout_folder, str) or not self.rollout_folder:
+            raise self._invalid(
+                "rollout_folder",
+                "must be a folder this process writes the adapter to and the rollout server reads",
+            )
+        if not isinstance(self.rollout_adapter, str) or not ADAPTER_NAME.fullmatch(self.rollout_adapter):
+            raise self._invalid(
+                "rollout_adapter", "must be 1-64 letters, digits, '.', '_' or '-', e.g. grpo-policy"
+            )
+        if self.rollout_server_folder is not None and not isinstance(self.rollout_server_folder, str):
+            raise self._invalid("rollout_server_folder", "must be a path, or None for rollout_folder's")
+        if not _is_num(self.rollout_server_timeout) or not self.rollout_server_timeout > 0:
+            raise self._invalid("rollout_server_timeout", "must be a number of seconds > 0")
+
 
 # ---------------------------------------------------------------------------------------------- rollouts
 
 ROLLOUT_METRICS = ("rollout_kl", "rollout_weight_mean", "rollout_weight_zero")
-"""Metrics of a step whose sampler's log-probs are not the update's (``GRPOConfig.rollout_dtype`` or
-``mixed_precision``)."""
+"""Metrics of a step whose sampler's log-probs are not the update's (``GRPOConfig.rollout_dtype``,
+``rollout_server`` or ``mixed_precision``)."""
 
 
 @dataclass
@@ -464,6 +513,27 @@ class GRPO(training.StepTrainer):
         """Prompts (indices into ``prompts``) retired by ``retire_pass_rate``."""
         self._schedule: list[int] = []  # prompt order, one seeded pass after another, built as needed
         self._passes = 0
+        self.rollout_server: RemoteSampler | None = None
+        """The vLLM-compatible server completions are sampled on (``GRPOConfig.rollout_server``)."""
+        if config.rollout_server is not None:
+            self.rollout_server = self._connect_rollout_server()
+
+    def _connect_rollout_server(self) -> RemoteSampler:
+        """Check the rollout server, load the policy's adapter on it and compare its log-probs with the
+        policy's on the first prompt (``RemoteSampler.check_logprobs``)."""
+        cfg = self.config
+        server = RemoteSampler(
+            cfg.rollout_server, cfg.rollout_adapter, cfg.rollout_folder, server_folder=cfg.rollout_server_folder,
+            api_key=os.environ.get(ROLLOUT_API_KEY_ENV) or None, timeout=cfg.rollout_server_timeout,
+        )  # fmt: skip
+        try:
+            server.connect(self.policy)
+            server.sync(self.policy, self.num_timesteps)
+            server.check_logprobs(self.policy, self._prompt_ids[0], cfg.temperature)
+        except BaseException:
+            server.close()
+            raise
+        return server
 
     @property
     def rollout_dtype(self) -> torch.dtype | None:
@@ -504,6 +574,13 @@ class GRPO(training.StepTrainer):
         """G completions of each prompt in ``indices`` (``policy``: an inference copy instead of the
         trained policy)."""
         cfg = self.config
+        if self.rollout_server is not None:  # on the server, with the weights of the last update
+            if self.rollout_server.version != self.num_timesteps:
+                self.rollout_server.sync(self.policy, self.num_timesteps)
+            return self.rollout_server.sample(
+                [self._prompt_ids[i] for i in indices], n=cfg.group_size, max_new_tokens=cfg.max_new_tokens,
+                temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop, seed=seed, policy=self.policy,
+            )  # fmt: skip
         return sample_ids(
             policy or self.policy, [self._prompt_ids[i] for i in indices], n=cfg.group_size,
             max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature, top_p=cfg.top_p, stop=cfg.stop,
@@ -642,10 +719,14 @@ class GRPO(training.StepTrainer):
 
     @property
     def _sampler_differs(self) -> bool:
-        """Whether the sampler's log-probs are not the update's: completions from a rollout copy (bf16),
-        or an update in mixed precision. Then pi_old is the update's own, and the sampler's weigh the
-        loss (``rollout_correction``)."""
-        return self.rollout_dtype is not None or self.config.mixed_precision is not None
+        """Whether the sampler's log-probs are not the update's: completions from a rollout copy (bf16)
+        or a rollout server, or an update in mixed precision. Then pi_old is the update's own, and the
+        sampler's weigh the loss (``rollout_correction``)."""
+        return (
+            self.rollout_dtype is not None
+            or self.rollout_server is not None
+            or self.config.mixed_precision is not None
+        )
 
     def _groups_per_minibatch(self, kept: int) -> int:
         """Groups per optimiser step: ``minibatch_size / group_size``, or all ``kept`` groups."""

@@ -86,6 +86,16 @@ class AsyncGRPO(GRPO):
         for name, value, least in (("max_policy_lag", max_policy_lag, 0), ("generators", generators, 1)):
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ConfigError(f"{name}={value!r} must be an integer >= {least}")
+        server = (
+            config.get("rollout_server")
+            if isinstance(config, dict)
+            else getattr(config, "rollout_server", None)
+        )
+        if kwargs.get("rollout_server", server) is not None:
+            raise ConfigError(
+                "AsyncGRPO samples on its own generation workers; GRPOConfig.rollout_server is for GRPO "
+                "(HR-GRPO, and RLVR without a placement)"
+            )
         super().__init__(policy, reward_fn, prompts, config, **kwargs)
         self.max_policy_lag = max_policy_lag
         self._owns_placement = placement is None

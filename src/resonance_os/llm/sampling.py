@@ -218,33 +218,57 @@ def _to_samples(
     completions: list[Completion], engine: GenerationEngine, pad: int, device: torch.device
 ) -> Samples:
     """The engine's completions as a padded batch, rows grouped by prompt."""
-    choices = [(k, c, choice) for k, c in enumerate(completions) for choice in c.choices]
-    width = max(len(c.prompt_token_ids) for c in completions)
-    length = max(len(choice.token_ids) for _, _, choice in choices)
-    rows = len(choices)
-    prompt_ids = torch.full((rows, width), pad, dtype=torch.long)
-    prompt_mask = torch.zeros((rows, width), dtype=torch.long)
-    completion_ids = torch.full((rows, length), pad, dtype=torch.long)
-    completion_mask = torch.zeros((rows, length), dtype=torch.long)
-    logprobs = torch.zeros((rows, length), dtype=torch.float32)
-    reasons = []
-    for r, (_, completion, choice) in enumerate(choices):
-        prompt, tokens = completion.prompt_token_ids, choice.token_ids
+    rows = []
+    for k, completion in enumerate(completions):
+        for choice in completion.choices:
+            tokens = choice.token_ids
+            ended_on_eos = choice.finish_reason == "stop" and tokens[-1] in engine.eos_ids
+            reason = "eos" if ended_on_eos else choice.finish_reason or "length"
+            logprobs = [t.logprob for t in choice.logprobs]
+            rows.append(SampledRow(k, completion.prompt_token_ids, tokens, logprobs, choice.text, reason))
+    return samples_from_rows(rows, pad, device, sum(c.prefill_tokens for c in completions))
+
+
+@dataclass
+class SampledRow:
+    """One completion as a sampler returns it: its prompt's index and ids, the completion's ids and
+    their log-probs, its text and why it ended ("eos", "stop" or "length")."""
+
+    prompt_index: int
+    prompt_ids: Sequence[int]
+    token_ids: Sequence[int]
+    logprobs: Sequence[float]
+    text: str
+    finish_reason: str
+
+
+def samples_from_rows(
+    rows: Sequence[SampledRow], pad: int, device: torch.device | str, prefill_tokens: int
+) -> Samples:
+    """Completions (rows grouped by prompt) as one padded ``Samples`` batch on ``device``: prompts
+    left-padded, completions right-padded with ``pad`` (mask 0, log-prob 0)."""
+    width = max(len(r.prompt_ids) for r in rows)
+    length = max(len(r.token_ids) for r in rows)
+    prompt_ids = torch.full((len(rows), width), pad, dtype=torch.long)
+    prompt_mask = torch.zeros((len(rows), width), dtype=torch.long)
+    completion_ids = torch.full((len(rows), length), pad, dtype=torch.long)
+    completion_mask = torch.zeros((len(rows), length), dtype=torch.long)
+    logprobs = torch.zeros((len(rows), length), dtype=torch.float32)
+    for r, row in enumerate(rows):
+        prompt, tokens = row.prompt_ids, row.token_ids
         prompt_ids[r, width - len(prompt) :] = torch.tensor(prompt)
         prompt_mask[r, width - len(prompt) :] = 1
         completion_ids[r, : len(tokens)] = torch.tensor(tokens)
         completion_mask[r, : len(tokens)] = 1
-        logprobs[r, : len(tokens)] = torch.tensor([t.logprob for t in choice.logprobs])
-        ended_on_eos = choice.finish_reason == "stop" and tokens[-1] in engine.eos_ids
-        reasons.append("eos" if ended_on_eos else choice.finish_reason or "length")
+        logprobs[r, : len(tokens)] = torch.tensor(row.logprobs, dtype=torch.float32)
     return Samples(
         prompt_ids=prompt_ids.to(device),
         prompt_mask=prompt_mask.to(device),
         completion_ids=completion_ids.to(device),
         completion_mask=completion_mask.to(device),
         logprobs=logprobs.to(device),
-        texts=[choice.text for _, _, choice in choices],
-        finish_reasons=reasons,
-        prompt_index=[k for k, _, _ in choices],
-        prefill_tokens=sum(c.prefill_tokens for c in completions),
+        texts=[r.text for r in rows],
+        finish_reasons=[r.finish_reason for r in rows],
+        prompt_index=[r.prompt_index for r in rows],
+        prefill_tokens=prefill_tokens,
     )
