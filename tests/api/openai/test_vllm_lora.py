@@ -19,7 +19,7 @@ pytest.importorskip("peft", reason="LoRA adapters need the local extra")
 sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from live_server import LiveServer, free_port  # noqa: E402
 from service_helpers import new_tenant  # noqa: E402
-from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
+from tiny_lm import CHAT_TEMPLATE, WORDS, make_model, make_tokenizer, one_step_lora  # noqa: E402
 
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
@@ -280,3 +280,42 @@ def test_rollout_server_config_is_checked(tmp_path):
         GRPOConfig(rollout_server="http://h/v1", rollout_folder=str(tmp_path), rollout_dtype="bfloat16")
     with pytest.raises(ValueError, match="rollout_adapter"):
         GRPOConfig(rollout_server="http://h/v1", rollout_folder=str(tmp_path), rollout_adapter="a/b")
+
+
+def _shuffled_tokenizer():
+    """The tiny tokenizer with its words in another order: same size, other ids for the same text."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<pad>", "<unk>", "<s>", "<|im_start|>", "<|im_end|>"]
+    core = Tokenizer(
+        models.WordLevel(vocab={t: i for i, t in enumerate(specials + WORDS[::-1])}, unk_token="<unk>")
+    )
+    core.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, pad_token="<pad>", unk_token="<unk>", bos_token="<s>",
+                                  eos_token="<|im_end|>", additional_special_tokens=["<|im_start|>"])  # fmt: skip
+    tok.chat_template = CHAT_TEMPLATE
+    return tok
+
+
+def test_a_server_of_another_model_is_refused(live, monkeypatch):
+    server, runs = live
+    name, headers = _tenant(server)
+    monkeypatch.setenv("RESONANCE_ROLLOUT_API_KEY", headers["Authorization"].split()[1])
+    config = GRPOConfig(group_size=2, prompts_per_step=1, max_new_tokens=4, chat_template=False,
+                        rollout_server=f"{server.url}/v1", rollout_folder=str(runs / name / "r"))  # fmt: skip
+    tokenizer = _shuffled_tokenizer()
+    other_tokenizer = LMPolicy(
+        tokenizer, make_model(len(tokenizer), context=CONTEXT), PolicyConfig(lora_rank=4)
+    )
+    with pytest.raises(RolloutServerError, match="tokenizes a probe text"):
+        GRPO(other_tokenizer, _lengths, PROMPTS, config)
+    tokenizer = make_tokenizer()
+    other_weights = LMPolicy(
+        tokenizer, make_model(len(tokenizer), seed=5, context=CONTEXT), PolicyConfig(lora_rank=4)
+    )
+    with pytest.raises(RolloutServerError, match="log-probs differ from the policy's"):
+        GRPO(other_weights, _lengths, PROMPTS, config)
+    monkeypatch.setenv("RESONANCE_ROLLOUT_API_KEY", "rsk_wrong")
+    with pytest.raises(RolloutServerError, match="refused the API key"):
+        GRPO(_policy(), _lengths, PROMPTS, config)
