@@ -34,6 +34,7 @@ def test_page_and_every_asset_it_loads_are_served_from_the_app(client):
         "/studio/api.js",
         "/studio/charts.js",
         "/studio/evidence.js",
+        "/studio/serve.js",
         "/studio/steer.js",
     }
     assert client.get("/studio/studio.css").status_code == 200

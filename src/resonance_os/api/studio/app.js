@@ -1,8 +1,9 @@
-// Resonance Studio: sign in, profiles, write, analyze, rate, train; every call goes through api.js.
+// Resonance Studio: sign in, profiles, write, analyze, rate, train, serve; every call goes through api.js.
 
 import { call, describe, sentence, session, stream } from "./api.js";
 import { label, lineChart, linesChart, radar } from "./charts.js";
 import { highlight, EVIDENCE_KINDS } from "./evidence.js";
+import { servePanel } from "./serve.js";
 import { steerPanel } from "./steer.js";
 
 const BUILTIN_TEMPLATES = ["professional", "creative", "technical"];
@@ -25,6 +26,7 @@ const state = {
   curve: [],
   paragraphTimer: null,
 };
+let serve = null; // the Train screen's serve box (serve.js), made at start
 
 function make(tag, attributes = {}, text = null) {
   const node = document.createElement(tag);
@@ -123,6 +125,7 @@ function signOut(clear = true) {
   state.previous = null;
   state.jobs = [];
   state.job = null;
+  serve.reset();
   clearTimeout(state.jobTimer);
   for (const panel of document.querySelectorAll(".panel")) panel.hidden = true;
   for (const result of ["#write-result", "#write-progress-box", "#analyze-result", "#refine-result", "#profile-detail", "#ab-form", "#job-detail"]) $(result).hidden = true;
@@ -621,27 +624,36 @@ const CURVE_TITLES = {
 };
 const curveTitle = (key) => CURVE_TITLES[key] ?? label(key);
 
+const isPolicy = (job) => job.kind === "ppo";
+
+/** Steps a job trains: PPO timesteps, or a voice adapter's SFT and HR-GRPO steps. */
+const jobSteps = (job) => (isPolicy(job) ? Number(job.params.timesteps) : job.params.sft_steps + job.params.grpo_steps);
+
 function jobName(job) {
+  if (!isPolicy(job)) return `voice adapter of ${job.params.profile}, ${job.params.sft_steps} SFT + ${job.params.grpo_steps} HR-GRPO steps`;
   const toward = job.params.profile ? job.params.profile.replace(/^builtin\//, "") : "a custom target";
   const reward = job.params.reward === "lm" ? ", lm reward" : "";
   return `${toward}, ${Number(job.params.timesteps).toLocaleString("en")} steps${reward}`;
 }
 
 function jobStatus(job) {
-  const total = Number(job.params.timesteps);
+  const total = jobSteps(job);
   const done = Math.round(job.progress * total);
+  const finished = isPolicy(job)
+    ? "Finished: pick it as the trained policy on the Write screen."
+    : `Finished: articles written toward ${job.params.profile} now draft with this adapter; serve it below to call it through the OpenAI API.`;
   return {
     queued: "Waiting for a free worker…",
     starting: "Starting a worker…",
     running: `Training: ${done.toLocaleString("en")} of ${total.toLocaleString("en")} steps (${Math.round(job.progress * 100)}%).`,
-    succeeded: "Finished: pick it as the trained policy on the Write screen.",
+    succeeded: finished,
     failed: `Failed: ${job.error}`,
     cancelled: "Cancelled.",
   }[job.state];
 }
 
 async function loadJobs() {
-  ({ jobs: state.jobs } = await call("GET", "/v1/jobs?kind=ppo"));
+  ({ jobs: state.jobs } = await call("GET", "/v1/jobs?kind=ppo&kind=voice_adapter"));
   renderJobs();
   renderPolicies();
 }
@@ -653,10 +665,11 @@ function renderJobs() {
     const item = make("li");
     const button = make("button", { type: "button", class: "card job", "aria-pressed": String(job.id === state.job) });
     const percent = ACTIVE.has(job.state) && job.state !== "queued" ? ` ${Math.round(job.progress * 100)}%` : "";
+    const served = serve.servedAs(job, state.jobs).map((id) => ` · served as ${id}`).join("");
     button.append(
       make("span", {}, jobName(job)),
       make("span", { class: `state ${job.state}` }, `${job.state}${percent}`),
-      make("span", { class: "meta" }, `job ${job.id.slice(0, 8)} · ${new Date(job.created_at).toLocaleString()}`),
+      make("span", { class: "meta" }, `job ${job.id.slice(0, 8)} · ${new Date(job.created_at).toLocaleString()}${served}`),
     );
     button.addEventListener("click", () => selectJob(job.id));
     const compare = make("label", { class: "compare" });
@@ -769,7 +782,7 @@ function renderPolicies() {
   const select = $("#write-policy");
   const current = select.value;
   select.replaceChildren(make("option", { value: "" }, "None: the writer alone"));
-  for (const job of state.jobs.filter((j) => j.state === "succeeded")) {
+  for (const job of state.jobs.filter((j) => isPolicy(j) && j.state === "succeeded")) {
     select.append(make("option", { value: job.id }, jobName(job)));
   }
   if ([...select.options].some((option) => option.value === current)) select.value = current;
@@ -795,10 +808,13 @@ function policyChosen() {
 
 function renderCurve(points) {
   const metric = $("#curve-metric");
-  const keys = [...new Set(points.flatMap((p) => Object.keys(p)))].filter((k) => k !== "timesteps");
+  const keys = [...new Set(points.flatMap((p) => Object.keys(p)))].filter(
+    (k) => k !== "timesteps" && points.some((p) => Number.isFinite(p[k])), // a voice adapter's SFT steps have no episode reward
+  );
   const chosen = metric.value || "episode_reward_mean";
   metric.replaceChildren(...keys.map((key) => make("option", { value: key }, curveTitle(key))));
-  metric.value = keys.includes(chosen) ? chosen : keys[0] ?? "";
+  const fallback = keys.includes("episode_reward_mean") ? "episode_reward_mean" : keys.find((k) => /(^|_)loss$/.test(k)) ?? keys[0] ?? "";
+  metric.value = keys.includes(chosen) ? chosen : fallback;
   metric.disabled = keys.length === 0;
   const line = points
     .filter((p) => Number.isFinite(p[metric.value]))
@@ -834,7 +850,7 @@ async function showJob() {
   const version = job.params.reward_model_version;
   $("#job-meta").textContent = [
     `seed ${job.params.seed}`,
-    version === null || version === undefined ? "no reward model" : `reward model version ${version}`,
+    !isPolicy(job) ? "LoRA adapter of the server's SmolLM2" : version === null || version === undefined ? "no reward model" : `reward model version ${version}`,
     `queued ${new Date(job.created_at).toLocaleString()}`,
     job.attempts > 1 ? `${job.attempts} workers (resumed from a checkpoint)` : null,
   ]
@@ -846,7 +862,8 @@ async function showJob() {
   renderCurve(curve.points);
   renderJobMetrics(job.metrics);
   $("#cancel-job").hidden = !ACTIVE.has(job.state);
-  $("#use-policy").hidden = job.state !== "succeeded";
+  $("#use-policy").hidden = !(isPolicy(job) && job.state === "succeeded");
+  serve.render(job, state.jobs);
   $("#job-detail").hidden = false;
 }
 
@@ -879,6 +896,7 @@ function watchJobs() {
 
 async function refreshJobs() {
   try {
+    if (!$("#panel-train").hidden) await serve.refresh();
     await loadJobs();
     if (state.job && !$("#panel-train").hidden) await showJob();
     if (!$("#panel-train").hidden) await Promise.all([rewardModelChoice(), compareRuns()]);
@@ -1037,6 +1055,7 @@ async function start() {
   buildSliders();
   legends();
   const describeDimension = (name) => state.dimensions.find((d) => d.name === name).description;
+  serve = servePanel({ make, showError });
   const steer = steerPanel({ make, namedHeading, showError, clearMessages, description: describeDimension }, () => state.article);
   $("#sign-in-form").addEventListener("submit", signIn);
   $("#sign-out").addEventListener("click", () => signOut());
