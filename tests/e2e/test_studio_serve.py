@@ -1,7 +1,9 @@
 """The Train screen's "Serve this policy" (issue 40): a finished voice-adapter job (a LoRA adapter over the
 server's language model) is served through the OpenAI API from the browser, the official ``openai`` SDK
 and the page's own snippets then reach it, "Stop serving" takes it away, the server's refusals are shown
-in words next to the control, and a PPO policy (an edit policy, not a language model) offers no serve.
+in words next to the control, a training of the same adapter that finished after it was served offers
+its new weights (and the older job says it was replaced), and a PPO policy (an edit policy, not a
+language model) offers no serve.
 
 A real ``resonance serve``: its 'SmolLM2' is the tiny seeded Llama saved where the server loads it from
 (``$RESONANCE_CACHE``), so the voice-adapter job (2 SFT steps through ``POST
@@ -56,19 +58,20 @@ def serve_studio(tmp_path_factory):
         with httpx.Client(base_url=studio.url, headers=headers, timeout=120) as http:
             hrv = BUILTIN_TEMPLATES["creative"].vector.to_list()
             assert http.post("/v1/profiles", json={"name": "newsletter", "hrv": hrv}).status_code == 201
-            text = "\n\n".join([PARAGRAPH] * 4)
-            voice = http.post(
-                "/v1/profiles/newsletter/adapter", json={"text": text, "sft_steps": 2, "grpo_steps": 0}
-            )
-            assert voice.status_code == 202, voice.text
             policy = http.post("/v1/train", json={"profile": "newsletter", "timesteps": 2048, "seed": 0})
             assert policy.status_code == 202, policy.text
-            jobs = {
-                "voice": finished(http, voice.json()["id"]),
-                "policy": finished(http, policy.json()["id"]),
-            }
+            jobs = {"voice": train_voice(http, seed=0), "policy": finished(http, policy.json()["id"])}
         studio.home, studio.jobs = home, jobs
         yield studio
+
+
+def train_voice(http: httpx.Client, seed: int) -> dict:
+    """The profile's voice adapter trained as a tenant queues it: 2 SFT steps on its paragraphs."""
+    text = "\n\n".join([PARAGRAPH] * 4)
+    body = {"text": text, "sft_steps": 2, "grpo_steps": 0, "seed": seed}
+    queued = http.post("/v1/profiles/newsletter/adapter", json=body)
+    assert queued.status_code == 202, queued.text
+    return finished(http, queued.json()["id"])
 
 
 def finished(http: httpx.Client, job_id: str, timeout: float = 300.0) -> dict:
@@ -155,13 +158,28 @@ def test_a_voice_adapter_job_is_served_from_the_train_screen_and_reached_with_th
         assert called.returncode == 0 and f'"model":"{MODEL_ID}"' in called.stdout.replace(" ", ""), called
     context.close()
 
+    # the profile's adapter trained again: published in the same folder, newer than what is served
+    with httpx.Client(base_url=studio.url, headers=headers, timeout=120) as http:
+        again = train_voice(http, seed=1)
     # a fresh tab shows what is served from GET /v1/adapters, on the job's card and in its serve box
     context, page = train_tab(browser, studio)
-    assert f"served as {MODEL_ID}" in page.inner_text(
-        f"#job-list .card.job:has-text('job {voice['id'][:8]}')"
-    )
+    card = "#job-list .card.job:has-text('job {}')"
+    assert f"served as {MODEL_ID}" in page.inner_text(card.format(again["id"][:8]))
+    assert "served as" not in page.inner_text(card.format(voice["id"][:8]))
     open_job(page, voice)
-    page.wait_for_selector("#job-serve .model-id")
+    page.wait_for_selector(f"#job-serve:has-text('job {again['id'][:8]}')")
+    assert "replaced it in voice-adapters/newsletter" in page.inner_text("#job-serve")
+    assert page.locator("#job-serve button, #job-serve input").count() == 0
+    open_job(page, again)
+    page.wait_for_selector("#job-serve .stale")
+    assert "may still answer with the earlier training's weights" in page.inner_text("#job-serve .stale")
+    page.click("#job-serve button:has-text('Serve the new weights')")
+    page.wait_for_selector("#serve-status:has-text('version 2')")
+    assert page.locator("#job-serve .stale").count() == 0
+    assert f"{MODEL_ID} (version 2)" in page.inner_text("#job-serve .served")
+    listed = httpx.get(f"{studio.url}/v1/adapters", headers=headers).json()["data"]
+    assert [(m["id"], m["version"]) for m in listed] == [(MODEL_ID, 2), ("taken", 1)]
+
     page.click(f"#job-serve button:has-text('Stop serving {MODEL_ID}')")
     page.wait_for_selector("#serve-name")
     assert f"Stopped serving {MODEL_ID}" in page.inner_text("#serve-status")

@@ -1,8 +1,8 @@
 """Sampling on a vLLM server: a trainer's completions drawn by an OpenAI-compatible server with vLLM's
 extensions, and the trained LoRA adapter synced to it after each update.
 
-The protocol followed is vLLM 0.34.0's (``VLLM_PROTOCOL``); ``resonance serve`` speaks the same routes
-(docs/serving.md), so one configuration works against either:
+The protocol followed is vLLM 0.34.0's (``openai_wire.VLLM_PROTOCOL``); ``resonance serve`` speaks the
+same routes (docs/serving.md), so one configuration works against either:
 
 - ``POST {base}/completions`` with ``prompt`` as token ids, ``n``, ``temperature``, ``top_p``,
   ``max_tokens``, ``seed``, ``stop``, ``logprobs: 0`` (the sampled token's log-prob) and
@@ -38,12 +38,11 @@ import torch
 
 from resonance_os.llm.causal_lm import eos_token_ids
 from resonance_os.llm.errors import ConfigError, LLMError
+from resonance_os.llm.openai_wire import VLLM_PROTOCOL, error_message
 from resonance_os.llm.policy import LMPolicy
 from resonance_os.llm.sampling import PROMPT_SEED_MIX, SampledRow, Samples, samples_from_rows
 from resonance_os.rl.folders import replace_folder
 
-VLLM_PROTOCOL = "0.34.0"
-"""The vLLM release whose OpenAI-API routes and fields this client follows."""
 PROBE_TEXT = "The quick brown fox, 12 résumés and\ta naïve café!\nthe cat sat on the mat"
 """Tokenized by the server and by the policy's tokenizer: different ids mean a different base model."""
 PROBE_TOKENS = 8
@@ -55,24 +54,6 @@ class RolloutServerError(LLMError):
     """The rollout server cannot be reached, refuses a request, or is not the policy's model."""
 
     http_status = 502
-
-
-def _error_message(response: httpx.Response) -> str:
-    """The message of an error answer: OpenAI's/vLLM's ``{"error": {"message"}}``, FastAPI's
-    ``{"detail"}``, or the text."""
-    try:
-        body = response.json()
-    except ValueError:
-        return response.text.strip()[:300] or response.reason_phrase
-    if isinstance(body, dict):
-        error = body.get("error")
-        if isinstance(error, dict) and error.get("message"):
-            return str(error["message"])
-        if isinstance(error, str):
-            return error
-        if body.get("detail"):
-            return str(body["detail"])
-    return str(body)[:300]
 
 
 class RemoteSampler:
@@ -154,7 +135,7 @@ class RemoteSampler:
             wait = min(wait * 2, 5.0)
         if response.status_code in (401, 403):
             raise RolloutServerError(
-                f"the rollout server at {self.base_url} refused the API key ({_error_message(response)}); "
+                f"the rollout server at {self.base_url} refused the API key ({error_message(response)}); "
                 "set RESONANCE_ROLLOUT_API_KEY to its key (vLLM: --api-key; resonance serve: a tenant key)"
             )
         return response
@@ -165,7 +146,7 @@ class RemoteSampler:
         listed = self._call("GET", "models")
         if listed.status_code != 200:
             raise RolloutServerError(
-                f"GET {self.base_url}/models answered {listed.status_code} ({_error_message(listed)}); "
+                f"GET {self.base_url}/models answered {listed.status_code} ({error_message(listed)}); "
                 "GRPOConfig.rollout_server must be the server's OpenAI base URL, ending in /v1"
             )
         try:
@@ -203,13 +184,13 @@ class RemoteSampler:
     def _first_choice(self, response: httpx.Response, model: str) -> dict[str, Any]:
         if response.status_code == 404:
             raise RolloutServerError(
-                f"the rollout server has no model {model!r} ({_error_message(response)}); it must serve the "
+                f"the rollout server has no model {model!r} ({error_message(response)}); it must serve the "
                 "policy's base model with LoRA enabled (vLLM: --enable-lora --max-lora-rank >= the rank)"
             )
         if response.status_code != 200:
             raise RolloutServerError(
                 f"the rollout server answered {response.status_code} to a completion request: "
-                f"{_error_message(response)}"
+                f"{error_message(response)}"
             )
         try:
             return response.json()["choices"][0]
@@ -269,7 +250,7 @@ class RemoteSampler:
         answer = self._post(
             "load_lora_adapter", {"lora_name": self.adapter, "lora_path": path, "load_inplace": True}
         )
-        if answer.status_code == 404 and _error_message(answer) == "Not Found":
+        if answer.status_code == 404 and error_message(answer) == "Not Found":
             raise RolloutServerError(
                 f"{self.base_url} has no /load_lora_adapter route: start vLLM with "
                 "VLLM_ALLOW_RUNTIME_LORA_UPDATING=True and --enable-lora"
@@ -277,7 +258,7 @@ class RemoteSampler:
         if answer.status_code != 200:
             raise RolloutServerError(
                 f"the rollout server did not load the adapter from {path} ({answer.status_code}: "
-                f"{_error_message(answer)}); it must be able to read that folder: set "
+                f"{error_message(answer)}); it must be able to read that folder: set "
                 "GRPOConfig.rollout_server_folder to where it sees GRPOConfig.rollout_folder"
             )
         self.version = version

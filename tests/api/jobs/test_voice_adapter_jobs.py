@@ -149,6 +149,7 @@ def test_a_tenant_trains_its_profiles_voice_adapter_as_a_job_writes_with_it_and_
         assert written.json()["voice_adapter"] == f"{name}/newsletter"
         assert written.json()["backend"] == f"local+voice ({name}/newsletter)"
 
+        asked = time.time()
         registered = http.post(
             "/v1/adapters", json={"name": "newsletter-voice", "path": info["path"]}, headers=headers
         )
@@ -157,6 +158,7 @@ def test_a_tenant_trains_its_profiles_voice_adapter_as_a_job_writes_with_it_and_
         assert [(m["id"], m["path"], m["version"]) for m in served] == [
             ("newsletter-voice", job["metrics"]["served_path"], 1)
         ]  # what the Studio matches a job's published adapter by
+        assert asked <= served[0]["updated"] <= time.time()  # a later training is newer than what is served
         stolen = http.post("/v1/adapters", json={"name": "x", "path": info["path"]}, headers=other_headers)
         assert stolen.status_code == 404  # another tenant's runs folder is not theirs
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key=headers["Authorization"][7:])

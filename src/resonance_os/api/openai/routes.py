@@ -109,12 +109,12 @@ async def parse(request: Request, model: type[BaseModel]) -> Any:
 @router.get("/models")
 async def list_models(request: Request, ctx: TenantContext = Depends(tenant)) -> dict:
     """The base model and the caller's adapters."""
-    return {"object": "list", "data": serving(request).models(ctx)}
+    return {"object": "list", "data": serving(request).listed_models(ctx)}
 
 
 @router.get("/models/{model_id:path}")
 async def retrieve_model(model_id: str, request: Request, ctx: TenantContext = Depends(tenant)) -> dict:
-    for model in serving(request).models(ctx):
+    for model in serving(request).listed_models(ctx):
         if model["id"] == model_id:
             return model
     raise OpenAIError(404, f"The model `{model_id}` does not exist or you do not have access to it.",
@@ -402,6 +402,8 @@ async def chat_completions(request: Request, ctx: TenantContext = Depends(tenant
     """Chat completions with the model's chat template (OpenAI's ``/v1/chat/completions``)."""
     body: ChatCompletionRequest = await parse(request, ChatCompletionRequest)
     svc = serving(request)
+    if svc.settings.upstream is not None and body.model == svc.settings.upstream.model:
+        return await svc.settings.upstream.forward("chat/completions", body, ctx, svc)
     engine, adapter = await svc.resolve(ctx, body.model)
     if body.top_logprobs and not body.logprobs:
         raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
@@ -423,6 +425,8 @@ async def completions(request: Request, ctx: TenantContext = Depends(tenant)) ->
     """Text completions of one or more prompts (strings or token ids; OpenAI's ``/v1/completions``)."""
     body: CompletionRequest = await parse(request, CompletionRequest)
     svc = serving(request)
+    if svc.settings.upstream is not None and body.model == svc.settings.upstream.model:
+        return await svc.settings.upstream.forward("completions", body, ctx, svc)
     engine, adapter = await svc.resolve(ctx, body.model)
     raw = body.prompt
     if isinstance(raw, str):

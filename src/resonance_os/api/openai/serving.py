@@ -13,6 +13,8 @@ Configuration (environment, read once per server process):
   ``RESONANCE_OPENAI_ADAPTERS`` (8); ``RESONANCE_OPENAI_MAX_TOKENS``: ``max_tokens`` when a request
   sets none (1024, within the context left).
 - Engine: ``RESONANCE_OPENAI_MAX_BATCH`` (32 sequences), ``RESONANCE_ENGINE_DTYPE`` (default: detected).
+- ``RESONANCE_OPENAI_UPSTREAM`` (+ ``_MODEL``, ``_KEY``, ``_TIMEOUT``): one more model, answered by an
+  upstream vLLM server (:mod:`~resonance_os.api.openai.upstream`).
 
 The model is loaded on the first request that needs it (not at start-up). Registered adapters are kept
 in ``$RESONANCE_HOME/openai/adapters.json`` (written atomically), so they survive a restart and every
@@ -42,6 +44,7 @@ from starlette.concurrency import run_in_threadpool
 from resonance_os.api.openai import metrics
 from resonance_os.api.openai.errors import OpenAIError, model_not_found
 from resonance_os.api.openai.limits import TenantLedger, TenantLimits
+from resonance_os.api.openai.upstream import Upstream
 from resonance_os.api.persistence.db import Database
 from resonance_os.api.persistence.keys import resonance_home
 from resonance_os.api.persistence.tenants import TenantContext
@@ -68,6 +71,7 @@ class ServingSettings:
     limits: TenantLimits = field(default_factory=TenantLimits)
     default_max_tokens: int = 1024
     max_batch: int = 32
+    upstream: Upstream | None = None
 
     @classmethod
     def from_env(cls) -> ServingSettings:
@@ -87,11 +91,13 @@ class ServingSettings:
             limits=limits,
             default_max_tokens=env_int("RESONANCE_OPENAI_MAX_TOKENS", cls.default_max_tokens),
             max_batch=env_int("RESONANCE_OPENAI_MAX_BATCH", cls.max_batch),
+            upstream=Upstream.from_env(),
         )
 
 
 class AdapterRegistry:
-    """Adapters registered by each tenant, ``{tenant_id: {name: {"path", "created"}}}`` in one JSON file."""
+    """Adapters registered by each tenant, ``{tenant_id: {name: {"path", "created", "version",
+    "updated"}}}`` in one JSON file (``updated``: when it was registered or last replaced, seconds)."""
 
     def __init__(self, file: Path) -> None:
         self.file = file
@@ -131,6 +137,7 @@ class AdapterRegistry:
                 "path": path,
                 "created": old["created"] if old else int(time.time()),
                 "version": version,
+                "updated": time.time(),
             }
             self._write(data)
             return mine[name]
@@ -234,7 +241,8 @@ class OpenAIServing:
 
     def adapters(self, ctx: TenantContext) -> list[dict[str, Any]]:
         """The tenant's models but the base model; a registered adapter's also has its ``path`` (the
-        run folder it was registered from, relative to the tenant's runs folder) and ``version``."""
+        run folder it was registered from, relative to the tenant's runs folder), ``version`` and
+        ``updated`` (when its weights were read from there: registered, or replaced)."""
         registered = self.registry.of(ctx.tenant_id)
         root = self.tenant_runs(ctx).resolve()
         out = []
@@ -243,9 +251,15 @@ class OpenAIServing:
             if record is not None:
                 folder = Path(record["path"])
                 path = folder.relative_to(root).as_posix() if folder.is_relative_to(root) else str(folder)
-                model = {**model, "path": path, "version": record.get("version", 1)}
+                version, updated = record.get("version", 1), record.get("updated", record["created"])
+                model = {**model, "path": path, "version": version, "updated": updated}
             out.append(model)
         return out
+
+    def listed_models(self, ctx: TenantContext) -> list[dict[str, Any]]:
+        """What ``GET /v1/models`` lists: :meth:`models`, then the upstream's model when one is set."""
+        upstream = self.settings.upstream
+        return [*self.models(ctx), *([upstream.card(self.created)] if upstream is not None else [])]
 
     def _tinker_weights(self, ctx: TenantContext) -> list[Any]:
         if self.db is None:

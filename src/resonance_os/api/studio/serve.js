@@ -38,7 +38,8 @@ export function servePanel(ui) {
   /** The newer finished job that published to the same folder (and so replaced this job's adapter), if any. */
   function replacedBy(job, jobs) {
     const path = servedPath(job);
-    return jobs.find((other) => other !== job && servedPath(other) === path && other.finished_at > job.finished_at) ?? null;
+    const finished = Date.parse(job.finished_at);
+    return jobs.find((other) => other !== job && servedPath(other) === path && Date.parse(other.finished_at) > finished) ?? null;
   }
 
   function defaultName(job) {
@@ -92,14 +93,33 @@ export function servePanel(ui) {
         done: () => `Stopped serving ${model.id}: a request for it is now answered 404 (model_not_found).`,
       }),
     );
+    box.append(line);
+    if (Date.parse(job.finished_at) > model.updated * 1000) box.append(staleWeights(model, job));
     box.append(
-      line,
       make("p", { class: "hint" }, `Put the API key you signed in with in ${KEY_VARIABLE}, then call it from any OpenAI client:`),
       snippet("Python, the openai SDK", python),
       snippet("curl", curl),
       stop,
     );
     return box;
+  }
+
+  /** The job finished after `model` was served from its folder: the server may still answer with the earlier
+   * training's weights until they are replaced (POST /v1/adapters with replace: true). */
+  function staleWeights(model, job) {
+    const note = make("div", { class: "stale" });
+    const replace = make("button", { type: "button", class: "replace-weights" }, "Serve the new weights");
+    replace.addEventListener("click", () =>
+      act(job, replace, () => call("POST", "/v1/adapters", { name: model.id, path: model.path, replace: true }), {
+        doing: `Loading this training's weights into ${model.id}…`,
+        done: (reply) => `${reply.id} now answers with this training's weights (version ${reply.version}), from the next request.`,
+      }),
+    );
+    note.append(
+      make("p", { class: "serve-warning" }, `This training finished after ${model.id} was served, so ${model.id} may still answer with the earlier training's weights.`),
+      replace,
+    );
+    return note;
   }
 
   function serveForm(job, path) {
@@ -160,7 +180,7 @@ export function servePanel(ui) {
     const path = servedPath(job);
     const newer = path ? replacedBy(job, lastJobs) : null;
     const served = path && !newer ? servedAs(path) : [];
-    const key = JSON.stringify([job.id, job.state, path, newer?.id, served.map((m) => [m.id, m.version]), state.failed?.message]);
+    const key = JSON.stringify([job.id, job.state, path, newer?.id, served.map((m) => [m.id, m.version, m.updated]), state.failed?.message]);
     if (state.busy || (!force && key === state.shown)) return;
     if (state.shown && JSON.parse(state.shown)[0] !== job.id) state.status = "";
     state.shown = key;
