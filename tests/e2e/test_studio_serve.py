@@ -131,6 +131,12 @@ def test_a_voice_adapter_job_is_served_from_the_train_screen_and_reached_with_th
     page.wait_for_selector("#serve-error:not([hidden])")
     error = page.inner_text("#serve-error")
     assert "Conflict (409)" in error and "'taken' is registered" in error
+    page.fill("#serve-name", "SmolLM2-135M-Instruct")  # the served base model's own id
+    page.click("#serve-button")
+    page.wait_for_selector("#serve-error:has-text('400')")
+    assert "Not served (400)" in page.inner_text("#serve-error") and "base model's id" in page.inner_text(
+        "#serve-error"
+    )
 
     page.fill("#serve-name", MODEL_ID)
     page.click("#serve-button")
