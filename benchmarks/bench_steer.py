@@ -4,7 +4,8 @@ For every dimension with a direction (``generation.steering_directions``; defaul
 ``--directions FOLDER`` for candidates from ``scripts/build_steering_directions.py``), the local
 SmolLM2 backend writes a short paragraph for each HELD-OUT prompt (``HELDOUT_PROMPTS``: never used to
 build the directions or choose their layer and gain) at strengths -1, -0.5, 0, 0.5, 1, ``--samples``
-replies per cell, all of one dimension's rows in one batched ``generate`` (per-row strengths). Each
+replies per cell, all of one dimension's rows in one engine run (``sample_steered``: per-request
+additions, continuous batching). Each
 reply is measured with the ``HRVExtractor`` and scored by the writing reward (``quality.reward``:
 fluency, the n-gram SLOR term; topic, mention and relatedness to the prompt).
 
@@ -21,6 +22,15 @@ A dimension PASSES when the curve's rho >= 0.8, its effect is positive, and flue
 
     OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_steer.py [--directions build/steering] \
         [--prompts 6] [--samples 1] [--tokens 48] [--json build/steer.json]
+
+``--speed`` measures the sampling instead, side by side in one run: the same steered rows (every
+direction's first ``--prompts`` prompts x 5 strengths) through ``sample_steered`` (the generation
+engine) and through the path it replaced (one batched transformers ``generate`` under the
+``llm.steering`` hooks, kept here only as the reference), alternating ``--repeats`` times; printed: CPU
+seconds of this process per reply (run it with one thread: what a reply costs an idle core, whatever
+the machine's load), wall seconds, new tokens per reply, and the ratio.
+
+    OMP_NUM_THREADS=1 nice .venv/bin/python benchmarks/bench_steer.py --speed [--prompts 4] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -129,6 +139,66 @@ def summarise(dim: str, m: dict, layer: int) -> dict:
     }  # fmt: skip
 
 
+def generate_steered(
+    backend, messages: list, steer: list, directions: SteeringDirections, seed: int, max_tokens: int
+) -> list[str]:
+    """The replaced path, the reference of ``--speed``: one batched ``generate`` (left-padded rows, the
+    backend's decoding settings) with per-row additions through ``llm.steering.steering`` hooks."""
+    import torch
+
+    from resonance_os.generation.backends.local import STOP_STRINGS
+    from resonance_os.llm.steering import steering
+
+    tokenizer, model = backend.tokenizer, backend.model
+    tokenizer.padding_side = "left"
+    texts = [tokenizer.apply_chat_template(m, add_generation_prompt=True, tokenize=False) for m in messages]
+    inputs = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    torch.manual_seed(seed)
+    with steering(model, directions.additions(steer)), torch.inference_mode():
+        output = model.generate(
+            **inputs, max_new_tokens=max_tokens, do_sample=True, temperature=backend.temperature,
+            top_p=backend.top_p, repetition_penalty=backend.repetition_penalty,
+            no_repeat_ngram_size=backend.no_repeat_ngram_size, stop_strings=list(STOP_STRINGS),
+            tokenizer=tokenizer, pad_token_id=pad_id, use_cache=True,
+        )  # fmt: skip
+    start = inputs["input_ids"].shape[1]
+    return [tokenizer.decode(row[start:], skip_special_tokens=True).strip() for row in output]
+
+
+def speed(directions: SteeringDirections, prompts: list[str], tokens: int, seed: int, repeats: int) -> None:
+    """``--speed``: sample_steered (engine) against generate_steered (the replaced path), same rows."""
+    import torch
+
+    from resonance_os.generation.backends.local import LocalBackend
+
+    backend = LocalBackend()
+    rows = [(p, {d: s}) for d in directions.available for s in STRENGTHS for p in prompts]
+    messages, steer = [writing_messages(p) for p, _ in rows], [s for _, s in rows]
+    paths = {"sample_steered (engine)": sample_steered, "generate + steering hooks": generate_steered}
+    print(f"bench_steer --speed: {len(rows)} steered rows ({len(directions.available)} directions x "
+          f"{len(STRENGTHS)} strengths x {len(prompts)} held-out prompts), up to {tokens} new tokens, "
+          f"{torch.get_num_threads()} thread(s), load {os.getloadavg()[0]:.1f}")  # fmt: skip
+    for run in paths.values():  # warm both (first-call allocations, the tokenizer's stop-string tables)
+        run(backend, messages[:2], steer[:2], directions, seed, 4)
+    figures: dict[str, list[tuple[float, float, int]]] = {name: [] for name in paths}
+    for _ in range(repeats):
+        for name, run in paths.items():
+            cpu, wall = time.process_time(), time.perf_counter()
+            replies = run(backend, messages, steer, directions, seed, tokens)
+            spent = (time.process_time() - cpu, time.perf_counter() - wall)
+            kept = sum(len(backend.tokenizer(r, add_special_tokens=False)["input_ids"]) for r in replies)
+            figures[name].append((*spent, kept))
+    print("| path                      | CPU s/reply | wall s/reply | reply tokens | CPU ms/reply token |")
+    for name, runs in figures.items():
+        cpu, wall, kept = (sum(f[i] for f in runs) for i in range(3))
+        replies = repeats * len(rows)
+        print(f"| {name:<25} | {cpu / replies:>11.3f} | {wall / replies:>12.3f} | {kept / replies:>12.1f} | "
+              f"{1000 * cpu / max(kept, 1):>18.1f} |")  # fmt: skip
+    engine, generate = (sum(f[0] for f in runs) for runs in figures.values())
+    print(f"CPU per reply, generate / engine: {generate / engine:.2f}x ({repeats} alternating runs of each)")
+
+
 def print_tables(summary: dict, prompts: list[str]) -> None:
     head = " ".join(f"{s:>+6.1f}" for s in STRENGTHS)
     print(
@@ -188,6 +258,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="write tables and passed/failed here")
     parser.add_argument(
+        "--speed",
+        action="store_true",
+        help="time sample_steered (engine) against the generate path it replaced",
+    )
+    parser.add_argument("--repeats", type=int, default=2, help="--speed: alternating runs of each path")
+    parser.add_argument(
         "--merge",
         type=Path,
         nargs="+",
@@ -216,6 +292,9 @@ def main() -> None:
             directions.manifest,
         )  # fmt: skip
     prompts = list(HELDOUT_PROMPTS[: args.prompts])
+    if args.speed:
+        speed(directions, prompts, args.tokens, args.seed, args.repeats)
+        return
     started = time.perf_counter()
     print(f"bench_steer: {len(directions.available)} directions ({directions.model}), {len(prompts)} held-out "
           f"prompts x {len(STRENGTHS)} strengths x {args.samples} samples, {args.tokens} new tokens, "

@@ -5,7 +5,7 @@ the paragraph's place in the outline (its role and focus topic, never the earlie
 text, which a small model copies), advice for the ``STYLE_NOTES`` largest gaps between the target
 and what the model writes anyway (``draft_instructions``), and a sentence count. No metric names
 reach the model. ``write_paragraph`` asks the backend for ``candidates`` replies at once
-(``backend.sample``: one batched ``generate`` for the local model, ``n=`` for a server), cleans
+(``backend.sample``: one engine batch for the local model, ``n=`` for a server), cleans
 each (``clean_reply``: markdown, meta-text lines and sentences, sentences copied from the earlier
 paragraphs, repeated sentences, an unfinished last sentence), scores the survivors with the
 writing reward (prompt for the topic term, earlier paragraphs for the copy check) and keeps the

@@ -12,7 +12,10 @@ toward ``A`` (``s > 0``) or ``B`` (``s < 0``).
     means = residual_means(model, input_ids, attention_mask, span_mask, layers=[4, 8])  # {l: (N, H)}
     norm = typical_norm(model, input_ids, attention_mask, span_mask, layer=8)           # a float
 
-Rows whose delta is all zeros are left bit-identical (``h + 0 == h``). Works for Llama-family
+Rows whose delta is all zeros are left bit-identical (``h + 0 == h``). A fixed ``(B, H)`` delta suits a
+fixed batch; where rows join and leave (continuous batching), the generation engine takes additions per
+request (``llm.engine.GenerationEngine.submit(..., additions={layer: vector})``) and applies them
+through this hook, one forward pass at a time, with each row's own vector. Works for Llama-family
 (``model.model.layers``), GPT-2 (``transformer.h``), GPT-NeoX (``gpt_neox.layers``) layouts and for
 models wrapped by PEFT. Generic: knows nothing of what the directions mean.
 """
