@@ -22,6 +22,7 @@ from service_helpers import new_tenant  # noqa: E402
 from tiny_lm import CHAT_TEMPLATE, WORDS, make_model, make_tokenizer, one_step_lora  # noqa: E402
 
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
+from resonance_os.llm.pipeline import AsyncGRPO  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.remote_sampler import RolloutServerError  # noqa: E402
 
@@ -227,6 +228,31 @@ def test_grpo_samples_on_the_server_and_syncs_the_adapter(live, tmp_path, monkey
     assert (runs / name / "rollouts" / "grpo" / "v000001" / "adapter_config.json").is_file()
     assert "rollout_kl" in trainer.history[0] and trainer.history[0]["rollout_kl"] < 1e-6
 
+    # resumed from a checkpoint: the loaded weights are synced before the next step samples
+    trainer.save(tmp_path / "ckpt")
+    monkeypatch.undo()
+    monkeypatch.setenv("RESONANCE_ROLLOUT_API_KEY", headers["Authorization"].split()[1])
+    resumed = GRPO.load(tmp_path / "ckpt", _policy(), _lengths, PROMPTS)
+    seen = []
+    generate = resumed._generate
+
+    def generate_and_score_with_policy(*args, **kwargs):
+        samples = generate(*args, **kwargs)
+        with torch.no_grad():
+            mask = samples.completion_mask
+            seen.append(
+                (samples, resumed.policy.token_logprobs(samples.input_ids, samples.attention_mask, mask))
+            )
+        return samples
+
+    monkeypatch.setattr(resumed, "_generate", generate_and_score_with_policy)
+    resumed.learn(1, reset_num_timesteps=False)
+    samples, ours = seen[0]
+    mask = samples.completion_mask.bool()
+    assert torch.allclose(samples.logprobs[mask], ours[mask], atol=1e-4)
+    assert resumed.rollout_server.version == 2
+    assert sorted(p.name for p in (runs / name / "rollouts" / "grpo").iterdir()) == ["v000001", "v000002"]
+
 
 def test_an_unreachable_server_is_a_clear_error(tmp_path):
     config = GRPOConfig(group_size=2, prompts_per_step=1, max_new_tokens=4, chat_template=False,
@@ -272,6 +298,9 @@ def test_a_server_without_token_ids_is_refused(tmp_path):
 
 
 def test_rollout_server_config_is_checked(tmp_path):
+    server = {"rollout_server": "http://127.0.0.1:1/v1", "rollout_folder": str(tmp_path)}
+    with pytest.raises(ValueError, match="AsyncGRPO samples on its own generation workers"):
+        AsyncGRPO(_policy(), _lengths, PROMPTS, GRPOConfig(group_size=2, **server))
     with pytest.raises(ValueError, match="rollout_folder"):
         GRPOConfig(rollout_server="http://127.0.0.1:1/v1")
     with pytest.raises(ValueError, match="rollout_server"):
