@@ -708,7 +708,7 @@ class GRPO(training.StepTrainer):
         with torch.no_grad(), within, policy.autocast(self._autocast_dtype):
             out[rows] = policy.token_logprobs(
                 samples.input_ids[rows], samples.attention_mask[rows], samples.completion_mask[rows],
-                temperature=self.config.temperature,
+                temperature=self.config.temperature, group_size=self.config.group_size,
             )  # fmt: skip
         return out
 
@@ -797,7 +797,11 @@ class GRPO(training.StepTrainer):
         cfg, mask = self.config, samples.completion_mask[rows]
         with self.policy.autocast(self._autocast_dtype):
             logp = self.policy.token_logprobs(
-                samples.input_ids[rows], samples.attention_mask[rows], mask, temperature=cfg.temperature
+                samples.input_ids[rows],
+                samples.attention_mask[rows],
+                mask,
+                temperature=cfg.temperature,
+                group_size=cfg.group_size,
             )
         old_rows = logp.detach() if on_policy_old else old_logp[rows]
         weights = None

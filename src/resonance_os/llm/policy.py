@@ -478,13 +478,18 @@ class LMPolicy:
         *,
         temperature: float = 1.0,
         fp32_head: bool | None = None,
+        group_size: int = 1,
     ) -> torch.Tensor:
         """``log pi(y_t | x, y_<t)`` of each completion token, teacher-forced, with gradients.
 
         input_ids, attention_mask: (B, P + C) prompt (left-padded) followed by completion; the last C
         columns are the completion. completion_mask: (B, C), 1 on real completion tokens (C may be 0).
         temperature: logits are divided by it before the log-softmax (the distribution sampled at that
-        temperature). Returns float32 (B, C), 0 where ``completion_mask`` is 0.
+        temperature). group_size: G > 1 when rows ``g*G .. g*G+G-1`` share their prompt columns (an RL
+        group's completions of one prompt): each prompt is then computed once and its keys and values
+        repeated for its G rows (gradients flow back through the repeat), the same numbers up to float
+        rounding at a fraction of the cost (:meth:`_shared_prompt_logits`). Returns float32 (B, C), 0
+        where ``completion_mask`` is 0.
         """
         if input_ids.shape != attention_mask.shape:
             raise LLMError(
@@ -503,15 +508,67 @@ class LMPolicy:
             )
         if not temperature > 0:
             raise ConfigError(f"temperature={temperature!r} must be > 0")
+        if not isinstance(group_size, int) or group_size < 1 or input_ids.shape[0] % group_size:
+            raise LLMError(
+                f"group_size={group_size!r} must be a positive integer dividing the {input_ids.shape[0]} rows"
+            )
         if c == 0:
             return torch.zeros(input_ids.shape[0], 0, device=input_ids.device)
-        out = self.forward_logits(input_ids, attention_mask, logits_to_keep=c + 1, fp32_head=fp32_head)
-        logits = out.logits[:, -c - 1 : -1].float()
+        if group_size > 1 and not self._checkpointing():
+            logits = self._shared_prompt_logits(input_ids, attention_mask, c, group_size, fp32_head).float()
+        else:
+            out = self.forward_logits(input_ids, attention_mask, logits_to_keep=c + 1, fp32_head=fp32_head)
+            logits = out.logits[:, -c - 1 : -1].float()
         if temperature != 1.0:
             logits = logits / temperature
         targets = input_ids[:, -c:]
         logp = logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - logits.logsumexp(-1)
         return logp * completion_mask.to(logp.dtype)
+
+    def _shared_prompt_logits(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        c: int,
+        group_size: int,
+        fp32_head: bool | None,
+    ) -> torch.Tensor:
+        """The logits that predict the last ``c`` tokens of each row, (B, c, V), with each group's prompt
+        computed once: the prompt pass fills a key/value cache for one row per group, the cache is
+        repeated for the group's rows (``batch_repeat_interleave``: autograd sums the rows' gradients
+        into the one pass), and the completions run on it. Position ids are those of the whole row."""
+        from transformers import DynamicCache
+
+        p = input_ids.shape[1] - c
+        prompts, prompt_mask = input_ids[::group_size, :p], attention_mask[::group_size, :p]
+        if not (
+            torch.equal(input_ids[:, :p], prompts.repeat_interleave(group_size, 0))
+            and torch.equal(attention_mask[:, :p], prompt_mask.repeat_interleave(group_size, 0))
+        ):
+            raise LLMError(
+                f"group_size={group_size}: rows of a group must share their prompt columns (the first "
+                f"{p}); pass group_size=1 for rows of different prompts"
+            )
+        positions = (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+        cache = DynamicCache()
+        first = self.forward_logits(
+            prompts, prompt_mask, logits_to_keep=1, past_key_values=cache,
+            position_ids=positions[::group_size, :p], fp32_head=fp32_head,
+        ).logits.repeat_interleave(group_size, 0)  # fmt: skip
+        if c == 1:
+            return first
+        cache.batch_repeat_interleave(group_size)
+        rest = self.forward_logits(
+            input_ids[:, p:-1], attention_mask[:, :-1], past_key_values=cache,
+            position_ids=positions[:, p:-1], fp32_head=fp32_head,
+        ).logits  # fmt: skip
+        return torch.cat([first, rest], dim=1)
+
+    def _checkpointing(self) -> bool:
+        """Whether gradient checkpointing is on in training mode (transformers then keeps no cache)."""
+        return bool(self.model.training) and any(
+            getattr(m, "gradient_checkpointing", False) is True for m in self.model.modules()
+        )
 
     # ----------------------------------------------------------------------------------- checkpoints
     def state_dict_to_save(self) -> tuple[str, dict[str, torch.Tensor], dict[str, str]]:
