@@ -56,6 +56,10 @@ class RolloutServerError(LLMError):
     http_status = 502
 
 
+class AdapterMissingError(RolloutServerError):
+    """The server does not know the model asked for (a restarted vLLM forgets adapters loaded at run time)."""
+
+
 class RemoteSampler:
     """Samples a trainer's completions on a vLLM-compatible server and syncs its LoRA adapter there.
 
@@ -183,7 +187,7 @@ class RemoteSampler:
 
     def _first_choice(self, response: httpx.Response, model: str) -> dict[str, Any]:
         if response.status_code == 404:
-            raise RolloutServerError(
+            raise AdapterMissingError(
                 f"the rollout server has no model {model!r} ({error_message(response)}); it must serve the "
                 "policy's base model with LoRA enabled (vLLM: --enable-lora --max-lora-rank >= the rank)"
             )
@@ -281,7 +285,27 @@ class RemoteSampler:
     ) -> Samples:
         """``n`` completions of each prompt drawn by the server with the synced adapter, as the
         ``Samples`` ``llm.sampling.sample_ids`` returns (the server's ids and log-probs; tensors on the
-        policy's device; ``prefill_tokens``: the prompts' tokens, each once)."""
+        policy's device; ``prefill_tokens``: the prompts' tokens, each once). A server that no longer
+        knows the adapter (restarted) gets the synced weights again, once, and the step goes on."""
+        try:
+            return self._sample(prompt_ids, n, max_new_tokens, temperature, top_p, stop, seed, policy)
+        except AdapterMissingError:
+            if self.version is None:
+                raise
+            self.sync(policy, self.version)  # the policy has not changed since: the same weights
+            return self._sample(prompt_ids, n, max_new_tokens, temperature, top_p, stop, seed, policy)
+
+    def _sample(
+        self,
+        prompt_ids: Sequence[Sequence[int]],
+        n: int,
+        max_new_tokens: int,
+        temperature: float,
+        top_p: float,
+        stop: Sequence[str],
+        seed: int,
+        policy: LMPolicy,
+    ) -> Samples:
         eos = eos_token_ids(policy.base_model, policy.tokenizer)
 
         def one(k: int) -> list[SampledRow]:

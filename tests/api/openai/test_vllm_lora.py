@@ -5,6 +5,7 @@ log-probs are the policy's, and the adapter is synced after each update."""
 from __future__ import annotations
 
 import json
+import socket
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -348,3 +349,32 @@ def test_a_server_of_another_model_is_refused(live, monkeypatch):
     monkeypatch.setenv("RESONANCE_ROLLOUT_API_KEY", "rsk_wrong")
     with pytest.raises(RolloutServerError, match="refused the API key"):
         GRPO(_policy(), _lengths, PROMPTS, config)
+
+
+def test_an_adapter_the_server_lost_is_loaded_again(live, monkeypatch):
+    server, runs = live
+    name, headers = _tenant(server)
+    monkeypatch.setenv("RESONANCE_ROLLOUT_API_KEY", headers["Authorization"].split()[1])
+    config = GRPOConfig(group_size=2, prompts_per_step=1, max_new_tokens=4, chat_template=False, seed=0,
+                        rollout_server=f"{server.url}/v1", rollout_adapter="lost", rollout_folder=str(runs / name / "r"))  # fmt: skip
+    trainer = GRPO(_policy(), _lengths, PROMPTS, config)
+    assert (
+        _post(server, "unload_lora_adapter", headers, {"lora_name": "lost"}).status_code == 200
+    )  # as a restart
+    trainer.learn(1)
+    models = httpx.get(f"{server.url}/v1/models", headers=headers, timeout=60).json()["data"]
+    assert [m["id"] for m in models] == [MODEL, "lost"]
+
+
+def test_a_server_that_does_not_answer_is_a_timeout(tmp_path):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts connections, never answers
+    try:
+        config = GRPOConfig(group_size=2, prompts_per_step=1, max_new_tokens=4, chat_template=False,
+                            rollout_server=f"http://127.0.0.1:{silent.getsockname()[1]}/v1",
+                            rollout_folder=str(tmp_path), rollout_server_timeout=0.5)  # fmt: skip
+        with pytest.raises(RolloutServerError, match="did not answer GET .* within 0.5 s"):
+            GRPO(_policy(), _lengths, PROMPTS, config)
+    finally:
+        silent.close()
