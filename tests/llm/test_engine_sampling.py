@@ -111,3 +111,20 @@ def test_repetition_penalty_and_ngram_ban_equal_transformers_generate():
     assert penalised == out[0, len(prompt) :].tolist()[: len(penalised)]
     assert len(penalised) == 16 or penalised[-1] == tokenizer.eos_token_id
     assert penalised != greedy()  # the settings act
+
+
+def test_the_nucleus_found_in_the_head_is_the_nucleus_of_a_full_sort():
+    from resonance_os.llm.engine import nucleus
+
+    gen = torch.Generator().manual_seed(0)
+    sharpness = torch.tensor([0.5, 2.0, 5.0, 10.0, 20.0, 40.0])[:, None]
+    probs = (sharpness * torch.randn(6, 3000, generator=gen)).softmax(-1)
+    top_p = torch.tensor([0.9, 0.95, 0.5, 0.99, 0.3, 0.9])
+    ordered, order = probs.sort(dim=-1, descending=True)
+    reference = torch.zeros_like(probs, dtype=torch.bool).scatter(
+        -1, order, ordered.cumsum(-1) - ordered < top_p[:, None]
+    )
+    sizes = reference.sum(-1)
+    assert sizes.min() < 32 < sizes.max()  # rows that end in a 32-token head and rows that go past it
+    for head in (1, 32, 3000):
+        assert torch.equal(nucleus(probs, top_p, head), reference)

@@ -17,9 +17,11 @@ the first's prefix stored.
 
 Sampling per sequence: temperature, top-k, top-p, presence/frequency penalties, repetition penalty
 and no repeated n-grams (both over prompt and completion, as transformers' ``generate``), stop strings
-and stop token ids, ``max_tokens``; each choice draws from its own ``torch.Generator`` seeded from
-``(seed, choice index)``, so a seed gives the same tokens whatever else is in the batch (up to the
-float rounding of a different batch size in the matrix products; equal on the test model).
+and stop token ids, ``max_tokens`` (the top-p nucleus is looked for among the ``NUCLEUS_HEAD``
+likeliest tokens, the whole vocabulary sorted only for rows whose nucleus is larger); each choice
+draws from its own ``torch.Generator`` seeded from ``(seed, choice index)``, so a seed gives the same
+tokens whatever else is in the batch (up to the float rounding of a different batch size in the matrix
+products; equal on the test model).
 
 Prompt log-probs (``SamplingParams.prompt_logprobs``, teacher forcing): the prefill pass keeps the
 logits of the scored prompt positions too, so ``Completion.prompt_logprobs`` costs no extra pass and the
@@ -85,6 +87,9 @@ BASE = ""
 """The adapter name of the base model (no adapter)."""
 SEED_MIX = 0x9E3779B97F4A7C15
 THROUGHPUT_WINDOW_S = 10.0
+NUCLEUS_HEAD = 512
+"""Top-p looks for each row's nucleus among its likeliest ``NUCLEUS_HEAD`` tokens first (a top-k, not
+a sort of the whole vocabulary); rows whose nucleus reaches past them are sorted whole."""
 
 
 class EngineClosedError(LLMError):
@@ -986,13 +991,25 @@ def _cut(scaled: torch.Tensor, params: list[SamplingParams]) -> torch.Tensor:
     if rows:
         index = torch.tensor(rows, device=scaled.device)
         part = scaled[index]
-        ordered, order = part.sort(dim=-1, descending=True)
-        probs = ordered.softmax(-1)
         top_p = torch.tensor([params[r].top_p for r in rows], device=scaled.device)
-        remove = probs.cumsum(-1) - probs >= top_p[:, None]
-        ordered = ordered.masked_fill(remove, float("-inf"))
-        scaled[index] = torch.full_like(part, float("-inf")).scatter(-1, order, ordered)
+        scaled[index] = part.masked_fill(~nucleus(part.softmax(-1), top_p), float("-inf"))
     return scaled
+
+
+def nucleus(probs: torch.Tensor, top_p: torch.Tensor, head: int = NUCLEUS_HEAD) -> torch.Tensor:
+    """``(rows, V)`` bool: each row's top-p nucleus (Holtzman et al. 2020), the likeliest tokens whose
+    probability mass before them is below ``top_p[row]`` (the likeliest always in). Found among the
+    ``head`` likeliest tokens (``topk``) where it ends there, by a sort of the whole row elsewhere."""
+    k = min(head, probs.shape[1])
+    values, order = probs.topk(k, dim=-1)
+    inside = values.cumsum(-1) - values < top_p[:, None]
+    keep = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, inside)
+    longer = torch.nonzero(inside[:, -1])[:, 0] if k < probs.shape[1] else []
+    if len(longer):  # the head's last token is in: the nucleus may go on past the head
+        values, order = probs[longer].sort(dim=-1, descending=True)
+        inside = values.cumsum(-1) - values < top_p[longer, None]
+        keep[longer] = torch.zeros_like(inside).scatter(-1, order, inside)
+    return keep
 
 
 def _context_length(model: torch.nn.Module) -> int | None:
