@@ -294,9 +294,9 @@ def sample_steered(
     blank-line stop): row ``b`` answers ``messages[b]`` steered by ``steer[b]`` (``{dimension:
     strength}``). Rows with the same messages and the same nonzero strengths are one request's choices
     (their prompt computed once); every request samples with ``seed``, so same ``seed``, same replies,
-    rows of all strengths 0 are exactly ``backend.sample(messages, n, seed)``, and one prompt's rows at
-    different strengths draw the same random numbers (the strengths' effect is not mixed with the
-    draws')."""
+    rows of all strengths 0 are ``backend.sample(messages, n, seed)`` (up to the float rounding of a
+    different batch), and one prompt's rows at different strengths draw the same random numbers (the
+    strengths' effect is not mixed with the draws')."""
     _check_steerable(backend)
     if len(messages) != len(steer):
         raise SteeringError(

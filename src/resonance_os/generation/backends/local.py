@@ -100,7 +100,8 @@ class LocalBackend:
         """For each ``(messages, n, additions)``, ``n`` replies to ``messages`` with ``additions`` in the
         model's residual stream (None: unsteered), all in one continuously batched engine run with this
         backend's decoding settings. Every request samples with ``seed``, so a request equals
-        :meth:`sample` of its messages and ``n`` on a backend :meth:`steered` by its additions."""
+        :meth:`sample` of its messages and ``n`` on a backend :meth:`steered` by its additions (up to
+        the float rounding of a different batch in the matrix products, as ``llm.engine`` says)."""
         from resonance_os.llm.engine import EngineConfig, GenerationEngine
         from resonance_os.llm.sampling_params import SamplingParams
 
