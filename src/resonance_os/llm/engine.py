@@ -76,6 +76,7 @@ from resonance_os.llm.adapters import Adapter, AdapterError, RowAdapters, instal
 from resonance_os.llm.causal_lm import cache_argument, eos_token_ids
 from resonance_os.llm.detokenize import TextStream
 from resonance_os.llm.errors import ConfigError, LLMError, PromptTooLongError
+from resonance_os.llm.int8_weights import quantize_linears, weight_format
 from resonance_os.llm.kv_slots import PrefixStore, SlotKV
 from resonance_os.llm.precision import fast_dtype, parse_dtype
 from resonance_os.llm.sampling_params import Choice, ChoiceDelta, Completion, SamplingParams, TokenLogprob
@@ -103,13 +104,17 @@ class EngineConfig:
     """max_batch: sequences decoded together (a request needs ``n`` of them; default 32).
     prefill_tokens: prompt tokens computed in one step at most, beyond the first prompt (default 2048).
     prefix_cache_bytes: memory for stored prompt prefixes (default 256 MiB). min_prefix_tokens: shorter
-    prefixes are not shared (default 8). dtype: precision (default :func:`fast_dtype`)."""
+    prefixes are not shared (default 8). dtype: precision (default :func:`fast_dtype`). weights:
+    ``"float"`` (the weights in ``dtype``) or ``"int8"`` (weight-only int8, :mod:`~resonance_os.llm.int8_weights`:
+    a quarter of float32's bytes a step, numbers about 3% off float32's); default
+    ``$RESONANCE_ENGINE_WEIGHTS`` or ``"float"``. A borrowed model is never changed."""
 
     max_batch: int = 32
     prefill_tokens: int = 2048
     prefix_cache_bytes: int = 256 * 2**20
     min_prefix_tokens: int = 8
     dtype: torch.dtype | str | None = None
+    weights: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("max_batch", "prefill_tokens", "min_prefix_tokens"):
@@ -120,6 +125,7 @@ class EngineConfig:
             raise ConfigError(f"EngineConfig.prefix_cache_bytes={self.prefix_cache_bytes!r} must be >= 0")
         if self.dtype is not None:
             self.dtype = parse_dtype(self.dtype)
+        self.weights = weight_format(self.weights)
 
 
 @dataclass
@@ -320,6 +326,8 @@ class GenerationEngine:
             dtype = self.config.dtype or fast_dtype(next(model.parameters()).device)
             self.model = model.to(dtype).eval()
             self.model.requires_grad_(False)
+            if self.config.weights == "int8":
+                quantize_linears(self.model)
         self.dtype = dtype
         self.tokenizer = tokenizer
         self.device = next(model.parameters()).device

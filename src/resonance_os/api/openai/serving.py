@@ -12,7 +12,8 @@ Configuration (environment, read once per server process):
   ``RESONANCE_OPENAI_CONTEXT`` (8192, and never more than the model's), ``RESONANCE_OPENAI_MAX_N`` (16),
   ``RESONANCE_OPENAI_ADAPTERS`` (8); ``RESONANCE_OPENAI_MAX_TOKENS``: ``max_tokens`` when a request
   sets none (1024, within the context left).
-- Engine: ``RESONANCE_OPENAI_MAX_BATCH`` (32 sequences), ``RESONANCE_ENGINE_DTYPE`` (default: detected).
+- Engine: ``RESONANCE_OPENAI_MAX_BATCH`` (32 sequences), ``RESONANCE_ENGINE_DTYPE`` (default: detected),
+  ``RESONANCE_ENGINE_WEIGHTS`` (``float`` by default, or ``int8``: weight-only int8, docs/serving.md).
 - ``RESONANCE_OPENAI_UPSTREAM`` (+ ``_MODEL``, ``_KEY``, ``_TIMEOUT``): one more model, answered by an
   upstream vLLM server (:mod:`~resonance_os.api.openai.upstream`).
 
