@@ -50,7 +50,12 @@ are cancelled; a streamed one stops when the server can no longer send)."""
 
 
 class OpenAIRoute(APIRoute):
-    """A route whose every failure (auth and limits included) is answered in OpenAI's error shape."""
+    """A route whose every failure (auth and limits included) is answered in OpenAI's error shape
+    (a subclass answers in another shape by overriding :meth:`render`)."""
+
+    @staticmethod
+    def render(error: OpenAIError) -> Response:
+        return error.response()
 
     def get_route_handler(self) -> Callable:
         handler = super().get_route_handler()
@@ -61,14 +66,14 @@ class OpenAIRoute(APIRoute):
             except RequestValidationError as exc:
                 err = exc.errors()[0] if exc.errors() else {}
                 where = ".".join(str(p) for p in err.get("loc", ()) if p not in ("body", "path", "query"))
-                return OpenAIError(
-                    400, f"{where or 'request'}: {err.get('msg', 'invalid')}", param=where
-                ).response()
+                return self.render(
+                    OpenAIError(400, f"{where or 'request'}: {err.get('msg', 'invalid')}", param=where)
+                )
             except Exception as exc:
                 converted = from_exception(exc)
                 if converted is None:
                     raise
-                return converted.response()
+                return self.render(converted)
 
         return answer
 

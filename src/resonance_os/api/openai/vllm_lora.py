@@ -15,18 +15,15 @@ it); anything else is a 404, as a path vLLM cannot find. A folder that is not a 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from resonance_os.api.http.deps import tenant
-from resonance_os.api.openai.errors import OpenAIError, from_exception
-from resonance_os.api.openai.routes import parse, serving
+from resonance_os.api.openai.errors import OpenAIError
+from resonance_os.api.openai.routes import OpenAIRoute, parse, serving
 from resonance_os.api.openai.schemas import AdapterRegistration, Bool, Text
 from resonance_os.api.persistence.tenants import TenantContext
 
@@ -53,25 +50,10 @@ def vllm_error(error: OpenAIError) -> JSONResponse:
     return JSONResponse({"error": body}, status_code=error.status, headers=error.headers)
 
 
-class VLLMRoute(APIRoute):
+class VLLMRoute(OpenAIRoute):
     """A route whose every failure (auth and limits included) is answered in vLLM's error shape."""
 
-    def get_route_handler(self) -> Callable:
-        handler = super().get_route_handler()
-
-        async def answer(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except RequestValidationError as exc:
-                err = exc.errors()[0] if exc.errors() else {}
-                return vllm_error(OpenAIError(400, f"request: {err.get('msg', 'invalid')}"))
-            except Exception as exc:
-                converted = from_exception(exc)
-                if converted is None:
-                    raise
-                return vllm_error(converted)
-
-        return answer
+    render = staticmethod(vllm_error)
 
 
 router = APIRouter(prefix="/v1", tags=["openai"], route_class=VLLMRoute)
