@@ -220,28 +220,23 @@ def domain_paragraphs(n: int, split: str) -> dict[str, list[str]]:
 
 
 def baseline_coherence(model: str, revision: str):
-    """The coherence term as it was at git ``revision`` (its shipped feature weights and, where its
-    ``coherence.json`` names one, its transition order model; for ``lm`` the likelihood reader, the
-    only one then)."""
-    import io
+    """The coherence term as it was at git ``revision`` (its shipped feature weights; for ``lm`` the
+    likelihood reader, the only one then)."""
     import json
     import subprocess
 
     from resonance_os.quality.coherence import CoherenceModel, LMCoherence
-    from resonance_os.quality.transitions import TransitionModel
 
-    def shown(name: str) -> bytes:
-        return subprocess.run(
-            ["git", "show", f"{revision}:src/resonance_os/quality/data/{name}"],
-            capture_output=True,
-            check=True,
-            cwd=Path(__file__).resolve().parents[1],
-        ).stdout
-
-    data = json.loads(shown("coherence.json"))
-    transitions = TransitionModel.load(io.BytesIO(shown(data["order"]))) if data.get("order") else None
-    fast = CoherenceModel.from_json(data, transitions)
-    return fast if model == "fast" else LMCoherence(reader="likelihood", fast=fast.linear)
+    path = "src/resonance_os/quality/data/coherence.json"
+    data = subprocess.run(
+        ["git", "show", f"{revision}:{path}"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parents[1],
+    ).stdout
+    fast = CoherenceModel.from_json(json.loads(data))
+    return fast if model == "fast" else LMCoherence(reader="likelihood", fast=fast)
 
 
 def order_table(model: str, n: int, revision: str, timed_paragraphs: int) -> None:

@@ -2,11 +2,6 @@
 
     .venv/bin/python scripts/train_coherence.py [--books build/order_corpus] [--out FILE]   # writes data/coherence.json
 
-The fitted linear weights keep reading order only where no transition model is installed: an
-``"order"`` entry of the ``coherence.json`` being replaced (``scripts/train_coherence_transitions.py``'s
-model) is kept, and then the connectedness weights fitted here are what the fast term uses of this fit
-(the ``lm`` term uses the linear order weights too).
-
 ``--books``: the book paragraphs of ``scripts/build_order_corpus.py`` (public-domain novels, children's
 books and philosophy for training; history, essays and a book teaching a programming language held
 out, never fitted or tuned on): the order weights are fitted on the training books too (BOOK_PERMS
@@ -209,8 +204,6 @@ def main() -> None:
     train = paragraphs("train", args.books, args.book_limit)
     heldout = paragraphs("heldout", args.books)
     data = fit(train)
-    if out.is_file() and "order" in (installed := json.loads(out.read_text("utf-8"))):
-        data["order"] = installed["order"]  # the transition order model (train_coherence_transitions.py)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n", "utf-8")

@@ -153,7 +153,7 @@ def test_lm_coherence_with_a_trained_reader_compares_an_order_with_other_orders(
     (gain,) = lm.gains([text])
     assert gain == pytest.approx(own - sum(others) / len(others), abs=1e-6)
     units = text_units(text)
-    logit = 0.7 * gain - 0.1 + 0.5 * coherence_model().linear.order_logit(units)
+    logit = 0.7 * gain - 0.1 + 0.5 * coherence_model().order_logit(units)
     assert lm.score(text) == pytest.approx(coherence_model().connected(units) / (1 + math.exp(-logit)))
     assert lm.score_many(["One sentence only.", ""]) == [0.5, 0.0]
     with pytest.raises(ValueError, match="reader must be"):

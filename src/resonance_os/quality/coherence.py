@@ -31,12 +31,6 @@ and the coherence of a text with ``n >= 2`` sentences is
                                                   (LSA coherence, Foltz, Kintsch & Landauer 1998)
     coherence = order * connected                                             in [0, 1]
 
-When ``coherence.json`` names a transition model (``"order"``: ``quality.transitions``, a small learned
-network over the same sentences' pairs, decomposed the same way so its mean over all orders is exact
-too), ``order`` reads its calibrated log-odds plus ``linear_weight`` times the linear log-odds above
-(:meth:`CoherenceModel.order_logit`); the ``lm`` term keeps the linear order log-odds it was calibrated
-with (``CoherenceModel.linear``).
-
 ``w``, ``alpha, beta`` and ``v, v_0`` are fitted on ``corpus`` train paragraphs and the training-only
 docstring paragraphs by ``scripts/train_coherence.py`` (shipped in ``data/coherence.json``); the word
 vectors are the topic term's (``quality.topic``). A text with one sentence has no
@@ -49,7 +43,6 @@ times the connectedness above.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import itertools
 import json
@@ -60,20 +53,14 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 from resonance_os.core.text import Sentence, sentence_texts, split_sentences
 from resonance_os.profiling.hrv_extractor import simile_vehicle_start
 from resonance_os.quality import reference_lm
-from resonance_os.quality.sentence_cues import MARKER_WORDS, PERSONS, opening_class
 from resonance_os.quality.text_units import is_content, stem
 from resonance_os.quality.topic import topic_model
-
-if TYPE_CHECKING:
-    from resonance_os.quality.transitions import TransitionModel
 
 ROLES = ("F", "M", "L")
 """Sentence roles: first, middle, last."""
@@ -82,6 +69,31 @@ EARLY = 6
 """Words at the start of a sentence that count as its opening (its topic, usually)."""
 _DEFINITE = frozenset(("the", "this", "these", "those", "such"))
 _INDEFINITE = frozenset(("a", "an"))
+_MARKERS = frozenset(
+    "also again too another other further finally following follows then however thus therefore "
+    "hence so but this these it its they them their such same above below see".split()
+)
+_PERSONS = {
+    **dict.fromkeys(("he", "him", "his", "himself"), "he"),
+    **dict.fromkeys(("she", "her", "hers", "herself"), "she"),
+    **dict.fromkeys(("they", "them", "their", "theirs", "themselves"), "they"),
+    **dict.fromkeys(("i", "me", "my", "mine", "myself"), "i"),
+    **dict.fromkeys(("we", "us", "our", "ours", "ourselves"), "we"),
+    **dict.fromkeys(("you", "your", "yours", "yourself"), "you"),
+    **dict.fromkeys(("it", "its", "itself"), "it"),
+}
+_OPENING_CLASS = {
+    word: name
+    for name, words in {
+        "P": "he she it they him her them his its their",  # pronoun
+        "D": "this these that those such",  # demonstrative
+        "C": "however but yet although though nevertheless instead otherwise still",  # contrast
+        "A": "also and moreover furthermore besides likewise similarly",  # addition
+        "R": "so thus therefore hence consequently accordingly then",  # result
+        "S": "first second third next finally lastly",  # sequence
+    }.items()
+    for word in words.split()
+}
 _RANKS = {
     "first": 1,
     "firstly": 1,
@@ -127,9 +139,6 @@ class Unit:
     vector: np.ndarray | None = field(default=None, compare=False)
     """Sum of the word vectors of ``stems`` (``quality.topic``'s vectors; its direction is their mean
     vector's); ``None`` if none has one."""
-    function_words: tuple[str, ...] = ()
-    """The sentence's stop words (scikit-learn's English list), in order: what it says about tense,
-    person and reference whatever its subject."""
 
 
 def unit(
@@ -155,10 +164,10 @@ def unit(
     vehicle = simile_vehicle_start(list(words))
     literal = words if vehicle is None else words[:vehicle]
     for k, word in enumerate(literal):
-        if word in MARKER_WORDS:
+        if word in _MARKERS:
             markers.append(word)
-        if word in PERSONS:
-            persons.add(PERSONS[word])
+        if word in _PERSONS:
+            persons.add(_PERSONS[word])
         if is_content(word):
             s = stem(word)
             stems.add(s)
@@ -191,7 +200,6 @@ def unit(
         names,
         second,
         topic_model().vector_sum(sorted(stems)),
-        tuple(w for w in words if w in ENGLISH_STOP_WORDS),
     )
 
 
@@ -221,6 +229,11 @@ def sentence_unit(s: Sentence) -> Unit:
         not s.terminated,
         names,
     )
+
+
+def opening_class(u: Unit) -> str:
+    """The class of the word ``u`` opens with (``_OPENING_CLASS``; "o" for any other word)."""
+    return _OPENING_CLASS.get(u.first, "o")
 
 
 def role_features(u: Unit, units: list[Unit]) -> Features:
@@ -342,37 +355,18 @@ class CoherenceModel:
     """Coherence of a text in [0, 1] (module docstring): sentence order times connectedness.
 
     ``weights``: feature name -> ``w``; ``alpha, beta``: order calibration; ``connected_weights``:
-    ``v`` then ``v_0``; ``transitions``: a learned order model (``quality.transitions``) that reads
-    the order instead of the linear weights (its own ``alpha, beta``), or ``None``.
+    ``v`` then ``v_0``.
     """
 
     weights: dict[str, float]
     alpha: float
     beta: float
     connected_weights: tuple[float, ...]
-    transitions: TransitionModel | None = None
 
     @classmethod
-    def from_json(cls, data: dict, transitions: TransitionModel | None = None) -> CoherenceModel:
-        """A model from the dictionary that ``scripts/train_coherence.py`` writes (and ``transitions``,
-        the order model its ``"order"`` entry names, when it names one)."""
-        return cls(
-            data["weights"], data["alpha"], data["beta"], tuple(data["connected_weights"]), transitions
-        )
-
-    def to_json(self) -> dict:
-        """The dictionary :meth:`from_json` reads (the transition model is a file of its own)."""
-        return {
-            "weights": self.weights,
-            "alpha": self.alpha,
-            "beta": self.beta,
-            "connected_weights": list(self.connected_weights),
-        }
-
-    @property
-    def linear(self) -> CoherenceModel:
-        """This model with its linear order weights only (``transitions`` dropped)."""
-        return self if self.transitions is None else dataclasses.replace(self, transitions=None)
+    def from_json(cls, data: dict) -> CoherenceModel:
+        """A model from the dictionary that ``scripts/train_coherence.py`` writes."""
+        return cls(data["weights"], data["alpha"], data["beta"], tuple(data["connected_weights"]))
 
     def _dot(self, features: Features, prefix: str = "") -> float:
         get = self.weights.get
@@ -419,21 +413,10 @@ class CoherenceModel:
         return adjacent, precedence
 
     def order_gain(self, units: list[Unit]) -> float:
-        """``S(pi) - E[S]`` for ``units`` in the given order (0.0 for fewer than two). With a transition
-        model ``t``: ``t.alpha * (S_t - E[S_t]) + t.linear_weight * alpha * (S - E[S])``, the two
-        models' gains in log-odds units, so :meth:`order_logit` is this over ``n - 1`` plus the biases."""
+        """``S(pi) - E[S]`` for ``units`` in the given order (0.0 for fewer than two)."""
         n = len(units)
         if n < 2:
             return 0.0
-        t = self.transitions
-        if t is None:
-            return self._linear_gain(units)
-        gain = t.alpha * t.order_gain(units)
-        return gain + t.linear_weight * self.alpha * self._linear_gain(units) if t.linear_weight else gain
-
-    def _linear_gain(self, units: list[Unit]) -> float:
-        """``S(pi) - E[S]`` of the linear weights for two or more ``units``."""
-        n = len(units)
         dot = self._dot
         roles = [
             [dot(features, role) for role in ROLES] for features in (role_features(u, units) for u in units)
@@ -463,9 +446,6 @@ class CoherenceModel:
     def order_logit(self, units: list[Unit]) -> float:
         """``alpha * (S(pi) - E[S]) / (n - 1) + beta``: the log-odds that ``units`` (two or more) are in
         their real order."""
-        t = self.transitions
-        if t is not None:
-            return self.order_gain(units) / (len(units) - 1) + t.beta + t.linear_weight * self.beta
         return self.alpha * self.order_gain(units) / (len(units) - 1) + self.beta
 
     def score_units(self, units: list[Unit]) -> float:
@@ -484,17 +464,9 @@ class CoherenceModel:
 
 @cache
 def coherence_model() -> CoherenceModel:
-    """The shipped model (``data/coherence.json``, and the transition model its ``"order"`` entry
-    names), loaded once per process."""
-    data = json.loads(files("resonance_os.quality").joinpath("data/coherence.json").read_text("utf-8"))
-    transitions = None
-    if data.get("order"):
-        from resonance_os.quality.transitions import TRANSITIONS_FILE, transition_model
-
-        if data["order"] != TRANSITIONS_FILE:
-            raise ValueError(f"coherence.json names an unknown order model {data['order']!r}")
-        transitions = transition_model()
-    return CoherenceModel.from_json(data, transitions)
+    """The shipped model (``data/coherence.json``), loaded once per process."""
+    text = files("resonance_os.quality").joinpath("data/coherence.json").read_text("utf-8")
+    return CoherenceModel.from_json(json.loads(text))
 
 
 # LMCoherence calibration per reader, ``(slope, bias, fast_weight)`` of
@@ -559,8 +531,7 @@ class LMCoherence:
         reader_path: the trained reader's weights (default: the shipped ones).
         calibration: ``(slope, bias, fast_weight)`` instead of ``LM_CALIBRATION[reader]``.
         fast: the feature model whose order log-odds and connectedness are used (default: the
-            shipped ``coherence_model()`` with its linear order weights, which ``LM_CALIBRATION``
-            was fitted with).
+            shipped ``coherence_model()``).
     """
 
     def __init__(
@@ -583,7 +554,7 @@ class LMCoherence:
         self.batch_size = batch_size
         self.reader = reader
         self.calibration = calibration or LM_CALIBRATION[reader]
-        self.fast = fast or coherence_model().linear
+        self.fast = fast or coherence_model()
         self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
         self._order_reader = None
         if reader == "trained":
