@@ -407,8 +407,8 @@ async def chat_completions(request: Request, ctx: TenantContext = Depends(tenant
     """Chat completions with the model's chat template (OpenAI's ``/v1/chat/completions``)."""
     body: ChatCompletionRequest = await parse(request, ChatCompletionRequest)
     svc = serving(request)
-    if svc.settings.upstream is not None and body.model == svc.settings.upstream.model:
-        return await svc.settings.upstream.forward("chat/completions", body, ctx, svc)
+    if (upstream := svc.upstream_for(body.model)) is not None:
+        return await upstream.forward("chat/completions", body, ctx, svc)
     engine, adapter = await svc.resolve(ctx, body.model)
     if body.top_logprobs and not body.logprobs:
         raise OpenAIError(400, "top_logprobs needs logprobs=true", param="top_logprobs")
@@ -430,8 +430,8 @@ async def completions(request: Request, ctx: TenantContext = Depends(tenant)) ->
     """Text completions of one or more prompts (strings or token ids; OpenAI's ``/v1/completions``)."""
     body: CompletionRequest = await parse(request, CompletionRequest)
     svc = serving(request)
-    if svc.settings.upstream is not None and body.model == svc.settings.upstream.model:
-        return await svc.settings.upstream.forward("completions", body, ctx, svc)
+    if (upstream := svc.upstream_for(body.model)) is not None:
+        return await upstream.forward("completions", body, ctx, svc)
     engine, adapter = await svc.resolve(ctx, body.model)
     raw = body.prompt
     if isinstance(raw, str):

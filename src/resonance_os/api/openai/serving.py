@@ -257,6 +257,11 @@ class OpenAIServing:
             out.append(model)
         return out
 
+    def upstream_for(self, model: str) -> Upstream | None:
+        """The upstream server that answers ``model``, or None when this server's engine does."""
+        upstream = self.settings.upstream
+        return upstream if upstream is not None and model == upstream.model else None
+
     def listed_models(self, ctx: TenantContext) -> list[dict[str, Any]]:
         """What ``GET /v1/models`` lists: :meth:`models`, then the upstream's model when one is set."""
         upstream = self.settings.upstream
