@@ -20,17 +20,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import httpx
 import torch
 
 sys.path.insert(0, str(Path(__file__).parent))
+from _serve_process import start_serve, stop  # noqa: E402
 from bench_grpo import PROMPTS, REWARDS, model_pair  # noqa: E402
 
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
@@ -40,45 +39,15 @@ from resonance_os.llm.precision import instruction_sets  # noqa: E402
 PEPPER = "bench-rollout-server"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def start_server(home: Path, model_folder: Path, threads: int) -> tuple[subprocess.Popen, str, str, Path]:
     """``resonance serve`` on the model folder; returns the process, URL, a tenant key and its runs folder."""
-    from resonance_os.api.persistence.db import Database
-    from resonance_os.api.persistence.tenants import create_tenant
-
-    os.environ["RESONANCE_KEY_PEPPER"] = PEPPER
-    db_url = f"sqlite:///{home / 'bench.db'}"
-    db = Database(db_url)
-    db.migrate()
-    key = create_tenant(db, "bench")
-    db.dispose()
-    port = free_port()
     env = {
-        **os.environ, "RESONANCE_HOME": str(home), "OMP_NUM_THREADS": str(threads),
-        "RESONANCE_OPENAI_MODEL": str(model_folder), "RESONANCE_OPENAI_RUNS": str(home / "runs"),
-        "RESONANCE_ENGINE_DTYPE": "float32", "RESONANCE_OPENAI_SEQUENCES": "64",
-        "RESONANCE_OPENAI_TOKENS_PER_MINUTE": "100000000", "RESONANCE_RATE_LIMIT": "10000",
-        "RESONANCE_RATE_BURST": "10000",
+        "OMP_NUM_THREADS": str(threads), "RESONANCE_OPENAI_MODEL": str(model_folder),
+        "RESONANCE_OPENAI_RUNS": str(home / "runs"), "RESONANCE_ENGINE_DTYPE": "float32",
+        "RESONANCE_OPENAI_SEQUENCES": "64", "RESONANCE_OPENAI_TOKENS_PER_MINUTE": "100000000",
     }  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "resonance_os.api.hr_server", "--port", str(port), "--db", db_url],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return process, url, key, home / "runs" / "bench"
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("resonance serve did not start")
+    process, url, key = start_serve(home, PEPPER, env)
+    return process, url, key, home / "runs" / "bench"
 
 
 def _same_rows(a, b) -> str:  # type: ignore[no-untyped-def]
@@ -150,8 +119,7 @@ def main() -> None:
                 local.learn(1, reset_num_timesteps=False)
                 remote.learn(1, reset_num_timesteps=False)
         finally:
-            process.terminate()
-            process.wait(timeout=60)
+            stop(process)
     same = [_same_rows(a, b) for a, b in zip(samples["in-process"], samples["server"])]
     print(f"CPU: {instruction_sets()}; torch {torch.__version__}; model {args.model} + LoRA r16; "
           f"G={args.group_size} x {args.prompts_per_step} prompts, {args.max_new_tokens} new tokens; "

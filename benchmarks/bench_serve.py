@@ -30,10 +30,8 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -41,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+from _serve_process import free_port, start_serve, stop, wait_healthy
 
 TOPICS = [
     "the sea", "city gardens", "public libraries", "electric buses", "sleep", "learning a language",
@@ -49,26 +48,6 @@ TOPICS = [
 ]  # fmt: skip
 SYSTEM = "You are a helpful writing assistant. Answer in plain prose."
 PEPPER = "bench-serve"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_healthy(url: str, process: subprocess.Popen, timeout: float = 300.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"{url}: the server exited with {process.returncode}")
-        try:
-            if httpx.get(url, timeout=2.0).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"{url} did not answer within {timeout:.0f} s")
 
 
 def messages(i: int) -> list[dict[str, str]]:
@@ -155,28 +134,13 @@ def run_level(side, clients: int, requests: int, max_tokens: int) -> dict[str, f
 
 def start_ours(threads: int, home: Path, weights: str = "float") -> tuple[subprocess.Popen, OpenAISide, str]:
     """``resonance serve`` on a fresh tenant database in ``home``; ``weights="int8"``: weight-only int8."""
-    from resonance_os.api.persistence.db import Database
-    from resonance_os.api.persistence.tenants import create_tenant
     from resonance_os.llm.precision import fast_dtype
 
-    os.environ["RESONANCE_KEY_PEPPER"] = PEPPER
-    db_url = f"sqlite:///{home / f'bench-{weights}.db'}"
-    db = Database(db_url)
-    db.migrate()
-    key = create_tenant(db, "bench")
-    db.dispose()
-    port = free_port()
     env = {
-        **os.environ, "RESONANCE_HOME": str(home), "RESONANCE_KEY_PEPPER": PEPPER, "OMP_NUM_THREADS": str(threads),
-        "RESONANCE_RATE_LIMIT": "10000", "RESONANCE_RATE_BURST": "10000", "RESONANCE_OPENAI_SEQUENCES": "64",
+        "OMP_NUM_THREADS": str(threads), "RESONANCE_OPENAI_SEQUENCES": "64",
         "RESONANCE_OPENAI_TOKENS_PER_MINUTE": "100000000", "RESONANCE_ENGINE_WEIGHTS": weights,
     }  # fmt: skip
-    process = subprocess.Popen(
-        [sys.executable, "-m", "resonance_os.api.hr_server", "--port", str(port), "--db", db_url],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    wait_healthy(f"{url}/health", process)
+    process, url, key = start_serve(home, PEPPER, env, db_name=f"bench-{weights}.db")
     precision = str(fast_dtype()).replace("torch.", "")
     if weights == "int8":
         precision = f"int8 weights (a scale per row), bf16 products, {precision} elsewhere"
@@ -206,15 +170,6 @@ def start_llama(gguf: Path, threads: int, slots: int, server: str | None, python
     )
     side.request(0, 4)
     return process, side
-
-
-def stop(process: subprocess.Popen | None) -> None:
-    if process is not None and process.poll() is None:
-        os.killpg(process.pid, 15)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, 9)
 
 
 def prefix_check(url: str, side: OpenAISide, max_tokens: int) -> str:
