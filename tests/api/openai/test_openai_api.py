@@ -16,8 +16,9 @@ pytest.importorskip("peft", reason="LoRA adapters need the local extra")
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from live_server import LiveServer  # noqa: E402
+from openai_servers import model_server, save_tiny_model  # noqa: E402
 from service_helpers import new_tenant  # noqa: E402
-from tiny_lm import make_model, make_tokenizer, one_step_lora  # noqa: E402
+from tiny_lm import make_tokenizer, one_step_lora  # noqa: E402
 
 MODEL = "tiny"
 USER = [{"role": "user", "content": "the cat sat on the mat"}]
@@ -33,21 +34,8 @@ def _tenant(db_url: str) -> tuple[str, str]:
 
 
 def _start(tmp: Path, **env: str) -> tuple[LiveServer, Path]:
-    tokenizer = make_tokenizer()
-    folder = tmp / MODEL
-    make_model(len(tokenizer), context=128).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    runs = tmp / "runs"
-    server = LiveServer(
-        f"sqlite:///{tmp / 'db.sqlite'}",
-        env={
-            "RESONANCE_HOME": str(tmp / "home"),
-            "RESONANCE_KEY_PEPPER": PEPPER,
-            "RESONANCE_OPENAI_MODEL": str(folder),
-            "RESONANCE_OPENAI_RUNS": str(runs),
-            "RESONANCE_OPENAI_MAX_TOKENS": "32",
-            **env,
-        },
+    server, runs = model_server(
+        tmp, PEPPER, save_tiny_model(tmp / MODEL), RESONANCE_OPENAI_MAX_TOKENS="32", **env
     )
     return server.start(), runs
 

@@ -14,32 +14,19 @@ openai = pytest.importorskip("openai")
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from live_server import LiveServer  # noqa: E402
+from openai_servers import model_server, save_tiny_model  # noqa: E402
 from service_helpers import new_tenant  # noqa: E402
-from tiny_lm import make_model, make_tokenizer  # noqa: E402
 
 PEPPER = "upstream-tests"
 UPSTREAM_MODEL = "tiny"
 
 
 def _server(tmp: Path, name: str, model_folder: Path, **env: str) -> LiveServer:
-    return LiveServer(
-        f"sqlite:///{tmp / f'{name}.sqlite'}",
-        env={
-            "RESONANCE_HOME": str(tmp / f"home-{name}"),
-            "RESONANCE_KEY_PEPPER": PEPPER,
-            "RESONANCE_OPENAI_MODEL": str(model_folder),
-            "RESONANCE_OPENAI_RUNS": str(tmp / f"runs-{name}"),
-            "RESONANCE_ENGINE_DTYPE": "float32",
-            **env,
-        },
-    ).start()
+    return model_server(tmp, PEPPER, model_folder, name, RESONANCE_ENGINE_DTYPE="float32", **env)[0].start()
 
 
 def test_a_model_is_answered_by_the_upstream_server(tmp_path):
-    tokenizer = make_tokenizer()
-    folder = tmp_path / UPSTREAM_MODEL
-    make_model(len(tokenizer), context=128).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    folder = save_tiny_model(tmp_path / UPSTREAM_MODEL)
     upstream = _server(tmp_path, "upstream", folder)
     try:
         upstream_key = new_tenant(upstream.db_url, "gpu", PEPPER).key

@@ -19,6 +19,7 @@ pytest.importorskip("peft", reason="LoRA adapters need the local extra")
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "llm"))
 from live_server import LiveServer, free_port  # noqa: E402
+from openai_servers import model_server, save_tiny_model  # noqa: E402
 from service_helpers import new_tenant  # noqa: E402
 from tiny_lm import CHAT_TEMPLATE, WORDS, make_model, make_tokenizer, one_step_lora  # noqa: E402
 
@@ -35,21 +36,9 @@ CONTEXT = 128
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("vllm")
-    tokenizer = make_tokenizer()
-    folder = tmp / MODEL
-    make_model(len(tokenizer), context=CONTEXT).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    runs = tmp / "runs"
-    server = LiveServer(
-        f"sqlite:///{tmp / 'db.sqlite'}",
-        env={
-            "RESONANCE_HOME": str(tmp / "home"),
-            "RESONANCE_KEY_PEPPER": PEPPER,
-            "RESONANCE_OPENAI_MODEL": str(folder),
-            "RESONANCE_OPENAI_RUNS": str(runs),
-            "RESONANCE_ENGINE_DTYPE": "float32",
-        },
-    ).start()
+    folder = save_tiny_model(tmp / MODEL, context=CONTEXT)
+    server, runs = model_server(tmp, PEPPER, folder, RESONANCE_ENGINE_DTYPE="float32")
+    server.start()
     yield server, runs
     server.stop()
     assert "Traceback" not in server.output()  # no request, good or bad, hit a bug
