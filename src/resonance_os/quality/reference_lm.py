@@ -14,7 +14,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -60,6 +60,13 @@ def gguf_path() -> Path:
 @cache
 def load_model(cache_dir: str):
     """(tokenizer, model) from the converted cache, converting the GGUF file first if needed."""
+    return load_converted(Path(cache_dir), gguf_path)
+
+
+def load_converted(folder: Path, source: Callable[[], Path]):
+    """(tokenizer, model) saved under ``folder``; the first call converts the GGUF file ``source()``
+    returns (de-quantised by transformers) and saves it there as safetensors, atomically (a staging
+    folder renamed into place, so a concurrent process never reads half a model)."""
     try:
         import torch  # noqa: F401
         from safetensors.torch import save_model
@@ -68,17 +75,16 @@ def load_model(cache_dir: str):
         raise ReferenceModelError(
             f"the reference model needs transformers, gguf and accelerate; {INSTALL_HINT}"
         ) from None
-    folder = Path(cache_dir)
     if not (folder / "config.json").is_file():
-        source = gguf_path()
+        gguf = source()
         tokenizer = AutoTokenizer.from_pretrained(
-            str(source.parent), gguf_file=source.name, local_files_only=True
+            str(gguf.parent), gguf_file=gguf.name, local_files_only=True
         )
         model = AutoModelForCausalLM.from_pretrained(
-            str(source.parent), gguf_file=source.name, local_files_only=True
+            str(gguf.parent), gguf_file=gguf.name, local_files_only=True
         )
         folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=folder.parent))
+        staging = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
         # The de-quantised weights are plain float tensors; save them as safetensors with a config
         # that no longer mentions GGUF (transformers refuses save_pretrained on a GGUF-loaded model).
         config = model.config
