@@ -5,19 +5,21 @@ For every dimension with a direction (``generation.steering_directions``; defaul
 SmolLM2 backend writes a short paragraph for each HELD-OUT prompt (``HELDOUT_PROMPTS``: never used to
 build the directions or choose their layer and gain) at strengths -1, -0.5, 0, 0.5, 1, ``--samples``
 replies per cell, all of one dimension's rows in one engine run (``sample_steered``: per-request
-additions, continuous batching). Each
-reply is measured with the ``HRVExtractor`` and scored by the writing reward (``quality.reward``:
-fluency, the n-gram SLOR term; topic, mention and relatedness to the prompt).
+additions, continuous batching). Each reply is measured with the ``HRVExtractor``, scored by the writing
+reward (``quality.reward``: its fast fluency, the n-gram SLOR term; topic, mention and relatedness to
+the prompt) and by the fluency judge (``quality.judge``: calibrated fluency under Gemma-3-270M, a model
+the reward and the writer never read). Fluency in the pass rule is the judge's: the fast term rated
+storytelling at +0.5 0.85-0.92, text a reader cannot follow.
 
 Printed, side by side with unsteered (strength 0) in the same run:
 * dose-response: the mean measured dimension at each strength; Spearman rho between strength and
   that mean (the dose-response curve, 5 points) and rho over every reply (pooled, per-text noise in);
-* fluency and topic at each strength, and fluency at +-0.5 as a ratio of unsteered;
+* judged fluency at each strength, as a ratio of unsteered, the fast fluency and topic at each strength;
 * crosstalk: row = dimension steered, column = dimension measured, mean at +1 minus mean at -1
   (the diagonal is the intended effect); and each row's largest off-diagonal move over its diagonal.
 
-A dimension PASSES when the curve's rho >= 0.8, its effect is positive, and fluency at -0.5 and at
-+0.5 is within 10% of unsteered. ``--json`` writes the tables and the passed/failed lists, which
+A dimension PASSES when the curve's rho >= 0.8, its effect is positive, and judged fluency at -0.5
+and at +0.5 is within 10% of unsteered (ratio >= 0.9). ``--json`` writes the tables and the passed/failed lists, which
 ``scripts/build_steering_directions.py --ship`` turns into the package data.
 
     OMP_NUM_THREADS=2 .venv/bin/python benchmarks/bench_steer.py [--directions build/steering] \
@@ -55,6 +57,7 @@ from resonance_os.generation.steering_directions import (  # noqa: E402
     sample_steered,
     writing_messages,
 )
+from resonance_os.quality.judge import JUDGE_NAME  # noqa: E402
 
 STRENGTHS = (-1.0, -0.5, 0.0, 0.5, 1.0)
 HELDOUT_PROMPTS = (
@@ -84,9 +87,10 @@ assert not set(HELDOUT_PROMPTS) & set(TRAIN_PROMPTS)
 def measure(directions: SteeringDirections, prompts: list[str], samples: int, tokens: int, seed: int) -> dict:
     """Per steered dimension: arrays of strength, measured HRV (N, 8), fluency, topic over all replies."""
     from resonance_os.generation.backends.local import LocalBackend
+    from resonance_os.quality.judge import fluency_judge
     from resonance_os.quality.reward import WritingReward
 
-    backend, reward = LocalBackend(), WritingReward()
+    backend, reward, judge = LocalBackend(), WritingReward(), fluency_judge()
     out = {}
     for dim in directions.available:
         rows = [(p, s) for s in STRENGTHS for p in prompts for _ in range(samples)]
@@ -102,11 +106,13 @@ def measure(directions: SteeringDirections, prompts: list[str], samples: int, to
         scores = [
             reward.score(r, [0.5] * 8, prompt=p) if r.strip() else None for r, (p, _) in zip(replies, rows)
         ]
+        judged = judge.score_many(replies)
         kept = [i for i, s in enumerate(scores) if s is not None]
         out[dim] = {
             "strength": np.array([rows[i][1] for i in kept]),
             "hrv": np.array([scores[i].hrv for i in kept]),
             "fluency": np.array([scores[i].fluency for i in kept]),
+            "judged": np.array([judged[i] for i in kept]),
             "topic": np.array([scores[i].topic for i in kept]),
             "empty": len(rows) - len(kept),
             "seconds": time.perf_counter() - started,
@@ -125,15 +131,17 @@ def summarise(dim: str, m: dict, layer: int) -> dict:
     curve = [float(m["hrv"][at[s], d].mean()) for s in STRENGTHS]
     fluency = [float(m["fluency"][at[s]].mean()) for s in STRENGTHS]
     topic = [float(m["topic"][at[s]].mean()) for s in STRENGTHS]
+    judged = [float(m["judged"][at[s]].mean()) for s in STRENGTHS]
     rho_curve = float(spearmanr(STRENGTHS, curve).statistic)
     rho_pooled = float(spearmanr(m["strength"], m["hrv"][:, d]).statistic)
-    base = fluency[2]
-    ratio = {"-0.5": fluency[1] / base, "+0.5": fluency[3] / base}
+    judged_ratio = [v / judged[2] for v in judged]
+    ratio = {"-0.5": judged_ratio[1], "+0.5": judged_ratio[3]}
     crosstalk = (m["hrv"][at[1.0]].mean(0) - m["hrv"][at[-1.0]].mean(0)).tolist()
     # rho of 5 points takes discrete values (0.8 = two adjacent swaps); float error must not fail it
     passed = rho_curve >= RHO_GOAL - 1e-9 and crosstalk[d] > 0 and min(ratio.values()) >= FLUENCY_GOAL
     return {
-        "curve": curve, "rho_curve": rho_curve, "rho_pooled": rho_pooled, "fluency": fluency, "topic": topic,
+        "curve": curve, "rho_curve": rho_curve, "rho_pooled": rho_pooled, "fast_fluency": fluency, "topic": topic,
+        "judge_fluency": judged, "judged_fluency": judged_ratio, "judge": JUDGE_NAME,
         "fluency_ratio_half": ratio, "crosstalk": crosstalk, "passed": bool(passed), "empty": m["empty"],
         "layer": layer, "seconds": round(m["seconds"]), "examples": {f"{k:+.0f}": v for k, v in m["examples"].items()},
     }  # fmt: skip
@@ -211,14 +219,16 @@ def print_tables(summary: dict, prompts: list[str]) -> None:
               f"{s['rho_pooled']:>12.2f} | {'yes' if s['passed'] else 'no':>4} |")  # fmt: skip
 
     print(
-        "\nFluency (writing reward's n-gram term) and topic at each strength; fluency at -0.5/+0.5 over unsteered"
+        f"\nJudged fluency ({JUDGE_NAME}) over unsteered (pass >= {FLUENCY_GOAL} at +-0.5), judged fluency, "
+        "and the reward's fast fluency and topic, at each strength"
     )
-    print(f"| {'dimension':<20} | fluency {head} | topic {head} | -0.5 | +0.5 |")
+    print(f"| {'dimension':<20} | judged {head} | judge {head} | fast fluency {head} | topic {head} |")
     for dim, s in summary.items():
-        flu = " ".join(f"{v:6.3f}" for v in s["fluency"])
-        top = " ".join(f"{v:6.3f}" for v in s["topic"])
-        r = s["fluency_ratio_half"]
-        print(f"| {dim:<20} | {flu} | {top} | {r['-0.5']:.2f} | {r['+0.5']:.2f} |")
+        cells = [
+            " ".join(f"{v:6.3f}" for v in s[key])
+            for key in ("judged_fluency", "judge_fluency", "fast_fluency", "topic")
+        ]
+        print(f"| {dim:<20} | " + " | ".join(cells) + " |")
 
     print("\nCrosstalk: measured(+1) - measured(-1); row = steered, column = measured")
     print(

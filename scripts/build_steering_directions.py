@@ -9,8 +9,11 @@ Build (seeded, same seed same directions): measure the training paragraphs of ``
 ``CONTRAST_PROMPT``, take the high-minus-low direction of every dimension at each candidate layer
 (``contrast_directions``), then choose each dimension's layer and gain by steering the model on
 TRAINING prompts (``TRAIN_PROMPTS``, never the benchmark's): the largest movement of the dimension
-between strength -1 and +1 whose fluency (the writing reward's fluency term) at +-1 stays within
-``FLUENCY_FLOOR`` of unsteered. Ship: keep only the dimensions ``bench_steer.py`` passed on held-out
+between strength -1 and +1 whose judged fluency at +-0.5 (``quality.judge``: calibrated fluency
+under Gemma-3-270M) stays at or above ``FLUENCY_FLOOR`` of unsteered (the strengths and bound of
+``bench_steer.py``'s pass rule); when none does, the most fluent configuration (the held-out check
+then reports it). The writing reward's fast fluency chose the gains before: it rates grammatical
+nonsense as fluent, and storytelling shipped writing it at +0.5. Ship: keep only the dimensions ``bench_steer.py`` passed on held-out
 prompts and write them, with the measured figures in the manifest, into the package data.
 """
 
@@ -42,13 +45,15 @@ from resonance_os.generation.steering_directions import (
 CANDIDATE_LAYERS = (8, 14)
 """Decoder layers tried (of SmolLM2-135M's 30): early-middle, where contrastive directions steer style
 without breaking the text in the steering literature; the build measures which works per dimension."""
-GAINS = (0.5, 1.0)
+GAINS = (0.25, 0.5, 1.0)
 """Vector norm at strength 1, as a multiple of the layer's typical residual norm."""
 CORPUS_SAMPLE = 120
 """Training paragraphs read per source (pydoc, fortunes): enough for stable means on a 2-core box."""
 REPLY_TOKENS = 64
-FLUENCY_FLOOR = 0.85
-"""At strength +-1 a configuration's mean fluency must stay at or above this share of unsteered."""
+FLUENCY_FLOOR = 0.9
+"""At strength +-0.5 a configuration's judged fluency over unsteered (the worse side) must stay at or above this."""
+SELECTION_STRENGTHS = (-1.0, -0.5, 0.5, 1.0)
+"""Effect: mean measured value at +1 minus -1; judged fluency: the worse of -0.5 and +0.5."""
 NEW_TOKENS = 40
 
 
@@ -67,12 +72,13 @@ def corpus(seed: int) -> tuple[list[str], list[str]]:
 def build(out: Path, seed: int) -> None:
     from resonance_os.generation.backends.local import LocalBackend
     from resonance_os.profiling.hrv_extractor import HRVExtractor
+    from resonance_os.quality.judge import fluency_judge
     from resonance_os.quality.reward import WritingReward
 
     torch.manual_seed(seed)
     started = time.perf_counter()
     backend, extractor = LocalBackend(), HRVExtractor()
-    reward = WritingReward(extractor=extractor)
+    reward, judge = WritingReward(extractor=extractor), fluency_judge()
     texts, sources = corpus(seed)
     hrvs = torch.tensor(extractor.extract_many(texts))
     means, norms = reply_means(
@@ -97,7 +103,9 @@ def build(out: Path, seed: int) -> None:
             MODEL_NAME, {k: c[0] for k, c in candidates.items()}, {k: c[1] for k, c in candidates.items()}
         )
         rows = [(topic, {}) for topic in TRAIN_PROMPTS]
-        rows += [(topic, {key: s}) for key in candidates for s in (-1.0, 1.0) for topic in TRAIN_PROMPTS]
+        rows += [
+            (topic, {key: s}) for key in candidates for s in SELECTION_STRENGTHS for topic in TRAIN_PROMPTS
+        ]
         trial.validate = lambda steer: dict(steer)  # candidate names are not dimensions
         replies = sample_steered(
             backend, [writing_messages(t) for t, _ in rows], [s for _, s in rows], trial, seed, NEW_TOKENS
@@ -106,21 +114,29 @@ def build(out: Path, seed: int) -> None:
             reward.score(r, [0.5] * 8, prompt=t) if r.strip() else None for r, (t, _) in zip(replies, rows)
         ]
         value = [s.hrv[d] if s else float("nan") for s in scored]
-        fluency = [s.fluency if s else 0.0 for s in scored]
+        judged = judge.score_many(replies)
         n = len(TRAIN_PROMPTS)
-        base_fluency = sum(fluency[:n]) / n
+        base = _nanmean(judged[:n])
         results = {}
         for i, key in enumerate(candidates):
-            lo, hi = slice(n + 2 * n * i, n + 2 * n * i + n), slice(n + 2 * n * i + n, n + 2 * n * (i + 1))
-            effect = _nanmean(value[hi]) - _nanmean(value[lo])
-            flu = (sum(fluency[lo]) + sum(fluency[hi])) / (2 * n)
-            results[key] = {"effect": round(effect, 4), "fluency": round(flu, 4)}
-        fluent = {k: r for k, r in results.items() if r["fluency"] >= FLUENCY_FLOOR * base_fluency}
-        best = max(fluent or results, key=lambda k: results[k]["effect"])
+            at = {
+                strength: slice(
+                    n * (1 + len(SELECTION_STRENGTHS) * i + k), n * (2 + len(SELECTION_STRENGTHS) * i + k)
+                )
+                for k, strength in enumerate(SELECTION_STRENGTHS)
+            }
+            effect = _nanmean(value[at[1.0]]) - _nanmean(value[at[-1.0]])
+            ratio = min(_nanmean(judged[at[s]]) for s in (-0.5, 0.5)) / base
+            results[key] = {"effect": round(effect, 4), "judged_fluency": round(ratio, 4)}
+        fluent = {k: r for k, r in results.items() if r["judged_fluency"] >= FLUENCY_FLOOR}
+        if fluent:
+            best = max(fluent, key=lambda k: results[k]["effect"])
+        else:
+            best = max(results, key=lambda k: results[k]["judged_fluency"])
         layers[dim], vectors[dim] = candidates[best]
-        selection[dim] = {"chosen": best, "unsteered_fluency": round(base_fluency, 4), "trials": results}
-        print(f"{dim}: {best} effect {results[best]['effect']:+.3f} fluency {results[best]['fluency']:.3f} "
-              f"(unsteered {base_fluency:.3f})", file=sys.stderr)  # fmt: skip
+        selection[dim] = {"chosen": best, "unsteered_judged_fluency": round(base, 4), "trials": results}
+        print(f"{dim}: {best} effect {results[best]['effect']:+.3f} judged fluency "
+              f"{results[best]['judged_fluency']:.3f} (of unsteered)", file=sys.stderr)  # fmt: skip
     manifest = {
         "built_by": "scripts/build_steering_directions.py",
         "method": "contrastive activation addition: mean reply-token residual of the top minus the bottom "
@@ -136,6 +152,8 @@ def build(out: Path, seed: int) -> None:
         "gains": list(GAINS),
         "typical_norms": {str(k): round(v, 3) for k, v in norms.items()},
         "selection_prompts": list(TRAIN_PROMPTS),
+        "selection_judge": "gemma-3-270m calibrated fluency; judged_fluency = the worse of -0.5 and +0.5 over unsteered",
+        "selection_floor": FLUENCY_FLOOR,
         "selection": selection,
     }
     path = SteeringDirections(MODEL_NAME, layers, vectors, manifest).save(out)

@@ -34,7 +34,8 @@ def steer_studio(tmp_path_factory):
     gen = torch.Generator().manual_seed(7)
     checks = {
         "storytelling_index": {"curve": [0.0, 0.1, 0.4, 0.6, 0.7], "rho_curve": 1.0,
-                               "fluency_ratio_half": {"-0.5": 1.0, "+0.5": 1.0}},
+                               "fluency_ratio_half": {"-0.5": 0.96, "+0.5": 1.0},
+                               "judged_fluency": [0.7, 0.96, 1.0, 1.0, 0.95]},
         "metaphor_density": {"curve": [0.0, 0.0, 0.1, 0.2, 0.0], "rho_curve": 0.34,
                              "fluency_ratio_half": {"-0.5": 1.0, "+0.5": 1.0}},
     }  # fmt: skip
@@ -89,7 +90,10 @@ def test_moving_a_slider_rewrites_the_paragraph_and_zero_brings_back_the_unsteer
     page = steer_page
     assert page.locator("#steer-sliders input[type=range]").count() == 2  # only the steerable dimensions
     hint = page.inner_text("#steer-storytelling_index-hint")
-    assert "0.70 at +1.0" in hint and "rho 1.00" in hint and "moves one way from −1.0 to +1.0" in hint
+    assert "0.70 at +1.0" in hint and "rho 1.00" in hint
+    assert "reads fluently from −0.5 to +1.0, the slider's range" in hint  # judged fluency 0.70 at -1
+    slider = page.locator("#steer-storytelling_index")
+    assert (slider.get_attribute("min"), slider.get_attribute("max")) == ("-0.5", "1")
     off = page.inner_text("#steer-off")
     assert "Metaphor density: not steerable: its held-out dose-response is too weak" in off
     assert "Curiosity index: not steerable: no steering direction for tiny" in off

@@ -115,7 +115,10 @@ def test_the_shipped_set_is_smollm2_with_held_out_figures_for_each_dimension():
     check = shipped.manifest["heldout_check"]
     for dim in shipped.available:
         assert shipped.vectors[dim].shape == (576,) and 0 <= shipped.layers[dim] < 30
-        assert check[dim]["passed"] and check[dim]["rho_curve"] >= 0.8
+        assert check[dim]["passed"] and check[dim]["rho_curve"] >= 0.8 - 1e-9  # 5 points: 0.8 is two swaps
+        # fluency was judged by a model the reward does not read (the fast n-gram term passed
+        # storytelling writing nonsense at +0.5), within 10% of unsteered at +-0.5
+        assert check[dim]["judge"] == "gemma-3-270m" and min(check[dim]["fluency_ratio_half"].values()) >= 0.9
     assert set(shipped.available).isdisjoint(shipped.manifest["not_shipped"])
 
 

@@ -548,10 +548,12 @@ class SteerDimension(BaseModel):
     )
     rho: float | None = Field(description="Spearman rho between strength and the curve.")
     fluency_ratio: dict[str, float] | None = Field(
-        description="Fluency at strength -0.5 and +0.5 over unsteered, on the held-out prompts."
+        description="Judged fluency (Gemma-3-270M's log-perplexity of unsteered over steered) at "
+        "strength -0.5 and +0.5, on the held-out prompts."
     )
     works_within: list[float] | None = Field(
-        description="[lowest, highest] strength over which the held-out curve moves one way."
+        description="[lowest, highest] strength over which the held-out curve moves one way and judged "
+        "fluency stays within 10% of unsteered: the range the Studio's slider offers."
     )
 
 

@@ -123,7 +123,7 @@ export function steerPanel(ui, article) {
     const fluency = Object.entries(dimension.fluency_ratio).map(([at, r]) => `${Math.round(r * 100)}% at ${at}`).join(", ");
     return (
       `Held out: measured ${points} (rho ${dimension.rho.toFixed(2)}). ` +
-      `It moves one way from ${signed(low, 1)} to ${signed(high, 1)}; fluency ${fluency} of unsteered.`
+      `It moves one way and reads fluently from ${signed(low, 1)} to ${signed(high, 1)}, the slider's range; judged fluency ${fluency} of unsteered.`
     );
   }
 
@@ -146,7 +146,9 @@ export function steerPanel(ui, article) {
       const id = `steer-${dimension.name}`;
       const row = ui.make("div", { class: "slider" });
       row.append(ui.make("label", { for: id }, label(dimension.name)));
-      const input = ui.make("input", { id, type: "range", min: "-1", max: "1", step: "0.05", value: "0", "aria-describedby": `${id}-hint` });
+      // the slider spans the held-out range where the knob moves its dimension and stays fluent
+      const [low, high] = dimension.works_within ?? [-1, 1];
+      const input = ui.make("input", { id, type: "range", min: String(low), max: String(high), step: "0.05", value: "0", "aria-describedby": `${id}-hint` });
       const output = ui.make("output", { for: id }, signed(0));
       input.addEventListener("input", () => {
         output.textContent = signed(Number(input.value));

@@ -85,16 +85,22 @@ def steerable_backend(writer: Any):
     return backend
 
 
-def effective_range(curve: Sequence[float]) -> list[float]:
+def effective_range(curve: Sequence[float], judged: Sequence[float] | None = None) -> list[float]:
     """The strengths around 0 over which the held-out curve moves one way (the curve's overall
-    direction): ``[lowest, highest]`` of ``HELDOUT_STRENGTHS``."""
+    direction) and, where the manifest has them, judged fluency stays within ``FLUENCY_GOAL`` of
+    unsteered: ``[lowest, highest]`` of ``HELDOUT_STRENGTHS``. The Studio's slider spans this range."""
     sign = 1.0 if curve[-1] >= curve[0] else -1.0
+
+    def usable(i: int, previous: int) -> bool:
+        fluent = judged is None or judged[i] >= FLUENCY_GOAL - 1e-9
+        return fluent and sign * (curve[max(i, previous)] - curve[min(i, previous)]) > 0
+
     zero = HELDOUT_STRENGTHS.index(0.0)
     high = zero
-    while high + 1 < len(curve) and sign * (curve[high + 1] - curve[high]) > 0:
+    while high + 1 < len(curve) and usable(high + 1, high):
         high += 1
     low = zero
-    while low > 0 and sign * (curve[low] - curve[low - 1]) > 0:
+    while low > 0 and usable(low - 1, low):
         low -= 1
     return [HELDOUT_STRENGTHS[low], HELDOUT_STRENGTHS[high]]
 
@@ -119,13 +125,15 @@ def _not_steerable_reason(check: Mapping[str, Any] | None, model: str) -> str:
 def dimension_report(directions) -> dict[str, Any]:
     """Every HRV dimension: whether it can be steered (its layer), and the held-out figures the
     directions were shipped with (mean measured value at each of ``HELDOUT_STRENGTHS``, the curve's
-    rho, fluency at +-0.5 over unsteered, the strengths over which it moves one way), or why not."""
+    rho, judged fluency at +-0.5 over unsteered, the strengths over which it moves one way and stays
+    fluent), or why not."""
     checks = directions.manifest.get("heldout_check") or {}
     dimensions = []
     for dim in HRV_DIMENSIONS:
         check = checks.get(dim)
         curve = check.get("curve") if check else None
         figures = curve is not None and len(curve) == len(HELDOUT_STRENGTHS)
+        judged = check.get("judged_fluency") if figures else None
         steerable = dim in directions.vectors
         dimensions.append(
             {
@@ -136,7 +144,7 @@ def dimension_report(directions) -> dict[str, Any]:
                 "curve": [float(v) for v in curve] if figures else None,
                 "rho": float(check["rho_curve"]) if figures else None,
                 "fluency_ratio": dict(check.get("fluency_ratio_half") or {}) if figures else None,
-                "works_within": effective_range(curve) if figures else None,
+                "works_within": effective_range(curve, judged) if figures else None,
             }
         )
     return {
