@@ -7,9 +7,10 @@ pool's ``heldout`` split, never trained on: ``evolution.hr_grpo.heldout_prompts`
 the same seed twice: ``adapter=False`` (the bare model) and ``adapter=True`` (the profile's adapter
 drafts). Per variant and profile: the article's mean |gap| to its profile (goal <= 0.06), how often
 the article measures nearest its own profile of the three (goal >= 90%), the fast writing reward's
-fluency / coherence / topic, the LM reward's fluency and topic (``WritingReward(model="lm")``), a
-judge neither reward reads (the untrained SmolLM2's mean log-likelihood per token of the article's
-sentences) and seconds per article. Writes every article to ``--out`` (JSON) for reading.
+fluency / coherence / topic, the LM reward's fluency and topic (``WritingReward(model="lm")``), the
+judge neither reward nor writer reads (``quality.judge``: calibrated fluency under Gemma-3-270M;
+"judged" = the adapter article's over the bare model's on the same prompt, 1.0 = as fluent) and
+seconds per article. Writes every article to ``--out`` (JSON) for reading.
 
     .venv/bin/python benchmarks/bench_voice_adapters.py [--prompts 3] [--profiles professional technical creative]
 """
@@ -35,7 +36,7 @@ from resonance_os.evolution.hr_grpo import heldout_prompts  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
 from resonance_os.generation.voice_adapter import find_adapter  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
-from resonance_os.quality.fluency import LMFluency  # noqa: E402
+from resonance_os.quality.judge import fluency_judge  # noqa: E402
 from resonance_os.quality.reward import WritingReward  # noqa: E402
 
 VARIANTS = ("without", "with")
@@ -66,7 +67,7 @@ def main() -> None:
         parser.error(f"no shipped adapter for {missing}; build them: scripts/build_profile_adapters.py")
     writers = {"without": HumanResonantWriter(adapter=False), "with": HumanResonantWriter(adapter=True)}
     lm_reward = None if args.no_lm else WritingReward(model="lm")
-    judge = LMFluency()
+    judge = fluency_judge()
     # each profile gets its own held-out topics (by its place among the built-ins, so one profile run
     # alone writes about the same topics as in a run of all three)
     topics = heldout_prompts()
@@ -99,8 +100,9 @@ def main() -> None:
                 if lm_reward is not None:
                     lm = lm_reward.score(article.text, target, prompt=prompt)
                     row.update(lm_fluency=lm.fluency, lm_coherence=lm.coherence, lm_topic=lm.topic)
-                logliks = [x for x in judge.loglik_many(article.paragraphs) if x is not None]
-                row["judge"] = statistics.mean(logliks) if logliks else float("nan")
+                row["judge"] = judge.score(article.text)
+                bare = rows[-1]["judge"] if variant == "with" else row["judge"]
+                row["judged"] = row["judge"] / bare if bare else float("nan")
                 rows.append(row)
                 print(f"{name:12s} {variant:7s} gap {row['gap']:.3f} nearest {row['nearest']:12s} "
                       f"fluency {row['fluency']:.3f} judge {row['judge']:.3f} {seconds:.0f} s  {prompt}", flush=True)  # fmt: skip
@@ -109,7 +111,7 @@ def main() -> None:
     print(f"\nVoice adapters, {len(args.profiles)} profiles x {args.prompts} held-out prompts x "
           f"{args.paragraphs} paragraphs, seed {args.seed}, {args.threads} thread(s), load {load:.1f}, "
           f"{time.perf_counter() - t_start:.0f} s\n")  # fmt: skip
-    terms = ["gap", "fluency", "coherence", "topic", "reward", "judge", "seconds"]
+    terms = ["gap", "fluency", "coherence", "topic", "reward", "judge", "judged", "seconds"]
     if lm_reward is not None:
         terms[5:5] = ["lm_fluency", "lm_topic"]
     print(
