@@ -39,6 +39,12 @@ SFT_ONLY = VoiceTraining(keep=3, sft_steps=30, sft_learning_rate=1e-2, sft_batch
 pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
+def taught_share(article: str) -> float:
+    """The share of an article's words that are words of the adapter's ``PARAGRAPH``."""
+    words = article.split()
+    return sum(w in PARAGRAPH.split() for w in words) / max(len(words), 1)
+
+
 def taught(base: str, paragraph: str):
     """A fresh LoRA on ``base`` taught by SFT to write ``paragraph``."""
     candidates = [(topic, paragraph) for topic in TOPICS]
@@ -106,13 +112,15 @@ def test_generate_drafts_with_the_tenants_profile_adapter_and_says_so(
     data = answer.json()
     assert data["backend"] == f"local+voice ({tenant.name}/newsletter)"
     assert data["voice_adapter"] == f"{tenant.name}/newsletter"
-    assert "the big dog sat on" in data["article"]  # the adapter's sentences, not the random model's
+    # the adapter's words, not the base model's counting (the exact sentence the tiny SFT reaches
+    # depends on the CPU's float kernels: "the big dog dog dog sat on ..." on one machine)
+    assert taught_share(data["article"]) >= 0.9 and "one two three" not in data["article"]
 
     bare = write(client, tenant, profile="newsletter", adapter=False)
     assert bare.status_code == 200, bare.text
     bare = bare.json()
     assert bare["backend"] == "local" and bare["voice_adapter"] is None
-    assert "the big dog sat on" not in bare["article"] and "one two three" in bare["article"]
+    assert taught_share(bare["article"]) < 0.5 and "one two three" in bare["article"]
     toward_a_vector = write(client, tenant, target_hrv=TARGET).json()  # no profile, so no adapter
     assert toward_a_vector["backend"] == "local" and toward_a_vector["voice_adapter"] is None
 
