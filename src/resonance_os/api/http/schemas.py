@@ -548,8 +548,8 @@ class SteerDimension(BaseModel):
     )
     rho: float | None = Field(description="Spearman rho between strength and the curve.")
     fluency_ratio: dict[str, float] | None = Field(
-        description="Judged fluency (Gemma-3-270M's log-perplexity of unsteered over steered) at "
-        "strength -0.5 and +0.5, on the held-out prompts."
+        description="Judged fluency (calibrated fluency under Gemma-3-270M, quality.judge) at strength "
+        "-0.5 and +0.5 over unsteered, on the held-out prompts."
     )
     works_within: list[float] | None = Field(
         description="[lowest, highest] strength over which the held-out curve moves one way and judged "
