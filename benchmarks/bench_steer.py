@@ -52,6 +52,8 @@ from scipy.stats import spearmanr  # noqa: E402
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
 from resonance_os.generation.steering_directions import (  # noqa: E402
+    FLUENCY_GOAL,
+    RHO_GOAL,
     TRAIN_PROMPTS,
     SteeringDirections,
     sample_steered,
@@ -70,7 +72,6 @@ HELDOUT_PROMPTS = (
     "fixing a leaking roof",
     "a ferry crossing in rough weather",
 )
-RHO_GOAL, FLUENCY_GOAL = 0.8, 0.9
 SHORT = {
     "sentence_variance": "sent_var",
     "emotional_valence": "valence",

@@ -10,7 +10,7 @@ Build (seeded, same seed same directions): measure the training paragraphs of ``
 (``contrast_directions``), then choose each dimension's layer and gain by steering the model on
 TRAINING prompts (``TRAIN_PROMPTS``, never the benchmark's): the largest movement of the dimension
 between strength -1 and +1 whose judged fluency at +-0.5 (``quality.judge``: calibrated fluency
-under Gemma-3-270M) stays at or above ``FLUENCY_FLOOR`` of unsteered (the strengths and bound of
+under Gemma-3-270M) stays at or above ``FLUENCY_GOAL`` of unsteered (the strengths and bound of
 ``bench_steer.py``'s pass rule); when none does, the most fluent configuration (the held-out check
 then reports it). The writing reward's fast fluency chose the gains before: it rates grammatical
 nonsense as fluent, and storytelling shipped writing it at +0.5. Ship: keep only the dimensions ``bench_steer.py`` passed on held-out
@@ -33,6 +33,7 @@ from resonance_os.generation.steering_directions import (
     CONTRAST_PROMPT,
     CONTRAST_QUANTILE,
     DATA_FOLDER,
+    FLUENCY_GOAL,
     MODEL_NAME,
     TRAIN_PROMPTS,
     SteeringDirections,
@@ -50,8 +51,6 @@ GAINS = (0.25, 0.5, 1.0)
 CORPUS_SAMPLE = 120
 """Training paragraphs read per source (pydoc, fortunes): enough for stable means on a 2-core box."""
 REPLY_TOKENS = 64
-FLUENCY_FLOOR = 0.9
-"""At strength +-0.5 a configuration's judged fluency over unsteered (the worse side) must stay at or above this."""
 SELECTION_STRENGTHS = (-1.0, -0.5, 0.5, 1.0)
 """Effect: mean measured value at +1 minus -1; judged fluency: the worse of -0.5 and +0.5."""
 NEW_TOKENS = 40
@@ -128,7 +127,7 @@ def build(out: Path, seed: int) -> None:
             effect = _nanmean(value[at[1.0]]) - _nanmean(value[at[-1.0]])
             ratio = min(_nanmean(judged[at[s]]) for s in (-0.5, 0.5)) / base
             results[key] = {"effect": round(effect, 4), "judged_fluency": round(ratio, 4)}
-        fluent = {k: r for k, r in results.items() if r["judged_fluency"] >= FLUENCY_FLOOR}
+        fluent = {k: r for k, r in results.items() if r["judged_fluency"] >= FLUENCY_GOAL}
         if fluent:
             best = max(fluent, key=lambda k: results[k]["effect"])
         else:
@@ -153,7 +152,7 @@ def build(out: Path, seed: int) -> None:
         "typical_norms": {str(k): round(v, 3) for k, v in norms.items()},
         "selection_prompts": list(TRAIN_PROMPTS),
         "selection_judge": "gemma-3-270m calibrated fluency; judged_fluency = the worse of -0.5 and +0.5 over unsteered",
-        "selection_floor": FLUENCY_FLOOR,
+        "selection_floor": FLUENCY_GOAL,
         "selection": selection,
     }
     path = SteeringDirections(MODEL_NAME, layers, vectors, manifest).save(out)

@@ -54,6 +54,9 @@ CONTRAST_QUANTILE = 0.25
 """Share of each source's paragraphs taken as high (top) and low (bottom) on a dimension."""
 FORMAT_VERSION = 1
 WRITING_SYSTEM = "You are a writer. Reply with one paragraph of plain prose and nothing else."
+RHO_GOAL, FLUENCY_GOAL = 0.8, 0.9
+"""The check a shipped direction passes (``benchmarks/bench_steer.py``; the build chooses gains by the
+fluency bound): held-out curve rho, and judged fluency at +-0.5 over unsteered."""
 TRAIN_PROMPTS = ("a walk along the river at dawn", "how bread is baked", "the history of the postal service")
 """Topics each direction's layer and gain are chosen on; ``benchmarks/bench_steer.py`` uses others."""
 

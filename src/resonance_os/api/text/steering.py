@@ -27,8 +27,6 @@ from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 DIRECTIONS_ENV = "RESONANCE_STEERING_DIRECTIONS"
 HELDOUT_STRENGTHS = (-1.0, -0.5, 0.0, 0.5, 1.0)
 """The strengths of the manifest's held-out dose-response curves (``bench_steer.py``'s ``STRENGTHS``)."""
-RHO_GOAL, FLUENCY_GOAL = 0.8, 0.9
-"""The held-out check a shipped direction passed (``bench_steer.py``): curve rho and fluency at +-0.5."""
 MAX_PARAGRAPH_CHARS = 2_000
 """A steered rewrite takes one paragraph, not an article."""
 REWRITE_TOKENS = (48, 256)
@@ -89,6 +87,8 @@ def effective_range(curve: Sequence[float], judged: Sequence[float] | None = Non
     """The strengths around 0 over which the held-out curve moves one way (the curve's overall
     direction) and, where the manifest has them, judged fluency stays within ``FLUENCY_GOAL`` of
     unsteered: ``[lowest, highest]`` of ``HELDOUT_STRENGTHS``. The Studio's slider spans this range."""
+    from resonance_os.generation.steering_directions import FLUENCY_GOAL
+
     sign = 1.0 if curve[-1] >= curve[0] else -1.0
 
     def usable(i: int, previous: int) -> bool:
@@ -106,6 +106,8 @@ def effective_range(curve: Sequence[float], judged: Sequence[float] | None = Non
 
 
 def _not_steerable_reason(check: Mapping[str, Any] | None, model: str) -> str:
+    from resonance_os.generation.steering_directions import FLUENCY_GOAL, RHO_GOAL
+
     if not check:
         return f"no steering direction for {model} in this set"
     rho, ratios = check.get("rho_curve"), check.get("fluency_ratio_half") or {}
