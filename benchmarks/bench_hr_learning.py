@@ -126,9 +126,14 @@ def steered_runs(args: argparse.Namespace) -> dict[str, dict]:
     return rows
 
 
-def read_steered(args: argparse.Namespace, paragraphs: int = 6) -> None:
-    """Held-out paragraphs to read, the same topics, targets and noise for each policy: zero steering,
-    the controller of gain ``--gains[0]`` and every policy saved in ``--read`` (on ``--residual``)."""
+def read_steered(args: argparse.Namespace) -> None:
+    """Held-out paragraphs to read (``--read-paragraphs``), the same topics, targets and noise for each
+    policy: zero steering, the controller of gain ``--gains[0]`` and every policy saved in ``--read``
+    (on ``--residual``); then each policy's mean judged fluency (``quality.judge``, Gemma-3-270M, which
+    neither the env's reward nor the policies read) beside zero steering's."""
+    from resonance_os.quality.judge import fluency_judge
+
+    paragraphs = args.read_paragraphs
     heldout = SteeredWritingVectorEnv(paragraphs, split="heldout", objective=args.objective)
     trained = heldout.vectorised(paragraphs, controller_gain=args.residual)
     policies = [
@@ -140,15 +145,22 @@ def read_steered(args: argparse.Namespace, paragraphs: int = 6) -> None:
         policies.append(
             (f"PPO {path.name}", trained, lambda obs, m=model: m.predict(obs, deterministic=True)[0])
         )
+    judge, judged = fluency_judge(), {}
     for name, env, act in policies:
         obs, _ = env.reset(seed=EVAL_SEED)
         for _ in range(env.sentences):
             obs, _, _, _, infos = env.step(act(obs))
         final = infos["final_info"]
+        judged[name] = float(np.mean(judge.score_many(list(final["text"]))))
         print(f"\n## {name}")
         for b in range(paragraphs):
             print(f"\n{final['prompt'][b]} (score {final['score'][b]:.3f}, resonance {final['resonance'][b]:.3f},"
                   f" fluency {final['fluency'][b]:.2f}, topic {final['topic'][b]:.2f})\n> {final['text'][b]}")  # fmt: skip
+    print(
+        f"\nJudged fluency (Gemma-3-270M), mean over the {paragraphs} paragraphs, and over zero steering's:"
+    )
+    for name, value in judged.items():
+        print(f"  {name}: {value:.3f} ({value / judged['zero steering']:.3f})")
 
 
 def print_steered(rows: dict[str, dict]) -> None:
@@ -197,6 +209,7 @@ def main() -> None:
         "--read", type=Path, default=None,
         help="steer: print held-out paragraphs of zero steering, the controller (k = --gains[0]) and each policy saved here",
     )  # fmt: skip
+    parser.add_argument("--read-paragraphs", type=int, default=6, help="steer: paragraphs --read prints")
     parser.add_argument(
         "--merge", type=Path, nargs="+", default=None, help="steer: print the table of these rows"
     )
