@@ -18,8 +18,10 @@ from resonance_os.generation.steering_directions import (  # noqa: E402
     SteeringError,
     contrast_directions,
     reply_means,
+    effective_range,
     sample_steered,
     steer_backend,
+    strengths_toward,
 )
 
 H = 32  # tiny_chat_model's hidden size
@@ -120,6 +122,26 @@ def test_the_shipped_set_is_smollm2_with_held_out_figures_for_each_dimension():
         # storytelling writing nonsense at +0.5), within 10% of unsteered at +-0.5
         assert check[dim]["judge"] == "gemma-3-270m" and min(check[dim]["fluency_ratio_half"].values()) >= 0.9
     assert set(shipped.available).isdisjoint(shipped.manifest["not_shipped"])
+
+
+def test_strengths_toward_read_the_held_out_curve_within_its_working_range():
+    directions = _directions()
+    directions.manifest["heldout_check"] = {
+        # rises from -1 to +0.5, then falls back: works within [-1, 0.5]
+        "storytelling_index": {"curve": [0.0, 0.1, 0.4, 0.6, 0.5], "judged_fluency": [1.0] * 5},
+        # judged unfluent at -1 and +1: works within [-0.5, 0.5]
+        "curiosity_index": {"curve": [0.0, 0.1, 0.2, 0.3, 0.4], "judged_fluency": [0.5, 1, 1, 1, 0.5]},
+        "metaphor_density": {"curve": [0.0, 0.1, 0.2, 0.3, 0.4]},  # a curve, but no direction shipped
+    }
+    assert effective_range([0.0, 0.1, 0.4, 0.6, 0.5]) == [-1.0, 0.5]
+    got = strengths_toward(
+        directions, {"storytelling_index": -0.15, "curiosity_index": 0.5, "metaphor_density": 0.1}
+    )
+    # -0.15 from 0.4: between -0.5 (0.1) and 0 (0.4), a quarter of the way down
+    assert got == {"storytelling_index": pytest.approx(-0.25), "curiosity_index": 0.5}
+    far = strengths_toward(directions, {"storytelling_index": -1.0, "curiosity_index": -0.5})
+    assert far == {"storytelling_index": -1.0, "curiosity_index": -0.5}  # the range's ends
+    assert strengths_toward(directions, {"storytelling_index": 0.0, "curiosity_index": 0.001}) == {}
 
 
 def test_reply_means_read_only_the_reply_tokens(chat):

@@ -20,6 +20,7 @@ live in ``generation/data/steering/`` as ``<model>.npz`` (float32 arrays by dime
 manifest ``<model>.json``.
 
     directions = SteeringDirections.load()                   # the shipped SmolLM2 set
+    strengths_toward(directions, {"storytelling_index": -0.3})  # what moves it that far, read off its curve
     directions.available                                     # ["curiosity_index", ...]
     steer_backend(backend, {"curiosity_index": 0.5}).sample(messages, n=4)   # the local backend, steered
     sample_steered(backend, [messages] * 2, [{"curiosity_index": 0.5}, {}], directions)  # per row
@@ -59,6 +60,8 @@ RHO_GOAL, FLUENCY_GOAL = 0.8, 0.9
 fluency bound): held-out curve rho, and judged fluency at +-0.5 over unsteered."""
 TRAIN_PROMPTS = ("a walk along the river at dawn", "how bread is baked", "the history of the postal service")
 """Topics each direction's layer and gain are chosen on; ``benchmarks/bench_steer.py`` uses others."""
+HELDOUT_STRENGTHS = (-1.0, -0.5, 0.0, 0.5, 1.0)
+"""The strengths of the manifest's held-out dose-response curves (``bench_steer.py``'s ``STRENGTHS``)."""
 
 
 def writing_messages(topic: str) -> list[dict[str, str]]:
@@ -177,6 +180,59 @@ class SteeringDirections:
             vectors={d: tensors[d] for d in dims},
             manifest=manifest,
         )
+
+
+def effective_range(curve: Sequence[float], judged: Sequence[float] | None = None) -> list[float]:
+    """The strengths around 0 over which the held-out curve moves one way (the curve's overall
+    direction) and, where the manifest has them, judged fluency stays within ``FLUENCY_GOAL`` of
+    unsteered: ``[lowest, highest]`` of ``HELDOUT_STRENGTHS``. The Studio's slider spans this range."""
+    sign = 1.0 if curve[-1] >= curve[0] else -1.0
+
+    def usable(i: int, previous: int) -> bool:
+        fluent = judged is None or judged[i] >= FLUENCY_GOAL - 1e-9
+        return fluent and sign * (curve[max(i, previous)] - curve[min(i, previous)]) > 0
+
+    zero = HELDOUT_STRENGTHS.index(0.0)
+    high = zero
+    while high + 1 < len(curve) and usable(high + 1, high):
+        high += 1
+    low = zero
+    while low > 0 and usable(low - 1, low):
+        low -= 1
+    return [HELDOUT_STRENGTHS[low], HELDOUT_STRENGTHS[high]]
+
+
+def strengths_toward(directions: SteeringDirections, change: Mapping[str, float]) -> dict[str, float]:
+    """The strength per shipped dimension that moves it by ``change[dim]`` (a wanted value minus what
+    the model writes unsteered), read off the manifest's held-out dose-response curve (linear between
+    its strengths, relative to strength 0) within the range it works in (:func:`effective_range`):
+    a change beyond the range gets the range's end. Dimensions without a direction or a curve, and
+    strengths that round to 0, are left out."""
+    checks = directions.manifest.get("heldout_check") or {}
+    out = {}
+    for dim, wanted in change.items():
+        check = checks.get(dim) or {}
+        curve = check.get("curve")
+        if dim not in directions.vectors or curve is None or len(curve) != len(HELDOUT_STRENGTHS):
+            continue
+        low, high = effective_range(curve, check.get("judged_fluency"))
+        origin = curve[HELDOUT_STRENGTHS.index(0.0)]
+        grid = sorted({0.0, *(low + (high - low) * i / 40 for i in range(41))})
+        moved = [abs(_interpolate(s, curve) - origin - wanted) for s in grid]
+        best = min(range(len(grid)), key=lambda i: (moved[i], abs(grid[i])))
+        if round(grid[best], 3) != 0.0:
+            out[dim] = round(grid[best], 3)
+    return out
+
+
+def _interpolate(strength: float, curve: Sequence[float]) -> float:
+    """The held-out curve's value at ``strength``, linear between ``HELDOUT_STRENGTHS``."""
+    points = HELDOUT_STRENGTHS
+    for i in range(len(points) - 1):
+        if strength <= points[i + 1]:
+            share = (strength - points[i]) / (points[i + 1] - points[i])
+            return curve[i] + share * (curve[i + 1] - curve[i])
+    return curve[-1]
 
 
 def _encode_replies(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> tuple[torch.Tensor, ...]:

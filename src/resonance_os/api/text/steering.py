@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,6 @@ from resonance_os.core.errors import ResonanceError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
 
 DIRECTIONS_ENV = "RESONANCE_STEERING_DIRECTIONS"
-HELDOUT_STRENGTHS = (-1.0, -0.5, 0.0, 0.5, 1.0)
-"""The strengths of the manifest's held-out dose-response curves (``bench_steer.py``'s ``STRENGTHS``)."""
 MAX_PARAGRAPH_CHARS = 2_000
 """A steered rewrite takes one paragraph, not an article."""
 REWRITE_TOKENS = (48, 256)
@@ -83,28 +81,6 @@ def steerable_backend(writer: Any):
     return backend
 
 
-def effective_range(curve: Sequence[float], judged: Sequence[float] | None = None) -> list[float]:
-    """The strengths around 0 over which the held-out curve moves one way (the curve's overall
-    direction) and, where the manifest has them, judged fluency stays within ``FLUENCY_GOAL`` of
-    unsteered: ``[lowest, highest]`` of ``HELDOUT_STRENGTHS``. The Studio's slider spans this range."""
-    from resonance_os.generation.steering_directions import FLUENCY_GOAL
-
-    sign = 1.0 if curve[-1] >= curve[0] else -1.0
-
-    def usable(i: int, previous: int) -> bool:
-        fluent = judged is None or judged[i] >= FLUENCY_GOAL - 1e-9
-        return fluent and sign * (curve[max(i, previous)] - curve[min(i, previous)]) > 0
-
-    zero = HELDOUT_STRENGTHS.index(0.0)
-    high = zero
-    while high + 1 < len(curve) and usable(high + 1, high):
-        high += 1
-    low = zero
-    while low > 0 and usable(low - 1, low):
-        low -= 1
-    return [HELDOUT_STRENGTHS[low], HELDOUT_STRENGTHS[high]]
-
-
 def _not_steerable_reason(check: Mapping[str, Any] | None, model: str) -> str:
     from resonance_os.generation.steering_directions import FLUENCY_GOAL, RHO_GOAL
 
@@ -129,6 +105,8 @@ def dimension_report(directions) -> dict[str, Any]:
     directions were shipped with (mean measured value at each of ``HELDOUT_STRENGTHS``, the curve's
     rho, judged fluency at +-0.5 over unsteered, the strengths over which it moves one way and stays
     fluent), or why not."""
+    from resonance_os.generation.steering_directions import HELDOUT_STRENGTHS, effective_range
+
     checks = directions.manifest.get("heldout_check") or {}
     dimensions = []
     for dim in HRV_DIMENSIONS:
@@ -165,6 +143,8 @@ def steerable_report(writer: Any) -> dict[str, Any]:
     try:
         backend = steerable_backend(writer)
     except SteeringUnavailableError as refused:
+        from resonance_os.generation.steering_directions import HELDOUT_STRENGTHS
+
         reason = str(refused)
         return {
             "available": False,
