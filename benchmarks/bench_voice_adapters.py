@@ -10,9 +10,11 @@ the article measures nearest its own profile of the three (goal >= 90%), the fas
 fluency / coherence / topic, the LM reward's fluency and topic (``WritingReward(model="lm")``), the
 judge neither reward nor writer reads (``quality.judge``: calibrated fluency under Gemma-3-270M;
 "judged" = the adapter article's over the bare model's on the same prompt, 1.0 = as fluent) and
-seconds per article. Writes every article to ``--out`` (JSON) for reading.
+seconds per article. Writes every article to ``--out`` (JSON) for reading. ``--adapters DIR`` drafts
+"with" by ``DIR/<profile>/`` (``scripts/build_profile_adapters.py --out DIR``) instead of the shipped
+adapter: a new build measured against the bare model before it ships.
 
-    .venv/bin/python benchmarks/bench_voice_adapters.py [--prompts 3] [--profiles professional technical creative]
+    .venv/bin/python benchmarks/bench_voice_adapters.py [--prompts 3] [--profiles professional technical creative] [--adapters DIR]
 """
 
 from __future__ import annotations
@@ -59,13 +61,20 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-lm", action="store_true", help="skip the LM reward (seconds a paragraph)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "voice_adapters.json"))
+    parser.add_argument(
+        "--adapters", default=None, help="draft 'with' by DIR/<profile>/ instead of the shipped adapters"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=FutureWarning)
-    missing = [p for p in args.profiles if find_adapter(f"builtin/{p}") is None]
+    if args.adapters:
+        missing = [p for p in args.profiles if not (Path(args.adapters) / p).is_dir()]
+    else:
+        missing = [p for p in args.profiles if find_adapter(f"builtin/{p}") is None]
     if missing:
-        parser.error(f"no shipped adapter for {missing}; build them: scripts/build_profile_adapters.py")
-    writers = {"without": HumanResonantWriter(adapter=False), "with": HumanResonantWriter(adapter=True)}
+        parser.error(f"no adapter for {missing}; build them: scripts/build_profile_adapters.py")
+    bare = HumanResonantWriter(adapter=False)
+    shipped = None if args.adapters else HumanResonantWriter(adapter=True)
     lm_reward = None if args.no_lm else WritingReward(model="lm")
     judge = fluency_judge()
     # each profile gets its own held-out topics (by its place among the built-ins, so one profile run
@@ -77,6 +86,8 @@ def main() -> None:
         p_index = list(BUILTIN_TEMPLATES).index(name)
         key = f"builtin/{name}"
         target = BUILTIN_TEMPLATES[name].vector.to_list()
+        adapted = shipped or HumanResonantWriter(adapter=str(Path(args.adapters) / name))
+        writers = {"without": bare, "with": adapted}
         for i in range(args.prompts):
             prompt = topics[(p_index * args.prompts + i) % len(topics)]
             for variant in VARIANTS:

@@ -1,7 +1,10 @@
 """Train the built-in profiles' voice adapters (SmolLM2-135M-Instruct + LoRA) on this machine's CPU.
 
-For each built-in profile: SFT on the draft pool's training paragraphs nearest the profile, then
-HR-GRPO toward it with the KL term (``evolution.voice_adapters``); the adapter is written to
+For each built-in profile: SFT on the candidate paragraphs nearest the profile, then HR-GRPO toward
+it with the KL term (``evolution.voice_adapters``). The candidates are the draft pool's training
+paragraphs, and with ``--candidates steered`` also SmolLM2's drafts of the pool's training topics
+steered toward the profile (``steered_candidates``: ``--samples`` drafts a topic unsteered and at
+half and full strength; written to ``LOG_DIR/<profile>/candidates.json``). The adapter is written to
 ``OUT/<profile name>/`` (default: the package's ``generation/data/voice_adapters``, where the writer
 finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) on this 2-core
 machine at load 10-20; the shipped technical and creative adapters used ``--grpo-steps 6 --threads 1``
@@ -29,6 +32,7 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VoiceTraining,
     pool_candidates,
     save_voice_adapter,
+    steered_candidates,
     train_voice_adapter,
 )
 from resonance_os.generation.voice_adapter import builtin_adapter_dir  # noqa: E402
@@ -46,23 +50,49 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--log-dir", default="runs/voice_adapters")
+    parser.add_argument(
+        "--candidates",
+        choices=["pool", "steered"],
+        default="pool",
+        help="SFT data from the draft pool alone, or also from drafts steered toward the profile",
+    )
+    parser.add_argument(
+        "--samples", type=int, default=4, help="steered candidates: drafts per topic and strength"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=FutureWarning)
     settings = replace(VoiceTraining(), sft_steps=args.sft_steps, grpo_steps=args.grpo_steps, seed=args.seed)
-    candidates = pool_candidates()
+    pool = pool_candidates()
     for name in args.profiles:
         key = f"builtin/{name}"
         target, _ = resolve_target(profile=key)
         t0 = time.perf_counter()
+        log_dir = Path(args.log_dir) / name
 
         def say(msg: str, name: str = name, t0: float = t0) -> None:
             print(f"[{name} {time.perf_counter() - t0:6.0f} s] {msg}", flush=True)
 
+        candidates, steering = list(pool), None
+        if args.candidates == "steered":
+            topics = sorted({topic for topic, _ in pool})
+            steered = steered_candidates(target, topics, samples=args.samples, seed=args.seed)
+            steering = {k: v for k, v in asdict(steered).items() if k != "pairs"} | {
+                "drafts": len(steered.pairs),
+                "samples": args.samples,
+                "seconds": round(time.perf_counter() - t0, 1),
+            }
+            say(f"steered candidates: {json.dumps(steering)}")
+            log_dir.mkdir(parents=True, exist_ok=True)
+            (log_dir / "candidates.json").write_text(
+                json.dumps(steering | {"pairs": steered.pairs}, indent=1)
+            )
+            candidates += steered.pairs
         policy, summary = train_voice_adapter(
-            target, candidates, settings=settings, log_dir=Path(args.log_dir) / name, report=say
+            target, candidates, settings=settings, log_dir=log_dir, report=say
         )
         summary["settings"] = asdict(settings)
+        summary["candidates"] = args.candidates if steering is None else {"steered": steering}
         summary["seconds"] = round(time.perf_counter() - t0, 1)
         out = Path(args.out) / name if args.out else builtin_adapter_dir(name)
         save_voice_adapter(policy, out, target, source=key, summary=summary)

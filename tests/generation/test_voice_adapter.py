@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("transformers", reason="voice adapters need the local extra (transformers, peft)")
 pytest.importorskip("peft", reason="voice adapters need the local extra (transformers, peft)")
+torch = pytest.importorskip("torch")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from tiny_lm import save_tiny_model  # noqa: E402
@@ -21,11 +22,13 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VoiceTraining,
     nearest_paragraphs,
     save_voice_adapter,
+    steered_candidates,
     train_voice_adapter,
     voice_policy,
 )
 from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.generation.steering_directions import SteeringDirections  # noqa: E402
 from resonance_os.generation.voice_adapter import (  # noqa: E402
     VoiceAdapterError,
     adapter_dir,
@@ -85,6 +88,70 @@ def test_nearest_paragraphs_keeps_the_closest_to_the_target_that_write_well_enou
     assert [text for _, text, _ in chosen] == [story]  # the creative profile: the story is nearer
     with pytest.raises(Exception, match="writes well enough"):
         nearest_paragraphs([("bread", "dog dog dog dog")], TARGET, keep=1, min_quality=0.99)
+
+
+STORY = (
+    "Last winter my grandmother baked bread for the whole street. She kneaded the dough by the window "
+    "while we waited. Then she gave every neighbour a warm loaf."
+)
+EXPOSITION = (
+    "Bread is made from flour, water, salt and yeast. The dough is kneaded until it is smooth. "
+    "It is baked at a high temperature until the crust is firm."
+)
+
+
+def test_steered_candidates_steer_by_the_held_out_curve_and_keep_fluent_on_topic_drafts(tiny_folder):
+    """Unsteered drafts read as stories; the technical profile wants exposition, so the drafts are
+    steered down on storytelling, by the strength the curve gives, at a quarter and half of it; a
+    steered draft that reads as word salad, drifts off its topic, or that cleaning empties, is not a
+    candidate."""
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+    from resonance_os.quality.fluency import ngram_fluency
+
+    tokenizer, model = base_model(str(tiny_folder))
+    backend = LocalBackend(model=(tokenizer, model))
+    width = model.config.hidden_size
+    curve = {"curve": [0.0, 0.1, 0.4, 0.6, 0.6], "judged_fluency": [1.0] * 5}
+    directions = SteeringDirections(
+        "tiny", {"storytelling_index": 0}, {"storytelling_index": torch.ones(width)},
+        {"heldout_check": {"storytelling_index": curve}},
+    )  # fmt: skip
+    salad = (
+        "Crust the yeast is until flour salt. Baked smooth kneaded and it is the. "
+        "Water high from firm is the temperature dough made."
+    )
+    seen = []
+
+    drift = (
+        "In Python, the open function is used to create a new module. The module defines the functions "
+        "of the package, and each function returns a value to its caller."
+    )
+
+    def sample_requests(requests, seed=None, max_tokens=None):
+        seen.extend(additions for _, _, additions in requests)
+        steered = {True: [EXPOSITION, salad, "..."], False: [drift, drift, drift]}
+        return [
+            [STORY] * n if not additions else steered[TOPICS[0] in str(chat)][:n]
+            for chat, n, additions in requests
+        ]
+
+    backend.sample_requests = sample_requests
+    target = BUILTIN_TEMPLATES["technical"].vector.to_list()
+    got = steered_candidates(
+        target, TOPICS, samples=3, backend=backend, directions=directions, fluency=ngram_fluency()
+    )
+    story = HRVExtractor().extract(STORY)
+    assert got.unsteered_hrv == pytest.approx(story)
+    wanted = target[6] - story[6]  # storytelling_index: the curve moves 0.4 -> 0.1 -> 0.0 from 0 to -1
+    assert wanted < -0.3 and got.strengths == {"storytelling_index": pytest.approx(-1.0)}
+    steered = [a for a in seen if a]
+    assert len(steered) == 2 * len(TOPICS)  # each topic at half and full strength
+    assert sorted(float(a[0][0]) for a in steered) == pytest.approx([-0.5, -0.5, -0.25, -0.25])
+    assert TOPICS[0] == "making bread at home"
+    assert got.pairs == [(t, STORY) for t in TOPICS for _ in range(3)] + [(TOPICS[0], EXPOSITION)] * 2
+    # the salad (at each strength) is unfluent; the bicycle's drift into Python is fluent but off its
+    # topic; "..." was never a paragraph
+    assert got.dropped == {"fluency": 2, "topic": 6}
 
 
 def test_the_adapter_is_stored_with_the_profile_and_readable_by_the_engine(adapter, home):

@@ -3,8 +3,9 @@
 Two stages, chosen for how far they move the style per CPU-minute on a 2-core machine:
 
 1. **SFT on the paragraphs nearest the target** (rejection sampling): from candidate paragraphs
-   (the model's own first drafts of the draft pool's training topics for a built-in profile, or a
-   writer's own paragraphs), keep the ``keep`` whose measured HRV is nearest the target and whose
+   (for a built-in profile the model's own drafts of the draft pool's training topics, first drafts
+   or, with :func:`steered_candidates`, drafts steered toward the target; for a writer their own
+   paragraphs), keep the ``keep`` whose measured HRV is nearest the target and whose
    writing quality holds, and fine-tune on them, each paired with the writer's own chat prompt toward
    the target (``hr_grpo.hr_messages``). An SFT step is one forward and backward pass over real text
    (2-4 s here); it needs no sampling, which is most of an HR-GRPO step (15-25 s).
@@ -40,6 +41,9 @@ __all__ = [
     "pool_candidates",
     "save_voice_adapter",
     "split_paragraphs",
+    "STEERED_FLOOR",
+    "SteeredCandidates",
+    "steered_candidates",
     "train_voice_adapter",
     "voice_policy",
     "writer_candidates",
@@ -83,6 +87,102 @@ def pool_candidates() -> list[tuple[str, str]]:
     from resonance_os.evolution.draft_pool import load_drafts
 
     return [(d.prompt, d.text) for d in load_drafts(split="train")]
+
+
+STEERED_FLOOR = 0.9
+"""A steered draft is a candidate only when its fluency and its topic are each at least this share of
+the unsteered drafts' medians: the bound the shipped directions are checked with (``FLUENCY_GOAL``).
+The topic floor is needed: steered toward low intensity and exposition, SmolLM2 drifts into the
+directions' documentation source ("In Python, the open function is used to create ...") whatever the
+topic (half of the drafts at half strength toward ``builtin/technical``, all at full strength)."""
+
+
+@dataclass(frozen=True)
+class SteeredCandidates:
+    """:func:`steered_candidates`' drafts (``pairs``: ``(topic, paragraph)``) and how they were made:
+    the strengths at scale 1, the unsteered drafts' mean HRV, and how many steered drafts fell below
+    the fluency floor and (of the rest) the topic floor."""
+
+    pairs: list[tuple[str, str]]
+    strengths: dict[str, float]
+    unsteered_hrv: list[float]
+    dropped: dict[str, int]
+
+
+def steered_candidates(
+    target: Sequence[float],
+    topics: Sequence[str],
+    *,
+    samples: int = 4,
+    scales: Sequence[float] = (0.25, 0.5),
+    seed: int = 0,
+    backend: Any = None,
+    directions: Any = None,
+    fluency: Any = None,
+) -> SteeredCandidates:
+    """Drafts of ``topics`` by the local model toward ``target``, to choose SFT data from.
+
+    Each topic is asked with the writer's own chat prompt toward the target (``hr_messages``), and
+    answered ``samples`` times unsteered; the unsteered drafts' mean HRV ``m`` gives the change still
+    wanted, ``target - m``, and ``strengths_toward`` turns it into steering strengths within each
+    shipped direction's working range (the held-out dose-response curves). Each topic is then answered
+    ``samples`` times at each of ``scales`` times those strengths (the same random draws as the
+    unsteered ones). Every reply is cleaned as the writer cleans drafts (``clean_reply``). A steered
+    draft is kept only when its fluency under the bare reference LM (``fluency``, default
+    ``LMFluency()``, SmolLM2 unsteered; not the Gemma judge, which the benchmarks keep independent) and
+    its topic (the fast writing reward's topic term) are at least ``STEERED_FLOOR`` of the unsteered
+    drafts' medians.
+    """
+    from statistics import median
+
+    from resonance_os.core.hrv_constants import HRV_DIMENSIONS
+    from resonance_os.evolution.hr_grpo import hr_messages
+    from resonance_os.generation.backends.local import LocalBackend
+    from resonance_os.generation.llm_writing import clean_reply
+    from resonance_os.generation.steering_directions import (
+        sample_steered,
+        shipped_directions,
+        strengths_toward,
+    )
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+    from resonance_os.quality.fluency import LMFluency
+    from resonance_os.quality.reward import make_reward
+
+    backend = backend if backend is not None else LocalBackend()
+    directions = directions if directions is not None else shipped_directions()
+    chats = [hr_messages(topic, target) for topic in topics for _ in range(samples)]
+    owners = [topic for topic in topics for _ in range(samples)]
+
+    def drafts(steer: dict[str, float]) -> list[tuple[str, str]]:
+        replies = sample_steered(backend, chats, [steer] * len(chats), directions, seed=seed)
+        return [(topic, text) for topic, text in zip(owners, map(clean_reply, replies)) if text]
+
+    plain = drafts({})
+    if not plain:
+        raise ValidationError("the model wrote no usable paragraph for these topics; give other topics")
+    measured = HRVExtractor().extract_many(text for _, text in plain)
+    mean = [sum(column) / len(column) for column in zip(*measured)]
+    strengths = strengths_toward(directions, {d: t - m for d, t, m in zip(HRV_DIMENSIONS, target, mean)})
+    steered = [
+        pair for scale in scales if strengths for pair in drafts({d: s * scale for d, s in strengths.items()})
+    ]
+    kept: list[tuple[str, str]] = []
+    dropped = {"fluency": 0, "topic": 0}
+    if steered:
+        scorer = fluency if fluency is not None else LMFluency()
+        fluent = scorer.score_many([text for _, text in plain + steered])
+        reward = make_reward("fast")
+        topical = [reward.score(text, list(target), prompt=topic).topic for topic, text in plain + steered]
+        fluency_floor = STEERED_FLOOR * median(fluent[: len(plain)])
+        topic_floor = STEERED_FLOOR * median(topical[: len(plain)])
+        for pair, fluency_score, topic_score in zip(steered, fluent[len(plain) :], topical[len(plain) :]):
+            if fluency_score < fluency_floor:
+                dropped["fluency"] += 1
+            elif topic_score < topic_floor:
+                dropped["topic"] += 1
+            else:
+                kept.append(pair)
+    return SteeredCandidates(pairs=plain + kept, strengths=strengths, unsteered_hrv=mean, dropped=dropped)
 
 
 def split_paragraphs(text: str) -> list[str]:

@@ -229,6 +229,10 @@ class NgramFluency:
             return 0.0
         return self._calibrate(sum(r for _, r, _ in parts) / sum(m for _, _, m in parts))
 
+    def score_many(self, texts: list[str]) -> list[float]:
+        """:meth:`score` of each text (as ``LMFluency.score_many``, so either can judge a batch)."""
+        return [self.score(text) for text in texts]
+
     def score_sentences(self, text: str) -> list[float]:
         """Each sentence's calibrated fluency (same scale as :meth:`score`), in text order."""
         return [self._calibrate(r / m) for _, r, m in self._sentence_logprobs(text)]
