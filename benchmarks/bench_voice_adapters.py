@@ -73,7 +73,7 @@ def main() -> None:
         missing = [p for p in args.profiles if find_adapter(f"builtin/{p}") is None]
     if missing:
         parser.error(f"no adapter for {missing}; build them: scripts/build_profile_adapters.py")
-    bare = HumanResonantWriter(adapter=False)
+    bare_writer = HumanResonantWriter(adapter=False)
     shipped = None if args.adapters else HumanResonantWriter(adapter=True)
     lm_reward = None if args.no_lm else WritingReward(model="lm")
     judge = fluency_judge()
@@ -87,7 +87,7 @@ def main() -> None:
         key = f"builtin/{name}"
         target = BUILTIN_TEMPLATES[name].vector.to_list()
         adapted = shipped or HumanResonantWriter(adapter=str(Path(args.adapters) / name))
-        writers = {"without": bare, "with": adapted}
+        writers = {"without": bare_writer, "with": adapted}
         for i in range(args.prompts):
             prompt = topics[(p_index * args.prompts + i) % len(topics)]
             for variant in VARIANTS:
