@@ -163,9 +163,10 @@ def steered_candidates(
     measured = HRVExtractor().extract_many(text for _, text in plain)
     mean = [sum(column) / len(column) for column in zip(*measured)]
     strengths = strengths_toward(directions, {d: t - m for d, t, m in zip(HRV_DIMENSIONS, target, mean)})
-    steered = [
-        pair for scale in scales if strengths for pair in drafts({d: s * scale for d, s in strengths.items()})
-    ]
+    steered = []
+    if strengths:
+        for scale in scales:
+            steered += drafts({d: s * scale for d, s in strengths.items()})
     kept: list[tuple[str, str]] = []
     dropped = {"fluency": 0, "topic": 0}
     if steered:

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from resonance_os.core.errors import ValidationError
@@ -218,21 +219,11 @@ def strengths_toward(directions: SteeringDirections, change: Mapping[str, float]
         low, high = effective_range(curve, check.get("judged_fluency"))
         origin = curve[HELDOUT_STRENGTHS.index(0.0)]
         grid = sorted({0.0, *(low + (high - low) * i / 40 for i in range(41))})
-        moved = [abs(_interpolate(s, curve) - origin - wanted) for s in grid]
+        moved = np.abs(np.interp(grid, HELDOUT_STRENGTHS, curve) - origin - wanted)
         best = min(range(len(grid)), key=lambda i: (moved[i], abs(grid[i])))
         if round(grid[best], 3) != 0.0:
             out[dim] = round(grid[best], 3)
     return out
-
-
-def _interpolate(strength: float, curve: Sequence[float]) -> float:
-    """The held-out curve's value at ``strength``, linear between ``HELDOUT_STRENGTHS``."""
-    points = HELDOUT_STRENGTHS
-    for i in range(len(points) - 1):
-        if strength <= points[i + 1]:
-            share = (strength - points[i]) / (points[i + 1] - points[i])
-            return curve[i] + share * (curve[i + 1] - curve[i])
-    return curve[-1]
 
 
 def _encode_replies(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> tuple[torch.Tensor, ...]:
