@@ -121,13 +121,15 @@ def test_steered_candidates_steer_by_the_held_out_curve_and_keep_fluent_on_topic
         "Water high from firm is the temperature dough made."
     )
     seen = []
-
     drift = (
         "In Python, the open function is used to create a new module. The module defines the functions "
         "of the package, and each function returns a value to its caller."
     )
 
+    real = backend.sample_requests
+
     def sample_requests(requests, seed=None, max_tokens=None):
+        real(requests, seed, 8)  # the engine really samples each request, steered or not
         seen.extend(additions for _, _, additions in requests)
         steered = {True: [EXPOSITION, salad, "..."], False: [drift, drift, drift]}
         return [
@@ -145,7 +147,7 @@ def test_steered_candidates_steer_by_the_held_out_curve_and_keep_fluent_on_topic
     wanted = target[6] - story[6]  # storytelling_index: the curve moves 0.4 -> 0.1 -> 0.0 from 0 to -1
     assert wanted < -0.3 and got.strengths == {"storytelling_index": pytest.approx(-1.0)}
     steered = [a for a in seen if a]
-    assert len(steered) == 2 * len(TOPICS)  # each topic at half and full strength
+    assert len(steered) == 2 * len(TOPICS)  # each topic at a quarter and half of the strength
     assert sorted(float(a[0][0]) for a in steered) == pytest.approx([-0.5, -0.5, -0.25, -0.25])
     assert TOPICS[0] == "making bread at home"
     assert got.pairs == [(t, STORY) for t in TOPICS for _ in range(3)] + [(TOPICS[0], EXPOSITION)] * 2
