@@ -33,6 +33,10 @@ def test_meta_text_and_metric_names_are_caught():
         "This rephrased version uses the past perfect tense for the ferry.",
         "I'll rephrase that for you: the ferry left before dawn.",
         "The ferry left before dawn (present tense).",
+        # a chat assistant's offer, found among SmolLM2's drafts of the SFT candidates
+        "I'm excited to help you fix your leaky roof! The ferry left before dawn.",
+        "I'll do my best to assist wherever possible, whatever the ferry does.",
+        "How can I help you today? The ferry left.",
     ]
     for text in leaks:
         assert meta_text(text), text
@@ -40,3 +44,4 @@ def test_meta_text_and_metric_names_are_caught():
     assert meta_text(PARAGRAPH) == []
     assert meta_text("We ship a new version every week; here is the text of the law.") == []
     assert meta_text("The tense crew let me revisit the rephrasing of the old ferry song.") == []
+    assert meta_text('"I am glad to see you," said the captain, and went to help the crew.') == []

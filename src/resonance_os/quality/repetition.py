@@ -49,6 +49,14 @@ META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("as an ai",), r"\bas an ai\b"),
     (("i hope th",), r"\bi hope (?:this|that) helps\b"),
     (("let me know if",), r"\blet me know if\b"),
+    (  # a chat assistant's offer ("I'm excited to help you fix your leaky roof!")
+        (" to help", " to assist"),
+        r"\b(?:i'm|i am|i'd be|i would be)\s+(?:so\s+|more than\s+)?(?:happy|glad|excited|delighted|thrilled)"
+        r"\s+to\s+(?:help|assist)\b",
+    ),
+    (("i'll do my best to",), r"\bi'll do my best to (?:help|assist)\b"),
+    (("can i help", "can i assist"), r"\b(?:how|what) can i (?:help|assist)(?: you)?\b"),
+    (("feel free to",), r"\bfeel free to (?:ask|reach out)\b"),
     (
         ("sure", "certainly", "of course", "absolutely"),
         r"^[ \t]*(?:sure|certainly|of course|absolutely)[ \t]*[,!.:]",  # not \s*: across lines, quadratic
