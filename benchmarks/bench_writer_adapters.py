@@ -3,8 +3,8 @@
 For each shipped writer (``voice.corpora``: austen, twain, poe), what ``resonance profiles from-corpus
 DIR --adapter`` does for a user: the writer's profile is the HRV of their train paragraphs joined
 (``voice.profile_match.writer_profiles``), and a voice adapter is trained from ``--paragraphs`` of
-those paragraphs (``evolution.voice_adapters``: SFT on the 48 nearest the profile, ``--sft-steps``;
-then ``--grpo-steps`` HR-GRPO steps, default 0 as in the one earlier trial). The default writer then
+those paragraphs (``evolution.voice_adapters``: SFT on the ``--keep`` nearest the profile, default
+48, ``--sft-steps``; then ``--grpo-steps`` HR-GRPO steps, default 0 as in the one earlier trial). The default writer then
 writes ``--prompts`` 3-paragraph articles on ``bench_voice.PROMPTS`` (held out: none is a topic of
 the writers' books or of any training prompt) toward the writer's profile, with the same seeds, once
 with the bare model and once with the writer's adapter. Both are attributed by ``bench_voice``'s two
@@ -12,7 +12,7 @@ rules (the stylometric classifier fitted on the writers' train books; the HRV ne
 with each article's largest share of word 8-grams copied from the writer's train paragraphs.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_writer_adapters.py [--writers austen twain poe] \\
-        [--prompts 3] [--paragraphs 400] [--out benchmarks/results/writer_adapters.json]
+        [--prompts 3] [--paragraphs 400] [--keep 48] [--sft-steps 18] [--out benchmarks/results/writer_adapters.json]
 """
 
 from __future__ import annotations
@@ -53,6 +53,12 @@ def main() -> None:
     parser.add_argument(
         "--paragraphs", type=int, default=400, help="train paragraphs the adapter learns from"
     )
+    parser.add_argument(
+        "--keep",
+        type=int,
+        default=VoiceTraining.keep,
+        help="of those, the SFT paragraphs (nearest the profile)",
+    )
     parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
@@ -72,7 +78,7 @@ def main() -> None:
         target = list(profiles[name])
         candidates = writer_candidates(load_writer(name)[: args.paragraphs])
         settings = replace(
-            VoiceTraining(), keep=min(VoiceTraining.keep, len(candidates)), sft_steps=args.sft_steps,
+            VoiceTraining(), keep=min(args.keep, len(candidates)), sft_steps=args.sft_steps,
             grpo_steps=args.grpo_steps,
         )  # fmt: skip
         t0 = time.perf_counter()

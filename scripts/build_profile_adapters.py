@@ -5,7 +5,8 @@ it with the KL term (``evolution.voice_adapters``). The candidates are the draft
 paragraphs, and with ``--candidates steered`` also SmolLM2's drafts of the pool's training topics
 steered toward the profile (``steered_candidates``: ``--samples`` drafts a topic unsteered and at a
 quarter and half of the strengths the dose-response curves give; written to
-``LOG_DIR/<profile>/candidates.json``). The adapter is written to
+``LOG_DIR/<profile>/candidates.json``; ``--draft-adapters DIR`` drafts them with an earlier round's
+adapters, merged into the model, for expert iteration). The adapter is written to
 ``OUT/<profile name>/`` (default: the package's ``generation/data/voice_adapters``, where the writer
 finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) on this 2-core
 machine at load 10-20 (the shipped professional adapter); the shipped technical and creative
@@ -37,7 +38,8 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     steered_candidates,
     train_voice_adapter,
 )
-from resonance_os.generation.voice_adapter import builtin_adapter_dir  # noqa: E402
+from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
+from resonance_os.generation.voice_adapter import builtin_adapter_dir, load_voice_model  # noqa: E402
 from resonance_os.profiles.targets import resolve_target  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 
@@ -59,6 +61,12 @@ def main() -> None:
         help="SFT data from the draft pool alone, or also from drafts steered toward the profile",
     )
     parser.add_argument(
+        "--draft-adapters",
+        default=None,
+        help="steered candidates: draft them with the adapters in DIR/<profile>/ (an earlier round) "
+        "instead of the bare model",
+    )
+    parser.add_argument(
         "--samples", type=int, default=4, help="steered candidates: drafts per topic and strength"
     )
     args = parser.parse_args()
@@ -78,10 +86,16 @@ def main() -> None:
         candidates, steering = list(pool), None
         if args.candidates == "steered":
             topics = sorted({topic for topic, _ in pool})
-            steered = steered_candidates(target, topics, samples=args.samples, seed=args.seed)
+            backend = None
+            if args.draft_adapters:
+                backend = LocalBackend(model=load_voice_model(Path(args.draft_adapters) / name))
+            steered = steered_candidates(
+                target, topics, samples=args.samples, seed=args.seed, backend=backend
+            )
             steering = {k: v for k, v in asdict(steered).items() if k != "pairs"} | {
                 "drafts": len(steered.pairs),
                 "samples": args.samples,
+                "drafted_by": args.draft_adapters or "local",
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             say(f"steered candidates: {json.dumps(steering)}")

@@ -34,6 +34,8 @@ from resonance_os.generation.voice_adapter import (  # noqa: E402
     adapter_dir,
     builtin_adapter_dir,
     find_adapter,
+    load_voice_backend,
+    load_voice_model,
     profile_key_of,
 )
 from resonance_os.llm.adapters import read_adapter  # noqa: E402
@@ -174,6 +176,22 @@ def test_the_writer_drafts_with_the_profiles_adapter_and_says_so(adapter, tiny_f
     assert "dog sat on the mat" in article.text  # the adapter's sentences, not the random model's
     # the writer's own model is untouched: the adapter sits on a private copy
     assert not any("lora" in name for name, _ in writer.backend.model.named_parameters())
+
+
+def test_the_adapter_merged_into_the_model_drafts_on_the_engine_as_the_adapter_does(adapter, tiny_folder):
+    base = base_model(str(tiny_folder))
+    tokenizer, merged = load_voice_model(adapter, base=base)
+    assert not any("lora" in name for name, _ in merged.named_parameters())  # a plain model
+    ids = tokenizer("the big dog", return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        adapted = load_voice_backend(adapter, "acme", base=base).policy.model(ids).logits
+        assert torch.allclose(merged(ids).logits, adapted, atol=1e-4)
+        assert not torch.allclose(base[1](ids).logits, adapted, atol=1e-2)  # the base stays bare
+    from resonance_os.evolution.hr_grpo import hr_messages
+
+    replies = LocalBackend(model=(tokenizer, merged)).sample(hr_messages(TOPICS[0], TARGET), n=2, seed=0)
+    # the adapter's sentence (the local backend's repetition penalty bends its end), not the random model's
+    assert all(reply.startswith("the big dog sat on the") for reply in replies)
 
 
 def test_adapter_false_and_targets_without_an_adapter_draft_with_the_bare_model(adapter, tiny_folder, home):

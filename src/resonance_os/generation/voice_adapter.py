@@ -8,7 +8,8 @@ target it was trained toward, the base model, how it was trained; ``evolution.vo
 
 :func:`find_adapter` says whether a profile has one; :func:`load_voice_backend` is the one place an
 adapter folder becomes a writer backend (a ``PolicyBackend`` over a private copy of the local model
-with the adapter applied, sampled as HR-GRPO trained it). Every failure to read one is a
+with the adapter applied, sampled as HR-GRPO trained it); :func:`load_voice_model` merges it into a
+private copy for the generation engine, where steering applies. Every failure to read one is a
 :class:`VoiceAdapterError` naming the folder and the fix.
 """
 
@@ -30,6 +31,7 @@ __all__ = [
     "builtin_adapter_dir",
     "find_adapter",
     "load_voice_backend",
+    "load_voice_model",
     "profile_key_of",
     "voice_stamp",
 ]
@@ -141,17 +143,12 @@ def read_voice(folder: str | os.PathLike[str]) -> dict[str, Any]:
     return info
 
 
-def load_voice_backend(
-    folder: str | os.PathLike[str], label: str, base: tuple[Any, Any] | None = None
-) -> Any:
-    """A writer backend drafting with the adapter in ``folder`` on a private copy of ``base``
-    (``(tokenizer, model)``, default the local SmolLM2; the original keeps serving the quality terms
-    unadapted); its ``name`` is ``local+voice (<label>)``. Raises :class:`VoiceAdapterError` for a
-    missing or corrupt adapter, or one trained on another model."""
+def _load_voice_policy(folder: str | os.PathLike[str], base: tuple[Any, Any] | None) -> Any:
+    """The ``LMPolicy`` of the adapter in ``folder`` on a private copy of ``base`` (default the local
+    SmolLM2), in eval mode; every failure is a :class:`VoiceAdapterError` or ``BackendError``."""
     import copy
 
     from resonance_os.generation.backends.base import BackendError
-    from resonance_os.generation.backends.policy import PolicyBackend
     from resonance_os.llm.errors import RLError  # the engine's user-error base (checkpoints, LLMError)
     from resonance_os.llm.policy import LMPolicy
     from resonance_os.quality.reference_lm import ReferenceModelError, default_cache_dir, load_model
@@ -170,5 +167,26 @@ def load_voice_backend(
             f"the voice adapter in {folder} cannot be loaded ({exc}); train it again, or write without "
             f"it {WITHOUT_IT}"
         ) from None
-    policy.eval()
-    return PolicyBackend(policy, name=f"local+voice ({label})", **SAMPLING)
+    return policy.eval()
+
+
+def load_voice_backend(
+    folder: str | os.PathLike[str], label: str, base: tuple[Any, Any] | None = None
+) -> Any:
+    """A writer backend drafting with the adapter in ``folder`` on a private copy of ``base``
+    (``(tokenizer, model)``, default the local SmolLM2; the original keeps serving the quality terms
+    unadapted); its ``name`` is ``local+voice (<label>)``. Raises :class:`VoiceAdapterError` for a
+    missing or corrupt adapter, or one trained on another model."""
+    from resonance_os.generation.backends.policy import PolicyBackend
+
+    return PolicyBackend(_load_voice_policy(folder, base), name=f"local+voice ({label})", **SAMPLING)
+
+
+def load_voice_model(folder: str | os.PathLike[str], base: tuple[Any, Any] | None = None) -> tuple[Any, Any]:
+    """``(tokenizer, model)``: a private copy of ``base`` (default the local SmolLM2) with the adapter in
+    ``folder`` merged into its weights, a plain transformers model. ``LocalBackend(model=...)`` over
+    it drafts with the voice on the generation engine, where steering directions apply (the next
+    round of a voice adapter's candidates is drafted so: ``scripts/build_profile_adapters.py
+    --draft-adapters``). Errors as :func:`load_voice_backend`."""
+    policy = _load_voice_policy(folder, base)
+    return policy.tokenizer, policy.merge()
