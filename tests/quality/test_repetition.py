@@ -37,6 +37,10 @@ def test_meta_text_and_metric_names_are_caught():
         "I'm excited to help you fix your leaky roof! The ferry left before dawn.",
         "I'll do my best to assist wherever possible, whatever the ferry does.",
         "How can I help you today? The ferry left.",
+        # the text describing itself, as the technical voice adapter's drafts did
+        "This article focuses on restoring an old sailing boat using local resources.",
+        "The first paragraph provides information about the purpose of the project.",
+        "The final paragraph should conclude this piece.",
     ]
     for text in leaks:
         assert meta_text(text), text
@@ -45,3 +49,4 @@ def test_meta_text_and_metric_names_are_caught():
     assert meta_text("We ship a new version every week; here is the text of the law.") == []
     assert meta_text("The tense crew let me revisit the rephrasing of the old ferry song.") == []
     assert meta_text('"I am glad to see you," said the captain, and went to help the crew.') == []
+    assert meta_text("She read the article twice; the text of the treaty was on the first page.") == []
