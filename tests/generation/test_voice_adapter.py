@@ -20,6 +20,7 @@ from tiny_lm import save_tiny_model  # noqa: E402
 from resonance_os.evolution.base_models import base_model  # noqa: E402
 from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VoiceTraining,
+    drifts_into_software,
     nearest_paragraphs,
     save_voice_adapter,
     steered_candidates,
@@ -105,8 +106,8 @@ EXPOSITION = (
 def test_steered_candidates_steer_by_the_held_out_curve_and_keep_fluent_on_topic_drafts(tiny_folder):
     """Unsteered drafts read as stories; the technical profile wants exposition, so the drafts are
     steered down on storytelling, by the strength the curve gives, at a quarter and half of it; a
-    steered draft that reads as word salad, drifts off its topic, or that cleaning empties, is not a
-    candidate."""
+    draft that talks about software off its topic, a steered draft that reads as word salad or drifts
+    off its topic, and one that cleaning empties, are not candidates."""
     from resonance_os.profiling.hrv_extractor import HRVExtractor
     from resonance_os.quality.fluency import ngram_fluency
 
@@ -130,32 +131,49 @@ def test_steered_candidates_steer_by_the_held_out_curve_and_keep_fluent_on_topic
 
     real = backend.sample_requests
 
+    bread_code = (
+        "Making bread at home is easier with a small Python script: its function returns the time each "
+        "loaf needs in the oven."
+    )
+    weather = (
+        "The rain fell on the town all afternoon, and the streets were empty. The shops closed early, "
+        "and the people stayed at home by the fire."
+    )
+
     def sample_requests(requests, seed=None, max_tokens=None):
         real(requests, seed, 8)  # the engine really samples each request, steered or not
         seen.extend(additions for _, _, additions in requests)
-        steered = {True: [EXPOSITION, salad, "..."], False: [drift, drift, drift]}
-        return [
-            [STORY] * n if not additions else steered[TOPICS[0] in str(chat)][:n]
-            for chat, n, additions in requests
-        ]
+        replies = {  # (steered, bread topic): replies
+            (False, True): [STORY] * 4, (False, False): [STORY] * 3 + [drift],
+            (True, True): [EXPOSITION, salad, "...", bread_code], (True, False): [weather] * 4,
+        }  # fmt: skip
+        return [replies[bool(additions), TOPICS[0] in str(chat)][:n] for chat, n, additions in requests]
 
     backend.sample_requests = sample_requests
     target = BUILTIN_TEMPLATES["technical"].vector.to_list()
     got = steered_candidates(
-        target, TOPICS, samples=3, backend=backend, directions=directions, fluency=ngram_fluency()
+        target, TOPICS, samples=4, backend=backend, directions=directions, fluency=ngram_fluency()
     )
     story = HRVExtractor().extract(STORY)
-    assert got.unsteered_hrv == pytest.approx(story)
+    assert got.unsteered_hrv == pytest.approx(story)  # measured without the drift into Python
     wanted = target[6] - story[6]  # storytelling_index: the curve moves 0.4 -> 0.1 -> 0.0 from 0 to -1
     assert wanted < -0.3 and got.strengths == {"storytelling_index": pytest.approx(-1.0)}
     steered = [a for a in seen if a]
     assert len(steered) == 2 * len(TOPICS)  # each topic at a quarter and half of the strength
     assert sorted(float(a[0][0]) for a in steered) == pytest.approx([-0.5, -0.5, -0.25, -0.25])
     assert TOPICS[0] == "making bread at home"
-    assert got.pairs == [(t, STORY) for t in TOPICS for _ in range(3)] + [(TOPICS[0], EXPOSITION)] * 2
-    # the salad (at each strength) is unfluent; the bicycle's drift into Python is fluent but off its
-    # topic; "..." was never a paragraph
-    assert got.dropped == {"fluency": 2, "topic": 6}
+    expected = [(TOPICS[0], STORY)] * 4 + [(TOPICS[1], STORY)] * 3 + [(TOPICS[0], EXPOSITION)] * 2
+    assert got.pairs == expected
+    # the bicycle's unsteered drift into Python and the bread's Python script (at each strength) talk
+    # about software; the salad (at each strength) is unfluent; the rain is fluent but off the
+    # bicycle's topic; "..." was never a paragraph
+    assert got.dropped == {"drift": 3, "fluency": 2, "topic": 8}
+
+
+def test_drifts_into_software_only_when_the_topic_is_not_software():
+    assert drifts_into_software("keeping bees", "The hive module defines functions for the queen.")
+    assert not drifts_into_software("keeping bees", "The function of the queen is to lay eggs.")
+    assert not drifts_into_software("writing software documentation", "Good software documentation ...")
 
 
 def test_the_adapter_is_stored_with_the_profile_and_readable_by_the_engine(adapter, home):

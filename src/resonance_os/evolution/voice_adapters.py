@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,8 @@ __all__ = [
     "STEERED_FLOOR",
     "SteeredCandidates",
     "steered_candidates",
+    "drifts_into_software",
+    "SOFTWARE_DRIFT",
     "train_voice_adapter",
     "voice_policy",
     "writer_candidates",
@@ -97,6 +100,23 @@ directions' documentation source ("In Python, the open function is used to creat
 topic (half of the drafts at half strength toward ``builtin/technical``, all at full strength)."""
 
 
+SOFTWARE_DRIFT = re.compile(
+    r"\b(?:python|programming|programmer|syntax|source code|coding|code snippet|software|algorithms?"
+    r"|indentation|api|developers?|markdown|pymodule|modules?|functions? (?:returns?|calls?|defined?))\b",
+    re.IGNORECASE,
+)
+"""Software talk. The steering directions were learned on Python documentation, and drafts steered
+toward exposition (and the adapters trained on them) drift into it whatever the topic ("This section
+contains information that describes what type of data will be used by users within a single machine");
+the topic term passes such a draft when it names the topic too. None of the 6,937 paragraphs of the
+writer corpora matches."""
+
+
+def drifts_into_software(topic: str, text: str) -> bool:
+    """Whether ``text`` talks about software although its ``topic`` does not (:data:`SOFTWARE_DRIFT`)."""
+    return SOFTWARE_DRIFT.search(text) is not None and SOFTWARE_DRIFT.search(topic) is None
+
+
 @dataclass(frozen=True)
 class SteeredCandidates:
     """:func:`steered_candidates`' drafts (``pairs``: ``(topic, paragraph)``) and how they were made:
@@ -131,7 +151,8 @@ def steered_candidates(
     draft is kept only when its fluency under the bare reference LM (``fluency``, default
     ``LMFluency()``, SmolLM2 unsteered; not the Gemma judge, which the benchmarks keep independent) and
     its topic (the fast writing reward's topic term) are at least ``STEERED_FLOOR`` of the unsteered
-    drafts' medians.
+    drafts' medians. A draft (unsteered too: an adapter's drafts carry the drift it learned) that
+    talks about software when its topic does not (:func:`drifts_into_software`) is dropped first.
     """
     from statistics import median
 
@@ -155,8 +176,12 @@ def steered_candidates(
 
     def drafts(steer: dict[str, float]) -> list[tuple[str, str]]:
         replies = sample_steered(backend, chats, [steer] * len(chats), directions, seed=seed)
-        return [(topic, text) for topic, text in zip(owners, map(clean_reply, replies)) if text]
+        made = [(topic, text) for topic, text in zip(owners, map(clean_reply, replies)) if text]
+        kept = [(topic, text) for topic, text in made if not drifts_into_software(topic, text)]
+        dropped["drift"] += len(made) - len(kept)
+        return kept
 
+    dropped = {"drift": 0, "fluency": 0, "topic": 0}
     plain = drafts({})
     if not plain:
         raise ValidationError("the model wrote no usable paragraph for these topics; give other topics")
@@ -168,7 +193,6 @@ def steered_candidates(
         for scale in scales:
             steered += drafts({d: s * scale for d, s in strengths.items()})
     kept: list[tuple[str, str]] = []
-    dropped = {"fluency": 0, "topic": 0}
     if steered:
         scorer = fluency if fluency is not None else LMFluency()
         fluent = scorer.score_many([text for _, text in plain + steered])
