@@ -41,6 +41,7 @@ def test_meta_text_and_metric_names_are_caught():
         "This article focuses on restoring an old sailing boat using local resources.",
         "The first paragraph provides information about the purpose of the project.",
         "The final paragraph should conclude this piece.",
+        "The second sentence describes the process of restoring the ferry.",
     ]
     for text in leaks:
         assert meta_text(text), text
@@ -50,3 +51,4 @@ def test_meta_text_and_metric_names_are_caught():
     assert meta_text("The tense crew let me revisit the rephrasing of the old ferry song.") == []
     assert meta_text('"I am glad to see you," said the captain, and went to help the crew.') == []
     assert meta_text("She read the article twice; the text of the treaty was on the first page.") == []
+    assert meta_text("The judge read the first sentence aloud, and the court fell silent.") == []

@@ -66,6 +66,11 @@ META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
         ("paragraph",),
         r"\bthe (?:first|second|third|next|last|final|following|previous) paragraphs?\b",
     ),
+    (
+        ("sentence",),
+        r"\bthe (?:first|second|third|next|last|final|following|previous) sentences? (?:describes?|provides?"
+        r"|introduces?|explains?|states?|gives?|lists?|sets?|shows?)\b",
+    ),
     (("in this ",), r"\bin this (?:article|essay|paragraph)\b"),
     (
         ("sure", "certainly", "of course", "absolutely"),
