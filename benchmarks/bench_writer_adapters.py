@@ -23,6 +23,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import argparse  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
@@ -34,6 +35,7 @@ from bench_voice import PROMPTS, report_generated  # noqa: E402
 
 from resonance_os.core.hrv_types import mean_gap  # noqa: E402
 from resonance_os.evolution.voice_adapters import (  # noqa: E402
+    VOICE_FILE,
     VoiceTraining,
     save_voice_adapter,
     train_voice_adapter,
@@ -62,6 +64,11 @@ def main() -> None:
     parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure an adapter already in ADAPTERS/<writer>/ instead of training",
+    )
     parser.add_argument("--adapters", default="build/writer_adapters", help="where the adapters are written")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "writer_adapters.json"))
     args = parser.parse_args()
@@ -82,16 +89,20 @@ def main() -> None:
             grpo_steps=args.grpo_steps,
         )  # fmt: skip
         t0 = time.perf_counter()
-        policy, summary = train_voice_adapter(
-            target,
-            candidates,
-            settings=settings,
-            report=lambda msg, n=name: print(f"[{n}] {msg}", flush=True),
-        )
-        folder = save_voice_adapter(
-            policy, Path(args.adapters) / name, target, source=f"writer {name}", summary=summary
-        )
-        del policy
+        folder = Path(args.adapters) / name
+        if args.reuse and (folder / VOICE_FILE).is_file():
+            built = json.loads((folder / VOICE_FILE).read_text())
+            summary = built["training"] | {"reused": str(folder)}
+            print(f"[{name}] reusing the adapter in {folder}", flush=True)
+        else:
+            policy, summary = train_voice_adapter(
+                target,
+                candidates,
+                settings=settings,
+                report=lambda msg, n=name: print(f"[{n}] {msg}", flush=True),
+            )
+            save_voice_adapter(policy, folder, target, source=f"writer {name}", summary=summary)
+            del policy
         training[name] = {"seconds": round(time.perf_counter() - t0), "settings": asdict(settings)} | summary
         writers = {"without": bare, "with": HumanResonantWriter(adapter=str(folder))}
         for i, prompt in enumerate(PROMPTS[: args.prompts]):
@@ -108,6 +119,8 @@ def main() -> None:
                     f"[{name}] {variant:7s} gap {rows[-1]['gap']:.3f} {rows[-1]['seconds']} s  {prompt}",
                     flush=True,
                 )
+        del writers  # one adapter writer in memory at a time (the run held 13 GB when the machine ran out)
+        gc.collect()
     rates = {}
     for variant in VARIANTS:
         print(f"\n== articles {variant} the writer's adapter ==")
