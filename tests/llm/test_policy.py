@@ -336,3 +336,12 @@ def test_bad_sampling_options_are_clear_errors(policy, kwargs, match):
 def test_load_rejects_a_missing_checkpoint(tmp_path: Path, tokenizer):
     with pytest.raises(CheckpointError, match="no checkpoint folder"):
         LMPolicy.load(tmp_path / "nothing", tokenizer)
+
+
+def test_wrapping_a_model_in_lora_shows_the_user_no_library_deprecation_warning(tokenizer, model):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # peft reads transformers' deprecated alias
+        policy = LMPolicy(tokenizer, model, LORA)
+    assert policy.is_lora

@@ -31,6 +31,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import warnings
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, fields
@@ -175,7 +176,9 @@ class LMPolicy:
             bias="none",
             task_type="CAUSAL_LM",
         )
-        return get_peft_model(model, lora)
+        with warnings.catch_warnings():  # peft reads transformers' deprecated alias; users need not see it
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            return get_peft_model(model, lora)
 
     def _find_lora_layers(self) -> list[tuple[dict[str, torch.nn.Module], str, torch.nn.Module]]:
         """(parent's child dict, name, peft LoRA Linear) of every injected LoRA layer; [] without LoRA."""
