@@ -37,7 +37,6 @@ from resonance_os.rl.logger import read_metrics  # noqa: E402
 
 TOPICS = ["making bread at home", "walking meetings", "the history of the bicycle"]
 FAST = {"max_new_tokens": 32, "learning_rate": 1e-3, "temperature": 1.5}
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 @pytest.fixture(scope="module")

@@ -38,7 +38,6 @@ from resonance_os.rl.run import open_run  # noqa: E402
 TOPICS = ["making bread at home", "the history of the bicycle"]
 PARAGRAPH = "the big dog sat on the mat . then the red bird flew over the tree ."
 FAST = {"max_new_tokens": 24, "learning_rate": 1e-3, "temperature": 1.5}
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 @pytest.fixture(scope="module")

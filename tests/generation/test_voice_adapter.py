@@ -48,7 +48,6 @@ TOPICS = ["making bread at home", "the history of the bicycle"]
 TARGET = BUILTIN_TEMPLATES["creative"].vector.to_list()
 FAST = VoiceTraining(keep=3, sft_steps=30, sft_learning_rate=1e-2, sft_batch_size=3, grpo_steps=1,
                      grpo_learning_rate=1e-3, early_stop_every=None, min_quality=0.0)  # fmt: skip
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 @pytest.fixture(scope="module")

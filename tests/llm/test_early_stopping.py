@@ -18,7 +18,6 @@ from resonance_os.rl.errors import ConfigError  # noqa: E402
 TRAIN = ["the cat sat on the mat", "a dog ran", "one two three"]
 HELDOUT = ["hello world", "red blue green"]
 SAMPLING = dict(max_new_tokens=6, temperature=1.0, chat_template=False)  # plain-string prompts
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 def vowel_share(prompts, completions):

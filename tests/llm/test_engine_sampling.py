@@ -14,7 +14,6 @@ from tiny_lm import make_model, make_tokenizer  # noqa: E402
 from resonance_os.llm.policy import LMPolicy, PolicyConfig
 from resonance_os.llm.sampling import sample_ids
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine"]
 
 

@@ -16,8 +16,6 @@ from resonance_os.llm.policy import LMPolicy, PolicyConfig  # noqa: E402
 from resonance_os.llm.sampling import sample  # noqa: E402
 from resonance_os.rl.errors import ConfigError  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
-
 
 def test_pass_at_k_is_the_unbiased_estimator():
     assert pass_at_k(5, 2, 1) == pytest.approx(0.4)

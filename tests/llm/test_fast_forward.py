@@ -19,7 +19,6 @@ from resonance_os.llm.sampling import sample
 from resonance_os.rl.errors import ConfigError
 
 PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine"]
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 def trained_policy(config: PolicyConfig | None = None, seed: int = 1) -> LMPolicy:

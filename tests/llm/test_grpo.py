@@ -24,7 +24,6 @@ PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three", "hello world"
 LORA = PolicyConfig(lora_rank=4, lora_alpha=8)
 TIMING = ("time_elapsed", "tokens_per_second", "time_generate", "time_score", "time_reference", "time_train",
           "time_step")  # fmt: skip
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 def cat_freq(prompts, completions):

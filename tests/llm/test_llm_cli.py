@@ -17,7 +17,6 @@ from resonance_os.llm.rewards import build_reward, digits  # noqa: E402
 from resonance_os.rl.errors import ConfigError  # noqa: E402
 from resonance_os.rl.logger import read_metrics  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 runner = CliRunner()
 
 GOOD = """

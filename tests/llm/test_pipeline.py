@@ -12,7 +12,6 @@ from test_grpo import PROMPTS, cat_freq, make_policy, short, small_config, witho
 from resonance_os.llm.grpo import GRPO, GRPOConfig  # noqa: E402
 from resonance_os.llm.pipeline import AsyncGRPO  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 BACKGROUND = (
     "time_wait_batch",
     "time_generate_background",

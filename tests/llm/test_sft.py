@@ -24,7 +24,6 @@ from resonance_os.rl.logger import read_metrics  # noqa: E402
 
 LORA = PolicyConfig(lora_rank=4, lora_alpha=8)
 PAIRS = [("the cat sat", "on the mat"), ("a dog", "ran under the tree"), ("one two", "three four five")]
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 def make_policy(config: PolicyConfig = LORA) -> LMPolicy:

@@ -18,7 +18,6 @@ from resonance_os.llm.sampling import sample
 
 PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine"]
 G = 3
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 def lora_policy(config: PolicyConfig | None = None) -> LMPolicy:

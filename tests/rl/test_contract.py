@@ -75,7 +75,6 @@ TRAINERS: dict[str, tuple[Callable[..., Any], int]] = {
     "GRPO": (make_grpo, 3),
     "DDPO": (make_ddpo, 12),  # epochs of 4 sampled images: rows at 4, 8, 12
 }
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 @pytest.fixture(params=list(TRAINERS))

@@ -21,7 +21,6 @@ from typer.testing import CliRunner  # noqa: E402
 from resonance_os.cli.hr_main import app  # noqa: E402
 from resonance_os.rl.logger import read_metrics  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 runner = CliRunner()
 
 GOOD = """

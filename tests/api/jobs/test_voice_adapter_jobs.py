@@ -35,7 +35,6 @@ PARAGRAPH = (
     "the small cat ran under the blue roof and then the green bird sat on the tree ."
 )
 NUMBERS = "one two three four five six seven eight nine . zero one two three four five ."
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,6 @@ TOPICS = ("making bread", "bicycles", "walking meetings")
 TARGET = BUILTIN_TEMPLATES["creative"].vector.to_list()
 SFT_ONLY = VoiceTraining(keep=3, sft_steps=30, sft_learning_rate=1e-2, sft_batch_size=3, grpo_steps=0,
                          min_quality=0.0)  # fmt: skip
-pytestmark = pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing.*:FutureWarning")
 
 
 def taught_share(article: str) -> float:
