@@ -174,6 +174,8 @@ def steered_candidates(
     chats = [hr_messages(topic, target) for topic in topics for _ in range(samples)]
     owners = [topic for topic in topics for _ in range(samples)]
 
+    dropped = {"drift": 0, "fluency": 0, "topic": 0}
+
     def drafts(steer: dict[str, float]) -> list[tuple[str, str]]:
         replies = sample_steered(backend, chats, [steer] * len(chats), directions, seed=seed)
         made = [(topic, text) for topic, text in zip(owners, map(clean_reply, replies)) if text]
@@ -181,7 +183,6 @@ def steered_candidates(
         dropped["drift"] += len(made) - len(kept)
         return kept
 
-    dropped = {"drift": 0, "fluency": 0, "topic": 0}
     plain = drafts({})
     if not plain:
         raise ValidationError("the model wrote no usable paragraph for these topics; give other topics")
