@@ -83,18 +83,19 @@ def main() -> None:
     training: dict[str, dict] = {}
     for name in args.writers:
         target = list(profiles[name])
-        candidates = writer_candidates(load_writer(name)[: args.paragraphs])
-        settings = replace(
-            VoiceTraining(), keep=min(args.keep, len(candidates)), sft_steps=args.sft_steps,
-            grpo_steps=args.grpo_steps,
-        )  # fmt: skip
         t0 = time.perf_counter()
         folder = Path(args.adapters) / name
         if args.reuse and (folder / VOICE_FILE).is_file():
             built = json.loads((folder / VOICE_FILE).read_text())
-            summary = built["training"] | {"reused": str(folder)}
+            # how it was trained is in its voice.json; this run's training options do not apply
+            training[name] = built["training"] | {"reused": str(folder)}
             print(f"[{name}] reusing the adapter in {folder}", flush=True)
         else:
+            candidates = writer_candidates(load_writer(name)[: args.paragraphs])
+            settings = replace(
+                VoiceTraining(), keep=min(args.keep, len(candidates)), sft_steps=args.sft_steps,
+                grpo_steps=args.grpo_steps,
+            )  # fmt: skip
             policy, summary = train_voice_adapter(
                 target,
                 candidates,
@@ -103,7 +104,10 @@ def main() -> None:
             )
             save_voice_adapter(policy, folder, target, source=f"writer {name}", summary=summary)
             del policy
-        training[name] = {"seconds": round(time.perf_counter() - t0), "settings": asdict(settings)} | summary
+            training[name] = {
+                "seconds": round(time.perf_counter() - t0),
+                "settings": asdict(settings),
+            } | summary
         writers = {"without": bare, "with": HumanResonantWriter(adapter=str(folder))}
         for i, prompt in enumerate(PROMPTS[: args.prompts]):
             for variant in VARIANTS:
