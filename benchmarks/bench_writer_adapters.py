@@ -4,7 +4,9 @@ For each shipped writer (``voice.corpora``: austen, twain, poe), what ``resonanc
 DIR --adapter`` does for a user: the writer's profile is the HRV of their train paragraphs joined
 (``voice.profile_match.writer_profiles``), and a voice adapter is trained from ``--paragraphs`` of
 those paragraphs (``evolution.voice_adapters``: SFT on the ``--keep`` nearest the profile, default
-48, ``--sft-steps``; then ``--grpo-steps`` HR-GRPO steps, default 0 as in the one earlier trial). The default writer then
+48, ``--sft-steps``; with ``--validation`` a tenth of the paragraphs is held out and SFT stops when
+their loss stops falling, as ``from-corpus --adapter`` does; then ``--grpo-steps`` HR-GRPO steps,
+default 0 as in the one earlier trial). The default writer then
 writes ``--prompts`` 3-paragraph articles on ``bench_voice.PROMPTS`` (held out: none is a topic of
 the writers' books or of any training prompt) toward the writer's profile, with the same seeds, once
 with the bare model and once with the writer's adapter. Both are attributed by ``bench_voice``'s two
@@ -12,7 +14,8 @@ rules (the stylometric classifier fitted on the writers' train books; the HRV ne
 with each article's largest share of word 8-grams copied from the writer's train paragraphs.
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_writer_adapters.py [--writers austen twain poe] \\
-        [--prompts 3] [--paragraphs 400] [--keep 48] [--sft-steps 18] [--out benchmarks/results/writer_adapters.json]
+        [--prompts 3] [--paragraphs 400] [--keep 48] [--sft-steps 18] [--validation] \\
+        [--out benchmarks/results/writer_adapters.json]
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VOICE_FILE,
     VoiceTraining,
     save_voice_adapter,
+    split_validation,
     train_voice_adapter,
     writer_candidates,
 )
@@ -63,6 +67,12 @@ def main() -> None:
     )
     parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=0)
+    parser.add_argument(
+        "--validation",
+        action="store_true",
+        help="hold out every 10th train paragraph; SFT stops when their loss stops falling "
+        "(--sft-steps is then the most) and keeps its best check",
+    )
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument(
         "--reuse",
@@ -92,6 +102,9 @@ def main() -> None:
             print(f"[{name}] reusing the adapter in {folder}", flush=True)
         else:
             candidates = writer_candidates(load_writer(name)[: args.paragraphs])
+            held: list[tuple[str, str]] = []
+            if args.validation:
+                candidates, held = split_validation(candidates)
             settings = replace(
                 VoiceTraining(), keep=min(args.keep, len(candidates)), sft_steps=args.sft_steps,
                 grpo_steps=args.grpo_steps,
@@ -99,6 +112,7 @@ def main() -> None:
             policy, summary = train_voice_adapter(
                 target,
                 candidates,
+                validation=held,
                 settings=settings,
                 report=lambda msg, n=name: print(f"[{n}] {msg}", flush=True),
             )

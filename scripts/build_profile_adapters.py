@@ -6,7 +6,8 @@ paragraphs, and with ``--candidates steered`` also SmolLM2's drafts of the pool'
 steered toward the profile (``steered_candidates``: ``--samples`` drafts a topic unsteered and at a
 quarter and half of the strengths the dose-response curves give; written to
 ``LOG_DIR/<profile>/candidates.json``; ``--draft-adapters DIR`` drafts them with an earlier round's
-adapters, merged into the model, for expert iteration). The adapter is written to
+adapters, merged into the model, for expert iteration; ``--directions DIR`` steers them with
+directions built by ``scripts/build_steering_directions.py --out DIR`` instead of the shipped ones). The adapter is written to
 ``OUT/<profile name>/`` (default: the package's ``generation/data/voice_adapters``, where the writer
 finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) on this 2-core
 machine at load 10-20 (the shipped professional adapter); the shipped technical and creative
@@ -39,6 +40,7 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     train_voice_adapter,
 )
 from resonance_os.generation.backends.local import LocalBackend  # noqa: E402
+from resonance_os.generation.steering_directions import SteeringDirections  # noqa: E402
 from resonance_os.generation.voice_adapter import builtin_adapter_dir, load_voice_model  # noqa: E402
 from resonance_os.profiles.targets import resolve_target  # noqa: E402
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
@@ -69,6 +71,12 @@ def main() -> None:
     parser.add_argument(
         "--samples", type=int, default=4, help="steered candidates: drafts per topic and strength"
     )
+    parser.add_argument(
+        "--directions",
+        default=None,
+        help="steered candidates: steer with the directions in DIR (scripts/build_steering_directions.py "
+        "--out DIR) instead of the shipped ones",
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=FutureWarning)
@@ -89,13 +97,15 @@ def main() -> None:
             backend = None
             if args.draft_adapters:
                 backend = LocalBackend(model=load_voice_model(Path(args.draft_adapters) / name))
+            directions = None if args.directions is None else SteeringDirections.load(args.directions)
             steered = steered_candidates(
-                target, topics, samples=args.samples, seed=args.seed, backend=backend
+                target, topics, samples=args.samples, seed=args.seed, backend=backend, directions=directions
             )
             steering = {k: v for k, v in asdict(steered).items() if k != "pairs"} | {
                 "drafts": len(steered.pairs),
                 "samples": args.samples,
                 "drafted_by": args.draft_adapters or "local",
+                "directions": args.directions or "shipped",
                 "seconds": round(time.perf_counter() - t0, 1),
             }
             say(f"steered candidates: {json.dumps(steering)}")

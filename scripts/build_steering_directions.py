@@ -56,19 +56,32 @@ SELECTION_STRENGTHS = (-1.0, -0.5, 0.5, 1.0)
 NEW_TOKENS = 40
 
 
-def corpus(seed: int) -> tuple[list[str], list[str]]:
-    """(texts, source of each): ``CORPUS_SAMPLE`` seeded training paragraphs of each source."""
+CORPORA = ("reference", "everyday")
+"""``reference``: Python reference prose (pydoc) and fortunes, the shipped set's sources. ``everyday``:
+SmolLM2's own drafts of the draft pool's everyday training topics and fortunes, for directions that
+move the model within its own register: steered toward exposition, the reference set's directions
+drift into Python documentation whatever the topic (``voice_adapters.SOFTWARE_DRIFT``)."""
+
+
+def corpus(seed: int, kind: str = "reference") -> tuple[list[str], list[str]]:
+    """(texts, source of each): ``CORPUS_SAMPLE`` seeded training paragraphs of each of ``kind``'s
+    sources (:data:`CORPORA`)."""
+    from resonance_os.evolution.draft_pool import load_drafts
     from resonance_os.quality.corpus import fortune_entries, paragraphs, pydoc_paragraphs
 
     rng = random.Random(seed)
-    pydoc, fortunes = paragraphs(pydoc_paragraphs("train")), paragraphs(fortune_entries("train"))
-    rng.shuffle(pydoc)
+    if kind == "reference":
+        first, name = paragraphs(pydoc_paragraphs("train")), "pydoc"
+    else:
+        first, name = [d.text for d in load_drafts(split="train")], "drafts"
+    fortunes = paragraphs(fortune_entries("train"))
+    rng.shuffle(first)
     rng.shuffle(fortunes)
-    pydoc, fortunes = pydoc[:CORPUS_SAMPLE], fortunes[:CORPUS_SAMPLE]
-    return pydoc + fortunes, ["pydoc"] * len(pydoc) + ["fortunes"] * len(fortunes)
+    first, fortunes = first[:CORPUS_SAMPLE], fortunes[:CORPUS_SAMPLE]
+    return first + fortunes, [name] * len(first) + ["fortunes"] * len(fortunes)
 
 
-def build(out: Path, seed: int) -> None:
+def build(out: Path, seed: int, kind: str = "reference") -> None:
     from resonance_os.generation.backends.local import LocalBackend
     from resonance_os.profiling.hrv_extractor import HRVExtractor
     from resonance_os.quality.judge import fluency_judge
@@ -78,7 +91,7 @@ def build(out: Path, seed: int) -> None:
     started = time.perf_counter()
     backend, extractor = LocalBackend(), HRVExtractor()
     reward, judge = WritingReward(extractor=extractor), fluency_judge()
-    texts, sources = corpus(seed)
+    texts, sources = corpus(seed, kind)
     hrvs = torch.tensor(extractor.extract_many(texts))
     means, norms = reply_means(
         backend.tokenizer, backend.model, texts, CANDIDATE_LAYERS, max_tokens=REPLY_TOKENS
@@ -141,10 +154,7 @@ def build(out: Path, seed: int) -> None:
         "method": "contrastive activation addition: mean reply-token residual of the top minus the bottom "
         f"{CONTRAST_QUANTILE:.0%} of training paragraphs on each dimension, within each source, averaged; "
         "unit length times gain times the layer's median residual norm",
-        "corpus": {
-            "pydoc_train_paragraphs": sources.count("pydoc"),
-            "fortune_train_paragraphs": sources.count("fortunes"),
-        },
+        "corpus": {f"{source}_train_paragraphs": sources.count(source) for source in dict.fromkeys(sources)},
         "contrast_prompt": CONTRAST_PROMPT,
         "seed": seed,
         "candidate_layers": list(CANDIDATE_LAYERS),
@@ -191,6 +201,13 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
+        "--corpus",
+        choices=CORPORA,
+        default="reference",
+        help="the paragraphs contrasted: pydoc and fortunes (the shipped set), or SmolLM2's own "
+        "drafts of everyday topics and fortunes",
+    )
+    parser.add_argument(
         "--ship", type=Path, default=None, help="bench_steer.py --json output: ship the dimensions it passed"
     )
     parser.add_argument(
@@ -200,7 +217,7 @@ def main() -> None:
     if args.ship is not None:
         ship(args.ship, args.source, args.out or DATA_FOLDER)
     else:
-        build(args.out or Path("build/steering"), args.seed)
+        build(args.out or Path("build/steering"), args.seed, args.corpus)
 
 
 if __name__ == "__main__":

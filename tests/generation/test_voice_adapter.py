@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,11 +19,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from tiny_lm import save_tiny_model  # noqa: E402
 
 from resonance_os.evolution.base_models import base_model  # noqa: E402
+from resonance_os.evolution.hr_grpo import hr_messages  # noqa: E402
 from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VoiceTraining,
     drifts_into_software,
     nearest_paragraphs,
     save_voice_adapter,
+    split_validation,
     steered_candidates,
     train_voice_adapter,
     voice_policy,
@@ -46,7 +49,7 @@ PARAGRAPH = "the big dog sat on the mat . then the red bird flew over the tree .
 OTHER = "one two three four five six seven eight nine . zero one two three four five ."
 TOPICS = ["making bread at home", "the history of the bicycle"]
 TARGET = BUILTIN_TEMPLATES["creative"].vector.to_list()
-FAST = VoiceTraining(keep=3, sft_steps=30, sft_learning_rate=1e-2, sft_batch_size=3, grpo_steps=1,
+FAST = VoiceTraining(keep=3, sft_steps=60, sft_learning_rate=1e-2, sft_batch_size=3, grpo_steps=1,
                      grpo_learning_rate=1e-3, early_stop_every=None, min_quality=0.0)  # fmt: skip
 
 
@@ -63,6 +66,7 @@ def home(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def adapter(tiny_folder, home) -> Path:
     """acme/newsletter's voice adapter on the tiny model, stored where the writer looks for it."""
+    torch.manual_seed(0)  # the LoRA's initial weights: the same whichever tests ran first
     policy = voice_policy(base=str(tiny_folder))
     candidates = [(topic, PARAGRAPH) for topic in TOPICS + ["walking meetings"]]
     policy, summary = train_voice_adapter(TARGET, candidates, prompts=TOPICS, settings=FAST, policy=policy)
@@ -100,6 +104,33 @@ EXPOSITION = (
     "Bread is made from flour, water, salt and yeast. The dough is kneaded until it is smooth. "
     "It is baked at a high temperature until the crust is firm."
 )
+
+
+def test_sft_stops_when_the_validation_loss_stops_falling_and_keeps_its_best_weights(tiny_folder):
+    from resonance_os.llm.sft import SFT
+
+    settings = replace(FAST, sft_learning_rate=5e-2, grpo_steps=0, sft_check_every=3, sft_patience=2)
+    held_out = [("counting", OTHER)] * 2  # unlike every training paragraph: overfitting raises its loss
+    torch.manual_seed(0)
+    policy, summary = train_voice_adapter(
+        TARGET, [(topic, PARAGRAPH) for topic in TOPICS + ["walks"]], validation=held_out,
+        settings=settings, policy=voice_policy(base=str(tiny_folder)),
+    )  # fmt: skip
+    checks = summary["sft_validation"]
+    best = min(checks, key=lambda c: c["loss"])
+    assert summary["sft_kept_step"] == best["step"] and summary["sft_validation_paragraphs"] == 2
+    assert len(summary["sft_loss"]) == best["step"] + 2 * 3 < settings.sft_steps  # stopped: patience spent
+    pairs = [(hr_messages(topic, TARGET), text) for topic, text in held_out]
+    assert SFT(policy, pairs).evaluate(pairs) == pytest.approx(best["loss"], rel=1e-5)  # the best weights
+
+
+def test_split_validation_holds_out_a_spread_tenth_and_nothing_from_a_small_text():
+    pairs = [(f"topic {i}", f"paragraph {i}") for i in range(100)]
+    train, held_out = split_validation(pairs)
+    assert len(held_out) == 10 and not set(train) & set(held_out) and len(train) + len(held_out) == 100
+    assert held_out[0] == pairs[9] and held_out[-1] == pairs[99]  # spread over the whole text
+    assert len(split_validation(pairs * 100)[1]) == 64  # a check reads at most 64
+    assert split_validation(pairs[:30]) == (pairs[:30], [])
 
 
 def test_steered_candidates_steer_by_the_held_out_curve_and_keep_fluent_on_topic_drafts(tiny_folder):
@@ -186,7 +217,7 @@ def test_the_adapter_is_stored_with_the_profile_and_readable_by_the_engine(adapt
 
 def test_the_writer_drafts_with_the_profiles_adapter_and_says_so(adapter, tiny_folder, home):
     writer = tiny_writer(tiny_folder, home)
-    article = writer.generate("making bread at home", TARGET, num_paragraphs=2, seed=3,
+    article = writer.generate("making bread at home", TARGET, num_paragraphs=1, seed=3,
                               target_source="profile acme/newsletter")  # fmt: skip
     assert article.backend == "local+voice (acme/newsletter)"
     assert {"layer": "voice", "backend": "local+voice (acme/newsletter)"} in article.trace
@@ -208,7 +239,7 @@ def test_the_adapter_merged_into_the_model_drafts_on_the_engine_as_the_adapter_d
 
     replies = LocalBackend(model=(tokenizer, merged)).sample(hr_messages(TOPICS[0], TARGET), n=2, seed=0)
     # the adapter's sentence (the local backend's repetition penalty bends its end), not the random model's
-    assert all(reply.startswith("the big dog sat on the") for reply in replies)
+    assert all(reply.startswith("the big dog sat on the") for reply in replies), replies
 
 
 def test_adapter_false_and_targets_without_an_adapter_draft_with_the_bare_model(adapter, tiny_folder, home):
@@ -261,7 +292,7 @@ def test_from_corpus_adapter_trains_one_and_stores_it_with_the_profile(tiny_fold
 
     corpus = tmp_path / "twain"
     corpus.mkdir()
-    (corpus / "one.txt").write_text("\n\n".join(load_writer("twain", "heldout")[:30]), encoding="utf-8")
+    (corpus / "one.txt").write_text("\n\n".join(load_writer("twain", "heldout")[:50]), encoding="utf-8")
     store = tmp_path / "home"
     result = CliRunner().invoke(app, ["profiles", "from-corpus", "acme", str(corpus), "--name", "twain", "--store",
                                       str(store), "--adapter", "--adapter-steps", "0", "--adapter-model", str(tiny_folder)])  # fmt: skip
@@ -270,6 +301,10 @@ def test_from_corpus_adapter_trains_one_and_stores_it_with_the_profile(tiny_fold
     assert folder == store / "adapters" / "acme" / "twain"
     voice = json.loads((folder / "voice.json").read_text())
     assert voice["target_source"] == "acme/twain" and voice["training"]["sft_paragraphs"] > 10
+    training = voice["training"]  # a tenth held out: SFT kept the weights that read those best
+    assert training["sft_validation_paragraphs"] == 5 and training["sft_kept_step"] in {
+        check["step"] for check in training["sft_validation"]
+    }
     assert read_adapter(folder).layers
 
 

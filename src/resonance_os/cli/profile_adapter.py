@@ -1,8 +1,8 @@
 """``--adapter`` of the profile-building commands: train a voice adapter from the writer's own
 paragraphs and store it with the profile, where the writer finds it (``generation.voice_adapter``).
 
-SFT on the writer's paragraphs nearest the profile, then HR-GRPO toward the profile's HRV
-(``evolution.voice_adapters``); about 14 minutes for SmolLM2 on the shared 2-core CPU with the defaults (818 s for builtin/professional).
+SFT on the writer's paragraphs nearest the profile (a tenth of the paragraphs held out: SFT keeps
+the weights that read them best), then HR-GRPO toward the profile's HRV (``evolution.voice_adapters``); about 14 minutes for SmolLM2 on the shared 2-core CPU with the defaults (818 s for builtin/professional).
 """
 
 from __future__ import annotations
@@ -50,21 +50,26 @@ def train_profile_adapter(
     from resonance_os.evolution.voice_adapters import (
         VoiceTraining,
         save_voice_adapter,
+        split_validation,
         train_voice_adapter,
         voice_policy,
         writer_candidates,
     )
     from resonance_os.generation.voice_adapter import adapter_dir
 
-    candidates = writer_candidates(paragraphs)
+    candidates, validation = split_validation(writer_candidates(paragraphs))
     settings = VoiceTraining(keep=min(VoiceTraining.keep, len(candidates)))
     if grpo_steps is not None:
         settings = replace(settings, grpo_steps=grpo_steps)
     folder = adapter_dir(profile_key, store)
-    error_console.print(f"training the voice adapter of {profile_key} from {len(candidates)} paragraphs")
+    error_console.print(
+        f"training the voice adapter of {profile_key} from {len(candidates)} paragraphs"
+        + (f" ({len(validation)} more held out to decide when to stop)" if validation else "")
+    )
     policy, summary = train_voice_adapter(
         target,
         candidates,
+        validation=validation,
         settings=settings,
         policy=voice_policy(base=base),
         report=lambda msg: error_console.print(f"  {msg}", markup=False, highlight=False),

@@ -42,6 +42,7 @@ __all__ = [
     "pool_candidates",
     "save_voice_adapter",
     "split_paragraphs",
+    "split_validation",
     "STEERED_FLOOR",
     "SteeredCandidates",
     "steered_candidates",
@@ -59,7 +60,11 @@ LORA_ALPHA = 16.0
 
 @dataclass(frozen=True)
 class VoiceTraining:
-    """Settings of one voice adapter's training (defaults sized for a 2-core CPU, 818 s for SmolLM2 at load 10-20)."""
+    """Settings of one voice adapter's training (defaults sized for a 2-core CPU, 818 s for SmolLM2 at load 10-20).
+
+    With validation paragraphs (``train_voice_adapter(validation=...)``), SFT measures their loss every
+    ``sft_check_every`` steps, stops after ``sft_patience`` checks without a new lowest loss, and keeps
+    the weights of the lowest: ``sft_steps`` is then the most it runs."""
 
     keep: int = 48
     sft_steps: int = 18
@@ -72,6 +77,8 @@ class VoiceTraining:
     early_stop_every: int | None = 4
     min_quality: float = 0.25
     seed: int = 0
+    sft_check_every: int = 12
+    sft_patience: int = 2
 
 
 def voice_policy(device: str | None = None, base: str = SMOLLM2) -> Any:
@@ -235,6 +242,27 @@ def writer_candidates(paragraphs: Sequence[str], min_words: int = 25) -> list[tu
     return out
 
 
+VALIDATION_SHARE = 10
+"""One candidate in this many is held out for :func:`split_validation`."""
+VALIDATION_MOST = 64
+"""At most this many validation paragraphs: a check reads them all (about 2 s per 8 on a CPU core)."""
+
+
+def split_validation(
+    candidates: Sequence[tuple[str, str]],
+) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """``(train, validation)``: every ``VALIDATION_SHARE``-th candidate (at most ``VALIDATION_MOST``,
+    spread over the whole text) is held out to decide when SFT stops; none when there are too few
+    candidates to spare ``VALIDATION_SHARE`` of them."""
+    held = len(candidates) // VALIDATION_SHARE
+    if held < 4:
+        return list(candidates), []
+    stride = len(candidates) // min(held, VALIDATION_MOST)
+    picked = set(range(stride - 1, len(candidates), stride)[:VALIDATION_MOST])
+    train = [c for i, c in enumerate(candidates) if i not in picked]
+    return train, [candidates[i] for i in sorted(picked)]
+
+
 def nearest_paragraphs(
     candidates: Sequence[tuple[str, str]],
     target: Sequence[float],
@@ -271,6 +299,7 @@ def train_voice_adapter(
     candidates: Sequence[tuple[str, str]],
     *,
     prompts: Sequence[str] | None = None,
+    validation: Sequence[tuple[str, str]] = (),
     settings: VoiceTraining | None = None,
     policy: Any = None,
     log_dir: str | os.PathLike[str] | None = None,
@@ -280,11 +309,16 @@ def train_voice_adapter(
     """SFT on the candidates nearest ``target``, then HR-GRPO toward it; returns ``(policy, summary)``.
 
     ``candidates``: ``(topic, paragraph)`` pairs to choose the SFT data from. ``prompts``: the HR-GRPO
-    topics (default: the draft pool's training topics). ``policy``: default :func:`voice_policy`.
-    The summary holds the chosen paragraphs' mean gap, the SFT losses and the HR-GRPO steps run.
+    topics (default: the draft pool's training topics). ``validation``: ``(topic, paragraph)`` pairs
+    not trained on (:func:`split_validation`); when given, SFT stops early and keeps its best weights
+    by their loss (see :class:`VoiceTraining`). ``policy``: default :func:`voice_policy`.
+    The summary holds the chosen paragraphs' mean gap, the SFT losses (and validation checks) and the
+    HR-GRPO steps run.
     ``report(message)`` gets a line per step; ``on_step(stage, step, row)`` each step's metrics row
     (stage ``"sft"`` of ``settings.sft_steps``, then ``"grpo"`` of ``settings.grpo_steps``).
     """
+    import torch
+
     from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo
     from resonance_os.llm.sft import SFT, SFTConfig
 
@@ -313,16 +347,45 @@ def train_voice_adapter(
         done[stage] += 1
         step(stage, done[stage], row)
 
-    def sft_step(_trainer: Any, row: dict[str, Any]) -> None:
+    held_out = [(hr_messages(topic, target), text) for topic, text in validation]
+    checks: list[dict[str, float]] = []
+    best: dict[str, Any] = {}
+
+    def check() -> bool:
+        """Measure the validation loss; keep the weights when lowest; False once patience runs out."""
+        loss = sft.evaluate(held_out)
+        checks.append({"step": sft.num_timesteps, "loss": loss})
+        say(f"sft check at step {sft.num_timesteps}: validation loss {loss:.4f}")
+        if not best or loss < best["loss"]:
+            best.update(step=sft.num_timesteps, loss=loss, weights=[p.detach().clone() for p in sft_weights])
+        return (sft.num_timesteps - best["step"]) < cfg.sft_patience * cfg.sft_check_every
+
+    def sft_step(_trainer: Any, row: dict[str, Any]) -> bool:
         say(f"sft step {row.get('timesteps')}: loss {row.get('loss', float('nan')):.3f}")
         stepped("sft", row)
+        return not held_out or sft.num_timesteps % cfg.sft_check_every != 0 or check()
 
+    sft_weights = policy.trainable_parameters()
+    if held_out:
+        check()
     sft.learn(cfg.sft_steps, callback=sft_step)
     summary: dict[str, Any] = {
         "sft_paragraphs": len(chosen),
         "sft_mean_gap": mean_gap,
         "sft_loss": [r.get("loss") for r in sft.history],
     }
+    if held_out:
+        if checks[-1]["step"] != sft.num_timesteps:
+            check()
+        with torch.no_grad():
+            for parameter, kept in zip(sft_weights, best["weights"], strict=True):
+                parameter.copy_(kept)
+        say(f"sft kept step {best['step']} (validation loss {best['loss']:.4f})")
+        summary |= {
+            "sft_validation": checks,
+            "sft_kept_step": best["step"],
+            "sft_validation_paragraphs": len(held_out),
+        }
     if cfg.grpo_steps:
 
         def grpo_step(_trainer: Any, row: dict[str, Any]) -> None:

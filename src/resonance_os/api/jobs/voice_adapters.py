@@ -3,7 +3,8 @@
 ``POST /v1/profiles/{name}/adapter`` (``api.routes.voice_adapters``) stores the tenant's paragraphs as
 an item (source ``corpus``, counted in its storage quota) and queues a job of kind
 :data:`VOICE_ADAPTER_KIND`. A job worker runs :func:`train_voice_adapter_job`: SFT on the paragraphs
-nearest the profile, then HR-GRPO toward it (``evolution.voice_adapters``, as ``resonance profiles
+nearest the profile (a tenth of them held out; SFT keeps the weights that read those best), then
+HR-GRPO toward it (``evolution.voice_adapters``, as ``resonance profiles
 from-corpus --adapter``), on the server's SmolLM2 (``RESONANCE_CACHE``). The finished adapter is:
 
 - charged to the tenant's storage quota (one row and its bytes; a retrained adapter's predecessor is
@@ -120,6 +121,7 @@ def train_voice_adapter_job(params: dict, report: JobReport) -> TrainingResult:
         VoiceTraining,
         save_voice_adapter,
         split_paragraphs,
+        split_validation,
         train_voice_adapter,
         voice_policy,
         writer_candidates,
@@ -127,8 +129,8 @@ def train_voice_adapter_job(params: dict, report: JobReport) -> TrainingResult:
 
     tenant, name = params["tenant"], params["profile"]
     target = [float(v) for v in params["target_hrv"]]
-    candidates = writer_candidates(
-        split_paragraphs(_corpus(report.db, report.tenant_id, params["corpus_item"]))
+    candidates, validation = split_validation(
+        writer_candidates(split_paragraphs(_corpus(report.db, report.tenant_id, params["corpus_item"])))
     )
     settings = replace(
         VoiceTraining(keep=min(VoiceTraining.keep, len(candidates)), seed=int(params["seed"])),
@@ -145,8 +147,9 @@ def train_voice_adapter_job(params: dict, report: JobReport) -> TrainingResult:
         report.progress(done / total, point, curve=curve, force=done == total)
 
     policy, summary = train_voice_adapter(
-        target, candidates, settings=settings, policy=voice_policy(base=BASE_MODEL), on_step=on_step
-    )
+        target, candidates, validation=validation, settings=settings, policy=voice_policy(base=BASE_MODEL),
+        on_step=on_step,
+    )  # fmt: skip
     staged = report.work_dir / "adapter"
     shutil.rmtree(staged, ignore_errors=True)
     save_voice_adapter(policy, staged, target, source=f"{tenant}/{name}", base=BASE_MODEL, summary=summary)
@@ -172,5 +175,6 @@ def _install(report: JobReport, staged: Path, tenant: str, name: str, summary: d
         "sft_mean_gap": summary["sft_mean_gap"],
         "sft_loss_first": summary["sft_loss"][0] if summary["sft_loss"] else None,
         "sft_loss_last": summary["sft_loss"][-1] if summary["sft_loss"] else None,
+        "sft_kept_step": summary.get("sft_kept_step"),
         "grpo_steps": summary.get("grpo_steps", 0),
     }
