@@ -20,7 +20,6 @@ from resonance_os.rl.errors import CheckpointError, ConfigError
 
 PROMPTS = ["the cat sat on the mat", "a dog ran", "one two three four five six seven eight nine"]
 LORA = PolicyConfig(lora_rank=4, lora_alpha=8)
-# peft 0.21 calls a transformers method that transformers 5 deprecates; not ours to fix.
 
 
 def recompute(policy, s, temperature=1.0):

@@ -317,9 +317,8 @@ def train_voice_adapter(
     ``report(message)`` gets a line per step; ``on_step(stage, step, row)`` each step's metrics row
     (stage ``"sft"`` of ``settings.sft_steps``, then ``"grpo"`` of ``settings.grpo_steps``).
     """
-    import torch
-
     from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo
+    from resonance_os.llm.early_stopping import HeldOutLossStopping
     from resonance_os.llm.sft import SFT, SFTConfig
 
     cfg = settings or VoiceTraining()
@@ -347,44 +346,32 @@ def train_voice_adapter(
         done[stage] += 1
         step(stage, done[stage], row)
 
-    held_out = [(hr_messages(topic, target), text) for topic, text in validation]
-    checks: list[dict[str, float]] = []
-    best: dict[str, Any] = {}
+    stop = None
+    if validation:
+        stop = HeldOutLossStopping(
+            sft, [(hr_messages(topic, target), text) for topic, text in validation],
+            every=cfg.sft_check_every, patience=cfg.sft_patience,
+            on_check=lambda c: say(f"sft check at step {c['step']}: validation loss {c['loss']:.4f}"),
+        )  # fmt: skip
 
-    def check() -> bool:
-        """Measure the validation loss; keep the weights when lowest; False once patience runs out."""
-        loss = sft.evaluate(held_out)
-        checks.append({"step": sft.num_timesteps, "loss": loss})
-        say(f"sft check at step {sft.num_timesteps}: validation loss {loss:.4f}")
-        if not best or loss < best["loss"]:
-            best.update(step=sft.num_timesteps, loss=loss, weights=[p.detach().clone() for p in sft_weights])
-        return (sft.num_timesteps - best["step"]) < cfg.sft_patience * cfg.sft_check_every
-
-    def sft_step(_trainer: Any, row: dict[str, Any]) -> bool:
+    def sft_step(trainer: Any, row: dict[str, Any]) -> bool:
         say(f"sft step {row.get('timesteps')}: loss {row.get('loss', float('nan')):.3f}")
         stepped("sft", row)
-        return not held_out or sft.num_timesteps % cfg.sft_check_every != 0 or check()
+        return stop is None or stop(trainer, row)
 
-    sft_weights = policy.trainable_parameters()
-    if held_out:
-        check()
     sft.learn(cfg.sft_steps, callback=sft_step)
     summary: dict[str, Any] = {
         "sft_paragraphs": len(chosen),
         "sft_mean_gap": mean_gap,
         "sft_loss": [r.get("loss") for r in sft.history],
     }
-    if held_out:
-        if checks[-1]["step"] != sft.num_timesteps:
-            check()
-        with torch.no_grad():
-            for parameter, kept in zip(sft_weights, best["weights"], strict=True):
-                parameter.copy_(kept)
+    if stop is not None:
+        best = stop.finish()
         say(f"sft kept step {best['step']} (validation loss {best['loss']:.4f})")
         summary |= {
-            "sft_validation": checks,
+            "sft_validation": stop.checks,
             "sft_kept_step": best["step"],
-            "sft_validation_paragraphs": len(held_out),
+            "sft_validation_paragraphs": len(stop.pairs),
         }
     if cfg.grpo_steps:
 

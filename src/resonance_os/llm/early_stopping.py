@@ -24,11 +24,19 @@ Usage::
     GRPO(policy, reward_fn, prompts, config).learn(64, callback=stop)
     stop.restore_best()  # also after a run that was not stopped
     stop.checks          # one dict per check: step, heldout_reward, judge, drift, within_drift
+
+``HeldOutLossStopping`` does the same for supervised fine-tuning with the loss on held-out pairs
+(lower is better; no drift guard: the loss is the model's own likelihood of real text)::
+
+    sft = SFT(policy, pairs, config)
+    stop = HeldOutLossStopping(sft, heldout_pairs, every=12, patience=2)
+    sft.learn(108, callback=stop)
+    stop.finish()        # the lowest check's weights back
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -93,7 +101,7 @@ class HeldOutEarlyStopping:
         }  # fmt: skip
         self.checks: list[dict[str, Any]] = []
         self.stopped_at: int | None = None
-        self._best_state = self._snapshot()
+        self._best_state = _snapshot(policy)
         with policy.reference():
             reward, self.start_judge = self._evaluate()
         self._record(0, reward, self.start_judge)
@@ -119,9 +127,7 @@ class HeldOutEarlyStopping:
 
     def restore_best(self) -> dict[str, Any]:
         """Put the best check's trainable weights back into the policy; returns that check."""
-        with torch.no_grad():
-            for parameter, saved in zip(self.policy.trainable_parameters(), self._best_state):
-                parameter.copy_(saved)
+        _restore(self.policy, self._best_state)
         return self.best
 
     def _record(self, step: int, reward: float, judge: float) -> dict[str, Any]:
@@ -136,11 +142,8 @@ class HeldOutEarlyStopping:
         is_best = check["within_drift"] and (not self.checks or reward > self.best["heldout_reward"])
         self.checks.append(check)
         if is_best and step:
-            self._best_state = self._snapshot()
+            self._best_state = _snapshot(self.policy)
         return check
-
-    def _snapshot(self) -> list[torch.Tensor]:
-        return [p.detach().clone() for p in self.policy.trainable_parameters()]
 
     def _evaluate(self) -> tuple[float, float]:
         """(mean held-out reward, judge) of the policy as it computes now (seeded samples)."""
@@ -153,6 +156,76 @@ class HeldOutEarlyStopping:
         finally:
             policy.set_mode(was_training)
         return sum(rewards) / len(rewards), judge
+
+
+class HeldOutLossStopping:
+    """``learn(callback=...)`` for supervised fine-tuning: the loss on held-out pairs every ``every`` steps.
+
+    Args:
+        trainer: the ``SFT`` trainer (its ``evaluate(pairs)`` and ``num_timesteps``; its policy's
+            trainable weights are kept at the lowest check).
+        pairs: held-out ``(prompt, completion)`` pairs, never trained on.
+        every: steps between checks. patience: checks without a lower loss before training stops.
+        on_check: called with each check (``{"step", "loss"}``), the start's included.
+    The start is measured when the object is made. After ``learn``, :meth:`finish` checks the last step
+    when it was not checked and puts the lowest check's weights back.
+    """
+
+    def __init__(
+        self,
+        trainer: Any,
+        pairs: Sequence[Any],
+        *,
+        every: int,
+        patience: int,
+        on_check: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        for name, value in (("every", every), ("patience", patience)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name}={value!r} must be an integer >= 1")
+        self.trainer, self.pairs = trainer, list(pairs)
+        self.every, self.patience, self.on_check = every, patience, on_check
+        self.checks: list[dict[str, Any]] = []
+        self._check()
+
+    @property
+    def best(self) -> dict[str, Any]:
+        """The check with the lowest held-out loss (the earliest of equals)."""
+        return min(self.checks, key=lambda c: c["loss"])
+
+    def __call__(self, trainer: Any, metrics: dict[str, Any]) -> bool:
+        """The ``learn`` callback: a check every ``every`` steps; ``False`` (stop) once patience is spent."""
+        if trainer.num_timesteps % self.every:
+            return True
+        self._check()
+        return len([c for c in self.checks if c["step"] > self.best["step"]]) < self.patience
+
+    def finish(self) -> dict[str, Any]:
+        """Check the last step if it was not, put the lowest check's weights back; returns that check."""
+        if self.checks[-1]["step"] != self.trainer.num_timesteps:
+            self._check()
+        _restore(self.trainer.policy, self._best_state)
+        return self.best
+
+    def _check(self) -> None:
+        check = {"step": int(self.trainer.num_timesteps), "loss": self.trainer.evaluate(self.pairs)}
+        if not self.checks or check["loss"] < self.best["loss"]:
+            self._best_state = _snapshot(self.trainer.policy)
+        self.checks.append(check)
+        if self.on_check is not None:
+            self.on_check(check)
+
+
+def _snapshot(policy: LMPolicy) -> list[torch.Tensor]:
+    """A copy of the policy's trainable weights."""
+    return [p.detach().clone() for p in policy.trainable_parameters()]
+
+
+def _restore(policy: LMPolicy, state: Sequence[torch.Tensor]) -> None:
+    """Put weights from :func:`_snapshot` back into the policy."""
+    with torch.no_grad():
+        for parameter, saved in zip(policy.trainable_parameters(), state, strict=True):
+            parameter.copy_(saved)
 
 
 def _reference_loglik(policy: LMPolicy, drawn: Samples) -> float:
