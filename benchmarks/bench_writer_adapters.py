@@ -6,7 +6,9 @@ DIR --adapter`` does for a user: the writer's profile is the HRV of their train 
 those paragraphs (``evolution.voice_adapters``: SFT on the ``--keep`` nearest the profile, default
 48, ``--sft-steps``; with ``--validation`` a tenth of the paragraphs is held out and SFT stops when
 their loss stops falling, as ``from-corpus --adapter`` does; then ``--grpo-steps`` HR-GRPO steps,
-default 0 as in the one earlier trial). The default writer then
+default 0 as in the one earlier trial, with ``--writer-reward W`` blending in at weight W the
+probability that the writer wrote each paragraph by a word n-gram classifier, not the character
+n-gram check; ``--start DIR`` goes on from the adapter in DIR/<writer>/ without SFT). The default writer then
 writes ``--prompts`` 3-paragraph articles on ``bench_voice.PROMPTS`` (held out: none is a topic of
 the writers' books or of any training prompt) toward the writer's profile, with the same seeds, once
 with the bare model and once with the writer's adapter. Both are attributed by ``bench_voice``'s two
@@ -15,7 +17,7 @@ with each article's largest share of word 8-grams copied from the writer's train
 
     OMP_NUM_THREADS=1 .venv/bin/python benchmarks/bench_writer_adapters.py [--writers austen twain poe] \\
         [--prompts 3] [--paragraphs 400] [--keep 48] [--sft-steps 18] [--validation] \\
-        [--out benchmarks/results/writer_adapters.json]
+        [--grpo-steps N [--grpo-lr 5e-5] [--writer-reward 0.5] [--start build/wa3]] [--out benchmarks/results/writer_adapters.json]
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from resonance_os.core.hrv_types import mean_gap  # noqa: E402
 from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VOICE_FILE,
     VoiceTraining,
+    load_voice_policy,
     save_voice_adapter,
     split_validation,
     train_voice_adapter,
@@ -48,6 +51,7 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
 from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
 from resonance_os.voice.corpora import WRITERS, load_writer  # noqa: E402
 from resonance_os.voice.profile_match import writer_profiles  # noqa: E402
+from resonance_os.voice.stylometry import WriterReward, fit_classifier  # noqa: E402
 
 VARIANTS = ("without", "with")
 
@@ -67,6 +71,18 @@ def main() -> None:
     )
     parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=0)
+    parser.add_argument("--grpo-lr", type=float, default=VoiceTraining.grpo_learning_rate)
+    parser.add_argument(
+        "--writer-reward",
+        type=float,
+        default=0.0,
+        help="HR-GRPO: weight of the word n-gram classifier's probability of the writer (0 = none)",
+    )
+    parser.add_argument(
+        "--start",
+        default=None,
+        help="go on from the adapter in START/<writer>/ (HR-GRPO only, no SFT)",
+    )
     parser.add_argument(
         "--validation",
         action="store_true",
@@ -84,6 +100,10 @@ def main() -> None:
     args = parser.parse_args()
     if not 1 <= args.prompts <= len(PROMPTS):
         parser.error(f"--prompts must be 1..{len(PROMPTS)}")
+    if not 0.0 <= args.writer_reward <= 1.0:
+        parser.error("--writer-reward must be in [0, 1]")
+    if args.start and not args.grpo_steps:
+        parser.error("--start goes on with HR-GRPO: give --grpo-steps")
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=FutureWarning)
     profiles = writer_profiles()
@@ -91,6 +111,7 @@ def main() -> None:
     texts: dict[str, dict[str, list[str]]] = {v: {} for v in VARIANTS}
     rows: list[dict] = []
     training: dict[str, dict] = {}
+    words = fit_classifier(features="words") if args.writer_reward else None
     for name in args.writers:
         target = list(profiles[name])
         t0 = time.perf_counter()
@@ -106,16 +127,23 @@ def main() -> None:
             if args.validation:
                 candidates, held = split_validation(candidates)
             settings = replace(
-                VoiceTraining(), keep=min(args.keep, len(candidates)), sft_steps=args.sft_steps,
-                grpo_steps=args.grpo_steps,
+                VoiceTraining(), keep=min(args.keep, len(candidates)),
+                sft_steps=0 if args.start else args.sft_steps, grpo_steps=args.grpo_steps,
+                grpo_learning_rate=args.grpo_lr,
+                reward_model_weight=args.writer_reward or VoiceTraining.reward_model_weight,
             )  # fmt: skip
             policy, summary = train_voice_adapter(
                 target,
                 candidates,
                 validation=held,
                 settings=settings,
+                policy=load_voice_policy(Path(args.start) / name) if args.start else None,
                 report=lambda msg, n=name: print(f"[{n}] {msg}", flush=True),
+                reward_model=WriterReward(name, words) if words is not None else None,
             )
+            if args.start:
+                start = json.loads((Path(args.start) / name / VOICE_FILE).read_text())["training"]
+                summary = {"started_from": str(Path(args.start) / name), "start_training": start} | summary
             save_voice_adapter(policy, folder, target, source=f"writer {name}", summary=summary)
             del policy
             training[name] = {

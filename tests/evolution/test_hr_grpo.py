@@ -123,7 +123,7 @@ def test_a_feedback_reward_model_is_blended(writing_reward):
     text = "Making bread at home is a small pleasure. I knead the dough by hand."
     base = writing_reward.score(text, [0.5] * 8, prompt=TOPICS[0]).reward
     assert hr([TOPICS[0]], [text]) == [pytest.approx(0.75 * base + 0.25)]
-    assert [name.__name__ for name, _ in hr.functions()][-1] == "_feedback"
+    assert [name.__name__ for name, _ in hr.functions()][-1] == "feedback"  # logged as reward_feedback
 
     class Broken:
         def predict(self, text, target_hrv):

@@ -18,11 +18,13 @@ torch = pytest.importorskip("torch")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "llm"))
 from tiny_lm import save_tiny_model  # noqa: E402
 
+from resonance_os.core.errors import ValidationError  # noqa: E402
 from resonance_os.evolution.base_models import base_model  # noqa: E402
 from resonance_os.evolution.hr_grpo import hr_messages  # noqa: E402
 from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VoiceTraining,
     drifts_into_software,
+    load_voice_policy,
     nearest_paragraphs,
     save_voice_adapter,
     split_validation,
@@ -122,6 +124,36 @@ def test_sft_stops_when_the_validation_loss_stops_falling_and_keeps_its_best_wei
     assert len(summary["sft_loss"]) == best["step"] + 2 * 3 < settings.sft_steps  # stopped: patience spent
     pairs = [(hr_messages(topic, TARGET), text) for topic, text in held_out]
     assert SFT(policy, pairs).evaluate(pairs) == pytest.approx(best["loss"], rel=1e-5)  # the best weights
+
+
+class ShortParagraphs:
+    """A reward model for the test: 1 for a paragraph of at most 12 words, else 0."""
+
+    def predict(self, text: str, target_hrv) -> float:
+        return float(len(text.split()) <= 12)
+
+
+def test_hr_grpo_goes_on_from_a_saved_adapter_with_a_reward_model(adapter, tiny_folder, tmp_path):
+    policy = load_voice_policy(adapter)
+    saved = {k: v.clone() for k, v in policy.model.state_dict().items() if "lora" in k}
+    assert saved and all(v.dtype == torch.float32 for v in saved.values())  # trainable again, not float16
+    twin = voice_policy(base=str(tiny_folder))
+    twin.load_weights_from(adapter)
+    assert all(torch.equal(v, twin.model.state_dict()[k]) for k, v in saved.items())
+    rows: list[dict] = []
+    settings = replace(FAST, sft_steps=0, grpo_steps=1, early_stop_every=1, reward_model_weight=1.0)
+    policy, summary = train_voice_adapter(
+        TARGET, [], prompts=TOPICS, settings=settings, policy=policy, reward_model=ShortParagraphs(),
+        on_step=lambda stage, step, row: rows.append(row | {"stage": stage}),
+    )  # fmt: skip
+    assert "sft_loss" not in summary and [r["stage"] for r in rows] == ["grpo"]
+    assert summary["grpo_reward_model"] == "ShortParagraphs" and summary["grpo_reward_model_weight"] == 1.0
+    # at weight 1 the reward is the reward model's alone, in training and in the held-out checks
+    assert all(r["episode_reward_mean"] == pytest.approx(r["reward_feedback"]) for r in rows)
+    checks = summary["grpo_checks"]  # 4 topics x 2 samples, each 0 or 1
+    assert len(checks) == 2 and all((c["heldout_reward"] * 8) % 1 == pytest.approx(0) for c in checks)
+    with pytest.raises(ValidationError, match="no voice adapter"):
+        load_voice_policy(tmp_path)
 
 
 def test_split_validation_holds_out_a_spread_tenth_and_nothing_from_a_small_text():

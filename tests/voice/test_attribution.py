@@ -7,7 +7,12 @@ import pytest
 from resonance_os.core.errors import ValidationError
 from resonance_os.voice.corpora import WRITERS, load_writer, load_writer_records
 from resonance_os.voice.profile_match import attribute_hrv, match_hrv, writer_profiles
-from resonance_os.voice.stylometry import StylometricClassifier, fit_classifier, normalise_typography
+from resonance_os.voice.stylometry import (
+    StylometricClassifier,
+    WriterReward,
+    fit_classifier,
+    normalise_typography,
+)
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +25,33 @@ def test_classifier_attributes_held_out_books_far_above_chance(small_classifier)
         heldout = load_writer(name, "heldout")[:60]
         hits = sum(a.writer == name for a in small_classifier.attribute_many(heldout))
         assert hits / len(heldout) >= 0.65, name  # chance is 1/3
+
+
+@pytest.fixture(scope="module")
+def word_classifier() -> StylometricClassifier:
+    return fit_classifier(per_writer=200, features="words")
+
+
+def test_the_training_family_reads_words_and_attributes_held_out_books_too(word_classifier) -> None:
+    for name in WRITERS:
+        heldout = load_writer(name, "heldout")[:60]
+        hits = sum(a.writer == name for a in word_classifier.attribute_many(heldout))
+        assert hits / len(heldout) >= 0.65, name
+    # punctuation marks are words: the same words with Poe's dashes and semicolons read differently
+    plain = word_classifier.probabilities(["I said it was so and went on to the house"])[0]
+    marked = word_classifier.probabilities(["I said - it was so; and went on - to the house"])[0]
+    assert plain != marked
+
+
+def test_writer_reward_is_the_probability_of_its_writer(word_classifier) -> None:
+    reward = WriterReward("poe", word_classifier)
+    poe, austen = load_writer("poe", "heldout")[0], load_writer("austen", "heldout")[0]
+    assert reward.predict(poe, [0.5] * 8) == pytest.approx(word_classifier.probabilities([poe])[0]["poe"])
+    assert 0.0 <= reward.predict(austen) < reward.predict(poe) <= 1.0
+    with pytest.raises(ValidationError, match="not 'dickens'"):
+        WriterReward("dickens", word_classifier)
+    with pytest.raises(ValidationError, match="'characters' or 'words'"):
+        StylometricClassifier(["a text", "another"], ["austen", "poe"], features="letters")
 
 
 def test_probabilities_cover_every_writer_and_sum_to_one(small_classifier) -> None:

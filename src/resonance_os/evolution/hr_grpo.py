@@ -244,9 +244,10 @@ class HRReward:
             return self(prompts, completions)
 
         terms = [*TERMS, "feedback"] if self.reward_model is not None else list(TERMS)
-        return [(writing, 1.0), *[(self.term(t) if t != "feedback" else self._feedback, 0.0) for t in terms]]
+        return [(writing, 1.0), *[(self.term(t) if t != "feedback" else self.feedback, 0.0) for t in terms]]
 
-    def _feedback(self, prompts: list[Any], completions: list[str]) -> list[float]:
+    def feedback(self, prompts: list[Any], completions: list[str]) -> list[float]:
+        """The reward model's score of each completion (0 for an empty one), logged as ``reward_feedback``."""
         return [s.feedback or 0.0 for s in self._scores_for(prompts, completions)]
 
 
@@ -336,7 +337,8 @@ def train_hr_grpo(
     if early_stop_every is not None:
         stopper = hr_early_stopping(
             policy, target, every=early_stop_every, max_drift=max_drift, style_power=style_power,
-            reward=hr_reward.reward, seed=cfg.seed or 0,
+            reward=hr_reward.reward, seed=cfg.seed or 0, reward_model=reward_model,
+            reward_model_weight=reward_model_weight,
         )  # fmt: skip
     trainer = GRPO(policy, hr_reward.functions(), messages, cfg, log_dir=log_dir)
     trainer.hr_target, trainer.hr_source = target, source
@@ -394,14 +396,20 @@ def hr_early_stopping(
     style_power: float = 1.0,
     reward: WritingReward | str | None = None,
     seed: int = 0,
+    reward_model: Any = None,
+    reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
 ) -> Any:
     """``llm.early_stopping.HeldOutEarlyStopping`` on HR-GRPO's prompts: ``samples`` paragraphs for
     each of ``prompts`` (default the last ``CHECK_TOPICS`` held-out topics) toward ``target``, scored
-    by the training reward (:class:`HRReward` with ``style_power``), sampled as in training."""
+    by the training reward (:class:`HRReward` with ``style_power`` and the ``reward_model`` blended
+    in), sampled as in training."""
     from resonance_os.llm.early_stopping import HeldOutEarlyStopping
 
     topics = _check_prompts(heldout_prompts()[-CHECK_TOPICS:] if prompts is None else prompts, "prompts")
-    scorer = HRReward(list(target), reward=reward, style_power=style_power)
+    scorer = HRReward(
+        list(target), reward=reward, reward_model=reward_model, reward_model_weight=reward_model_weight,
+        style_power=style_power,
+    )  # fmt: skip
     return HeldOutEarlyStopping(
         policy, scorer.chats(topics), scorer, every=every, samples=samples, max_drift=max_drift, patience=patience,
         max_new_tokens=HR_GRPO_DEFAULTS["max_new_tokens"], temperature=HR_GRPO_DEFAULTS["temperature"],

@@ -11,7 +11,9 @@ Two stages, chosen for how far they move the style per CPU-minute on a 2-core ma
    (2-4 s here); it needs no sampling, which is most of an HR-GRPO step (15-25 s).
 2. **HR-GRPO toward the target** (``hr_grpo.train_hr_grpo``) from that start, with the KL term to the
    base model (beta 0.04) and style power 8 that kept fluency on the GPU runs (docs/llm_rl.md), and
-   the held-out early stopping that keeps the best check's weights.
+   the held-out early stopping that keeps the best check's weights. A ``reward_model`` (for a writer,
+   ``voice.stylometry.WriterReward``: the probability that the writer wrote the paragraph) is blended
+   in with weight ``reward_model_weight``.
 
 ``train_voice_adapter`` returns the trained ``LMPolicy``; ``save_voice_adapter`` writes the adapter
 folder the writer loads (``generation.voice_adapter``): ``weights/adapter.safetensors`` in float16
@@ -47,6 +49,7 @@ __all__ = [
     "SteeredCandidates",
     "steered_candidates",
     "drifts_into_software",
+    "load_voice_policy",
     "SOFTWARE_DRIFT",
     "train_voice_adapter",
     "voice_policy",
@@ -64,7 +67,9 @@ class VoiceTraining:
 
     With validation paragraphs (``train_voice_adapter(validation=...)``), SFT measures their loss every
     ``sft_check_every`` steps, stops after ``sft_patience`` checks without a new lowest loss, and keeps
-    the weights of the lowest: ``sft_steps`` is then the most it runs."""
+    the weights of the lowest: ``sft_steps`` is then the most it runs. ``sft_steps=0`` skips SFT (to
+    go on from an adapter already trained, passed as the policy). ``reward_model_weight``: HR-GRPO's
+    weight of a ``reward_model`` when one is given."""
 
     keep: int = 48
     sft_steps: int = 18
@@ -79,6 +84,7 @@ class VoiceTraining:
     seed: int = 0
     sft_check_every: int = 12
     sft_patience: int = 2
+    reward_model_weight: float = 0.5
 
 
 def voice_policy(device: str | None = None, base: str = SMOLLM2) -> Any:
@@ -89,6 +95,18 @@ def voice_policy(device: str | None = None, base: str = SMOLLM2) -> Any:
 
     tokenizer, model = base_model(base, device)
     return LMPolicy(tokenizer, model, PolicyConfig(lora_rank=LORA_RANK, lora_alpha=LORA_ALPHA))
+
+
+def load_voice_policy(folder: str | os.PathLike[str], device: str | None = None) -> Any:
+    """A trainable policy holding the voice adapter saved in ``folder`` (:func:`save_voice_adapter`) on
+    the base model it names, to train it further (``train_voice_adapter(policy=...)``)."""
+    root = Path(folder)
+    if not (root / VOICE_FILE).is_file():
+        raise ValidationError(f"{root} holds no voice adapter ({VOICE_FILE} is missing)")
+    base = json.loads((root / VOICE_FILE).read_text())["base_model"]
+    policy = voice_policy(device, base=base)
+    policy.load_weights_from(root)
+    return policy
 
 
 def pool_candidates() -> list[tuple[str, str]]:
@@ -305,6 +323,7 @@ def train_voice_adapter(
     log_dir: str | os.PathLike[str] | None = None,
     report: Callable[[str], None] | None = None,
     on_step: Callable[[str, int, dict[str, Any]], None] | None = None,
+    reward_model: Any = None,
 ) -> tuple[Any, dict[str, Any]]:
     """SFT on the candidates nearest ``target``, then HR-GRPO toward it; returns ``(policy, summary)``.
 
@@ -312,23 +331,76 @@ def train_voice_adapter(
     topics (default: the draft pool's training topics). ``validation``: ``(topic, paragraph)`` pairs
     not trained on (:func:`split_validation`); when given, SFT stops early and keeps its best weights
     by their loss (see :class:`VoiceTraining`). ``policy``: default :func:`voice_policy`.
+    ``reward_model``: HR-GRPO's feedback reward (``predict(text, target) -> [0, 1]``), weighted
+    ``settings.reward_model_weight``.
     The summary holds the chosen paragraphs' mean gap, the SFT losses (and validation checks) and the
     HR-GRPO steps run.
     ``report(message)`` gets a line per step; ``on_step(stage, step, row)`` each step's metrics row
     (stage ``"sft"`` of ``settings.sft_steps``, then ``"grpo"`` of ``settings.grpo_steps``).
     """
-    from resonance_os.evolution.hr_grpo import hr_messages, train_hr_grpo
-    from resonance_os.llm.early_stopping import HeldOutLossStopping
-    from resonance_os.llm.sft import SFT, SFTConfig
+    from resonance_os.evolution.hr_grpo import train_hr_grpo
 
     cfg = settings or VoiceTraining()
     say = report or (lambda _msg: None)
     target = [float(v) for v in target]
+    if policy is None:
+        policy = voice_policy()
+    step = on_step or (lambda _stage, _step, _row: None)
+    done = {"sft": 0, "grpo": 0}
+
+    def stepped(stage: str, row: dict[str, Any]) -> None:
+        done[stage] += 1
+        step(stage, done[stage], row)
+
+    summary = (
+        _sft(policy, target, candidates, validation, cfg, log_dir, say, stepped) if cfg.sft_steps else {}
+    )
+    if cfg.grpo_steps:
+
+        def grpo_step(_trainer: Any, row: dict[str, Any]) -> None:
+            stepped("grpo", row)
+            feedback = f" writer {row['reward_feedback']:.3f}" if "reward_feedback" in row else ""
+            say(
+                f"grpo step {row['timesteps']}: reward {row['episode_reward_mean']:.3f} resonance "
+                f"{row['reward_resonance']:.3f} fluency {row['reward_fluency']:.3f}{feedback} "
+                f"({row['time_step']:.0f} s)"
+            )
+
+        trainer = train_hr_grpo(
+            target_hrv=target, prompts=prompts, steps=cfg.grpo_steps, policy=policy,
+            config={"learning_rate": cfg.grpo_learning_rate, "beta": cfg.beta}, seed=cfg.seed,
+            style_power=cfg.style_power, early_stop_every=cfg.early_stop_every, callback=grpo_step,
+            log_dir=None if log_dir is None else Path(log_dir) / "grpo", reward_model=reward_model,
+            reward_model_weight=cfg.reward_model_weight,
+        )  # fmt: skip
+        stop = trainer.hr_early_stopping
+        summary["grpo_steps"] = len(trainer.history)
+        summary["grpo_kept_step"] = None if stop is None or stop.best is None else stop.best.get("step")
+        summary["grpo_checks"] = None if stop is None else stop.checks
+        if reward_model is not None:
+            summary["grpo_reward_model"] = type(reward_model).__name__
+            summary["grpo_reward_model_weight"] = cfg.reward_model_weight
+    return policy, summary
+
+
+def _sft(
+    policy: Any,
+    target: list[float],
+    candidates: Sequence[tuple[str, str]],
+    validation: Sequence[tuple[str, str]],
+    cfg: VoiceTraining,
+    log_dir: str | os.PathLike[str] | None,
+    say: Callable[[str], None],
+    stepped: Callable[[str, dict[str, Any]], None],
+) -> dict[str, Any]:
+    """Stage 1 of :func:`train_voice_adapter` (SFT on the candidates nearest ``target``); its summary."""
+    from resonance_os.evolution.hr_grpo import hr_messages
+    from resonance_os.llm.early_stopping import HeldOutLossStopping
+    from resonance_os.llm.sft import SFT, SFTConfig
+
     chosen = nearest_paragraphs(candidates, target, cfg.keep, min_quality=cfg.min_quality)
     mean_gap = sum(g for _, _, g in chosen) / len(chosen)
     say(f"SFT data: {len(chosen)} paragraphs, mean |gap| {mean_gap:.3f}")
-    if policy is None:
-        policy = voice_policy()
     pairs = [(hr_messages(topic, target), text) for topic, text, _ in chosen]
     sft = SFT(
         policy,
@@ -338,13 +410,6 @@ def train_voice_adapter(
         ),
         log_dir=None if log_dir is None else Path(log_dir) / "sft",
     )
-
-    step = on_step or (lambda _stage, _step, _row: None)
-    done = {"sft": 0, "grpo": 0}
-
-    def stepped(stage: str, row: dict[str, Any]) -> None:
-        done[stage] += 1
-        step(stage, done[stage], row)
 
     stop = None
     if validation:
@@ -373,26 +438,7 @@ def train_voice_adapter(
             "sft_kept_step": best["step"],
             "sft_validation_paragraphs": len(stop.pairs),
         }
-    if cfg.grpo_steps:
-
-        def grpo_step(_trainer: Any, row: dict[str, Any]) -> None:
-            stepped("grpo", row)
-            say(
-                f"grpo step {row['timesteps']}: reward {row['episode_reward_mean']:.3f} resonance "
-                f"{row['reward_resonance']:.3f} fluency {row['reward_fluency']:.3f} ({row['time_step']:.0f} s)"
-            )
-
-        trainer = train_hr_grpo(
-            target_hrv=target, prompts=prompts, steps=cfg.grpo_steps, policy=policy,
-            config={"learning_rate": cfg.grpo_learning_rate, "beta": cfg.beta}, seed=cfg.seed,
-            style_power=cfg.style_power, early_stop_every=cfg.early_stop_every, callback=grpo_step,
-            log_dir=None if log_dir is None else Path(log_dir) / "grpo",
-        )  # fmt: skip
-        stop = trainer.hr_early_stopping
-        summary["grpo_steps"] = len(trainer.history)
-        summary["grpo_kept_step"] = None if stop is None or stop.best is None else stop.best.get("step")
-        summary["grpo_checks"] = None if stop is None else stop.checks
-    return policy, summary
+    return summary
 
 
 def save_voice_adapter(

@@ -677,6 +677,10 @@ class LMPolicy:
             policy = cls(tokenizer, model, config)
         return (policy, ckpt.states) if return_states else policy
 
+    def load_weights_from(self, path: str | os.PathLike[str]) -> None:
+        """:meth:`load_trained_weights` from the checkpoint folder ``path`` (:meth:`save`'s or a trainer's)."""
+        self.load_trained_weights(load_checkpoint(path, expected_algorithm=CHECKPOINT_KIND), path)
+
     def load_trained_weights(self, checkpoint: Checkpoint, path: str | os.PathLike[str]) -> None:
         """Load a trainer checkpoint's weights (``checkpoint``, read from ``path``) into this fresh policy.
 

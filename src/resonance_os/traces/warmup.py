@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from resonance_os.llm.policy import CHECKPOINT_KIND, LMPolicy
+from resonance_os.llm.policy import LMPolicy
 from resonance_os.llm.sft import SFT, SFTConfig
-from resonance_os.rl.checkpoint import load_checkpoint
 from resonance_os.rl.errors import ConfigError
 
 Demonstrate = Callable[[dict[str, Any]], dict[str, Any]]
@@ -108,4 +107,4 @@ def _shown(losses: dict[str, float]) -> str:
 def start_from(policy: LMPolicy, checkpoint: Path) -> None:
     """Load a warm-up (or any policy) checkpoint's weights into ``policy``, built with the same
     ``PolicyConfig``; ``CheckpointError`` naming the problem otherwise."""
-    policy.load_trained_weights(load_checkpoint(checkpoint, expected_algorithm=CHECKPOINT_KIND), checkpoint)
+    policy.load_weights_from(checkpoint)
