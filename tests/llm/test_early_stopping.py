@@ -56,6 +56,24 @@ def test_the_start_is_the_reference_and_checks_come_every_n_steps():
     assert stop.stopped_at is None
 
 
+def test_drift_from_the_start_counts_only_what_this_training_moves():
+    policy = make_policy()
+    trainer_for(policy, 0.05).learn(6)  # trained before, on purpose: far from the reference now
+    from_reference = stopper(policy, max_drift=0.5)
+    from_start = stopper(policy, max_drift=0.5, drift_from="start")
+    with policy.reference():
+        assert from_reference.start_judge == pytest.approx(stopper(policy).start_judge)
+    # the start is the policy as passed: its own samples, reward and judge (what a stop puts back)
+    reward, judge = from_start._evaluate()
+    assert (from_start.checks[0]["heldout_reward"], from_start.start_judge) == pytest.approx((reward, judge))
+    assert from_start.start_judge != pytest.approx(from_reference.start_judge)
+    # an untouched policy's first check: no drift from its start, whatever it drifted before
+    assert from_start(type("Trainer", (), {"num_timesteps": 2})(), {})
+    assert from_start.checks[-1]["drift"] == pytest.approx(0.0, abs=1e-6)
+    with pytest.raises(ConfigError, match="'reference' or 'start'"):
+        stopper(policy, drift_from="base")
+
+
 def test_drift_stops_training_and_the_best_weights_come_back():
     policy = make_policy()
     stop = stopper(policy, max_drift=0.5)

@@ -287,6 +287,7 @@ def train_hr_grpo(
     callback: Callable[[Any, dict[str, Any]], bool | None] | None = None,
     early_stop_every: int | None = None,
     max_drift: float | None = HR_MAX_DRIFT,
+    drift_from: str = "reference",
 ) -> Any:
     """Train the drafting model toward a profile with GRPO on the writing reward; returns the ``GRPO``.
 
@@ -310,7 +311,8 @@ def train_hr_grpo(
         device: move the default policy there ("cpu", "cuda").
         early_stop_every: check the held-out topics every this many steps (:func:`hr_early_stopping`:
             stop when the drift from the base model passes ``max_drift``, and end with the weights of
-            the best check); None = no checks.
+            the best check); None = no checks. ``drift_from="start"``: the drift from the policy as
+            passed instead (``llm.early_stopping``), for a policy trained on purpose before (SFT).
 
     The returned trainer carries ``hr_early_stopping`` (the callback, its ``checks``; None without),
     ``hr_target`` (the resolved vector), ``hr_source`` (where it came from), ``hr_reward`` (the
@@ -338,7 +340,7 @@ def train_hr_grpo(
         stopper = hr_early_stopping(
             policy, target, every=early_stop_every, max_drift=max_drift, style_power=style_power,
             reward=hr_reward.reward, seed=cfg.seed or 0, reward_model=reward_model,
-            reward_model_weight=reward_model_weight,
+            reward_model_weight=reward_model_weight, drift_from=drift_from,
         )  # fmt: skip
     trainer = GRPO(policy, hr_reward.functions(), messages, cfg, log_dir=log_dir)
     trainer.hr_target, trainer.hr_source = target, source
@@ -398,6 +400,7 @@ def hr_early_stopping(
     seed: int = 0,
     reward_model: Any = None,
     reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
+    drift_from: str = "reference",
 ) -> Any:
     """``llm.early_stopping.HeldOutEarlyStopping`` on HR-GRPO's prompts: ``samples`` paragraphs for
     each of ``prompts`` (default the last ``CHECK_TOPICS`` held-out topics) toward ``target``, scored
@@ -413,7 +416,7 @@ def hr_early_stopping(
     return HeldOutEarlyStopping(
         policy, scorer.chats(topics), scorer, every=every, samples=samples, max_drift=max_drift, patience=patience,
         max_new_tokens=HR_GRPO_DEFAULTS["max_new_tokens"], temperature=HR_GRPO_DEFAULTS["temperature"],
-        top_p=HR_GRPO_DEFAULTS["top_p"], seed=seed,
+        top_p=HR_GRPO_DEFAULTS["top_p"], seed=seed, drift_from=drift_from,
     )  # fmt: skip
 
 

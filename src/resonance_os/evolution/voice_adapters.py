@@ -11,7 +11,11 @@ Two stages, chosen for how far they move the style per CPU-minute on a 2-core ma
    (2-4 s here); it needs no sampling, which is most of an HR-GRPO step (15-25 s).
 2. **HR-GRPO toward the target** (``hr_grpo.train_hr_grpo``) from that start, with the KL term to the
    base model (beta 0.04) and style power 8 that kept fluency on the GPU runs (docs/llm_rl.md), and
-   the held-out early stopping that keeps the best check's weights. A ``reward_model`` (for a writer,
+   the held-out early stopping that keeps the best check's weights; its drift guard counts from the
+   weights HR-GRPO starts from (``drift_from="start"``), since SFT moved them away from the base model
+   on purpose (counted from the base model, Poe's adapter read 1.1 and 1.3 nats a token at the first
+   check with learning rates four times apart: SFT's drift, which stopped every run there). A
+   ``reward_model`` (for a writer,
    ``voice.stylometry.WriterReward``: the probability that the writer wrote the paragraph) is blended
    in with weight ``reward_model_weight``.
 
@@ -371,7 +375,7 @@ def train_voice_adapter(
             config={"learning_rate": cfg.grpo_learning_rate, "beta": cfg.beta}, seed=cfg.seed,
             style_power=cfg.style_power, early_stop_every=cfg.early_stop_every, callback=grpo_step,
             log_dir=None if log_dir is None else Path(log_dir) / "grpo", reward_model=reward_model,
-            reward_model_weight=cfg.reward_model_weight,
+            reward_model_weight=cfg.reward_model_weight, drift_from="start",
         )  # fmt: skip
         stop = trainer.hr_early_stopping
         summary["grpo_steps"] = len(trainer.history)

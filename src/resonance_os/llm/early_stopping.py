@@ -11,7 +11,10 @@ every ``every`` steps samples the held-out prompts with the policy (same seed ea
     drift          = judge(pi_ref's own samples) - judge(now)          nats per token, 0 at the start
 
 ``judge`` is read by the reference policy itself (adapters disabled, or the frozen copy; no second
-model in memory) at temperature 1. ``E_y~pi[log pi_ref(y)] = -H(pi) - KL(pi || pi_ref)``, so the drift
+model in memory) at temperature 1. With ``drift_from="start"`` the start is the policy as it is when
+the object is made, not the reference: for training that goes on from weights already trained away
+from the reference on purpose (a writer's voice adapter after SFT), so that only this training's
+drift counts and the start's held-out reward is that of the weights a stop puts back. ``E_y~pi[log pi_ref(y)] = -H(pi) - KL(pi || pi_ref)``, so the drift
 grows with the KL to the reference and with text the reference finds unlikely, which a formula or
 nonsense is, whatever the reward says. Training stops when the drift exceeds ``max_drift`` or when
 the held-out reward has not improved for ``patience`` checks; on a stop the trainable weights go back
@@ -37,7 +40,8 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from contextlib import nullcontext
+from typing import Any, Literal
 
 import torch
 
@@ -58,7 +62,9 @@ class HeldOutEarlyStopping:
         max_drift: nats per token the judge may fall below its start before training stops (None: never).
         patience: checks without a better held-out reward before training stops (None: never).
         max_new_tokens, temperature, top_p, chat_template: sampling, as in training.
-    The start is measured when the object is made (one held-out evaluation of the reference policy).
+        drift_from: ``"reference"`` (the start is the reference policy's own samples) or ``"start"``
+            (the policy's as it is now).
+    The start is measured when the object is made (one held-out evaluation).
     """
 
     def __init__(
@@ -76,7 +82,10 @@ class HeldOutEarlyStopping:
         top_p: float = 1.0,
         chat_template: bool = True,
         seed: int = 0,
+        drift_from: Literal["reference", "start"] = "reference",
     ) -> None:
+        if drift_from not in ("reference", "start"):
+            raise ConfigError(f"drift_from={drift_from!r} must be 'reference' or 'start'")
         if isinstance(prompts, str) or not prompts:
             raise ConfigError("prompts must be a non-empty list of held-out prompts")
         for name, value in (("every", every), ("samples", samples)):
@@ -102,7 +111,7 @@ class HeldOutEarlyStopping:
         self.checks: list[dict[str, Any]] = []
         self.stopped_at: int | None = None
         self._best_state = _snapshot(policy)
-        with policy.reference():
+        with policy.reference() if drift_from == "reference" else nullcontext():
             reward, self.start_judge = self._evaluate()
         self._record(0, reward, self.start_judge)
 
