@@ -73,6 +73,12 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=0)
     parser.add_argument("--grpo-lr", type=float, default=VoiceTraining.grpo_learning_rate)
     parser.add_argument(
+        "--max-drift",
+        type=float,
+        default=VoiceTraining.max_drift,
+        help="HR-GRPO stops when its samples fall this many nats a token below its start's (base model)",
+    )
+    parser.add_argument(
         "--writer-reward",
         type=float,
         default=0.0,
@@ -129,7 +135,7 @@ def main() -> None:
             settings = replace(
                 VoiceTraining(), keep=min(args.keep, len(candidates)),
                 sft_steps=0 if args.start else args.sft_steps, grpo_steps=args.grpo_steps,
-                grpo_learning_rate=args.grpo_lr,
+                grpo_learning_rate=args.grpo_lr, max_drift=args.max_drift,
                 reward_model_weight=args.writer_reward or VoiceTraining.reward_model_weight,
             )  # fmt: skip
             policy, summary = train_voice_adapter(

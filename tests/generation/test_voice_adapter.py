@@ -156,6 +156,12 @@ def test_hr_grpo_goes_on_from_a_saved_adapter_with_a_reward_model(adapter, tiny_
         load_voice_policy(tmp_path)
 
 
+def test_voice_training_stops_hr_grpo_at_hr_grpos_own_drift_limit_by_default():
+    from resonance_os.evolution.hr_grpo import HR_MAX_DRIFT
+
+    assert VoiceTraining().max_drift == HR_MAX_DRIFT
+
+
 def test_split_validation_holds_out_a_spread_tenth_and_nothing_from_a_small_text():
     pairs = [(f"topic {i}", f"paragraph {i}") for i in range(100)]
     train, held_out = split_validation(pairs)

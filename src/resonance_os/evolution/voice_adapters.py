@@ -73,7 +73,9 @@ class VoiceTraining:
     ``sft_check_every`` steps, stops after ``sft_patience`` checks without a new lowest loss, and keeps
     the weights of the lowest: ``sft_steps`` is then the most it runs. ``sft_steps=0`` skips SFT (to
     go on from an adapter already trained, passed as the policy). ``reward_model_weight``: HR-GRPO's
-    weight of a ``reward_model`` when one is given."""
+    weight of a ``reward_model`` when one is given. ``max_drift``: nats per token HR-GRPO's samples may
+    fall below its start's under the base model before it stops (default ``hr_grpo.HR_MAX_DRIFT``,
+    written out: this module does not import HR-GRPO until it trains)."""
 
     keep: int = 48
     sft_steps: int = 18
@@ -89,6 +91,7 @@ class VoiceTraining:
     sft_check_every: int = 12
     sft_patience: int = 2
     reward_model_weight: float = 0.5
+    max_drift: float = 0.25
 
 
 def voice_policy(device: str | None = None, base: str = SMOLLM2) -> Any:
@@ -375,7 +378,7 @@ def train_voice_adapter(
             config={"learning_rate": cfg.grpo_learning_rate, "beta": cfg.beta}, seed=cfg.seed,
             style_power=cfg.style_power, early_stop_every=cfg.early_stop_every, callback=grpo_step,
             log_dir=None if log_dir is None else Path(log_dir) / "grpo", reward_model=reward_model,
-            reward_model_weight=cfg.reward_model_weight, drift_from="start",
+            reward_model_weight=cfg.reward_model_weight, drift_from="start", max_drift=cfg.max_drift,
         )  # fmt: skip
         stop = trainer.hr_early_stopping
         summary["grpo_steps"] = len(trainer.history)
