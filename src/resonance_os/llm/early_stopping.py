@@ -11,15 +11,17 @@ every ``every`` steps samples the held-out prompts with the policy (same seed ea
     drift          = judge(pi_ref's own samples) - judge(now)          nats per token, 0 at the start
 
 ``judge`` is read by the reference policy itself (adapters disabled, or the frozen copy; no second
-model in memory) at temperature 1. With ``drift_from="start"`` the start is the policy as it is when
-the object is made, not the reference: for training that goes on from weights already trained away
-from the reference on purpose (a writer's voice adapter after SFT), so that only this training's
-drift counts and the start's held-out reward is that of the weights a stop puts back. ``E_y~pi[log pi_ref(y)] = -H(pi) - KL(pi || pi_ref)``, so the drift
+model in memory) at temperature 1. ``E_y~pi[log pi_ref(y)] = -H(pi) - KL(pi || pi_ref)``, so the drift
 grows with the KL to the reference and with text the reference finds unlikely, which a formula or
 nonsense is, whatever the reward says. Training stops when the drift exceeds ``max_drift`` or when
 the held-out reward has not improved for ``patience`` checks; on a stop the trainable weights go back
 to the best check (highest held-out reward among those within ``max_drift``; the start counts, so a
 run that never helped returns the policy unchanged), as Keras' ``restore_best_weights`` does.
+
+With ``drift_from="start"`` the start is the policy as it is when the object is made, not the
+reference: for training that goes on from weights trained away from the reference on purpose (a
+writer's voice adapter after SFT), so that only this training's drift counts and the start's held-out
+reward is that of the weights a stop puts back.
 
 Usage::
 
