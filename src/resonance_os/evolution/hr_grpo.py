@@ -44,7 +44,7 @@ import numbers
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from resonance_os.core.errors import ValidationError
 from resonance_os.generation.llm_writing import clean_reply, draft_instructions, paragraph_messages
@@ -287,7 +287,7 @@ def train_hr_grpo(
     callback: Callable[[Any, dict[str, Any]], bool | None] | None = None,
     early_stop_every: int | None = None,
     max_drift: float | None = HR_MAX_DRIFT,
-    drift_from: str = "reference",
+    drift_from: Literal["reference", "start"] = "reference",
 ) -> Any:
     """Train the drafting model toward a profile with GRPO on the writing reward; returns the ``GRPO``.
 
@@ -400,7 +400,7 @@ def hr_early_stopping(
     seed: int = 0,
     reward_model: Any = None,
     reward_model_weight: float = DEFAULT_REWARD_MODEL_WEIGHT,
-    drift_from: str = "reference",
+    drift_from: Literal["reference", "start"] = "reference",
 ) -> Any:
     """``llm.early_stopping.HeldOutEarlyStopping`` on HR-GRPO's prompts: ``samples`` paragraphs for
     each of ``prompts`` (default the last ``CHECK_TOPICS`` held-out topics) toward ``target``, scored

@@ -15,9 +15,8 @@ Two stages, chosen for how far they move the style per CPU-minute on a 2-core ma
    weights HR-GRPO starts from (``drift_from="start"``), since SFT moved them away from the base model
    on purpose (counted from the base model, Poe's adapter read 1.1 and 1.3 nats a token at the first
    check with learning rates four times apart: SFT's drift, which stopped every run there). A
-   ``reward_model`` (for a writer,
-   ``voice.stylometry.WriterReward``: the probability that the writer wrote the paragraph) is blended
-   in with weight ``reward_model_weight``.
+   ``reward_model`` (for a writer, ``voice.stylometry.WriterReward``: the probability that the writer
+   wrote the paragraph) is blended in with weight ``reward_model_weight``.
 
 ``train_voice_adapter`` returns the trained ``LMPolicy``; ``save_voice_adapter`` writes the adapter
 folder the writer loads (``generation.voice_adapter``): ``weights/adapter.safetensors`` in float16
