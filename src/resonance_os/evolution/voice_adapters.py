@@ -115,6 +115,13 @@ def load_voice_policy(folder: str | os.PathLike[str], device: str | None = None)
     return policy
 
 
+def started_from(folder: str | os.PathLike[str]) -> dict[str, Any]:
+    """What a summary records of the adapter in ``folder`` that training went on from
+    (:func:`load_voice_policy`): the folder and how that adapter was trained."""
+    training = json.loads((Path(folder) / VOICE_FILE).read_text())["training"]
+    return {"started_from": str(folder), "start_training": training}
+
+
 def pool_candidates() -> list[tuple[str, str]]:
     """``(topic, paragraph)`` of the shipped draft pool's training split: SmolLM2's own first drafts
     (never the held-out topics the benchmarks write about)."""

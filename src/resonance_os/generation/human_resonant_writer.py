@@ -5,7 +5,9 @@
 >>> print(article)  # doctest: +SKIP
 
 Pipeline per article: the ``PlannerLayer`` splits the target into per-paragraph targets and outlines;
-for each paragraph the backend drafts and the draft is measured with the ``HRVExtractor``. Language
+for each paragraph the backend drafts and the draft is measured with the ``HRVExtractor``. With
+``carry_gaps`` (the default) a paragraph aims at its planned target plus the gap the paragraphs before
+it left, so the article as a whole aims at the target. Language
 models (the default ``local`` SmolLM2 when installed, or any OpenAI-compatible server) get a short
 prompt from the outline and sample several candidates at once; the writing reward picks the best
 (``llm_writing``); with ``rounds`` it re-prompts with plain advice while the best is off target.
@@ -42,7 +44,12 @@ from resonance_os.core.text import sentence_texts
 from resonance_os.generation.backends.builtin import BuiltinComposer
 from resonance_os.generation.backends.local import LocalBackend
 from resonance_os.generation.backends.lookup import get_backend
-from resonance_os.generation.planner_layer import Outline, PlannerLayer, validate_num_paragraphs
+from resonance_os.generation.planner_layer import (
+    Outline,
+    PlannerLayer,
+    carried_target,
+    validate_num_paragraphs,
+)
 from resonance_os.generation.refiner_layer import DEFAULT_MAX_STEPS, DEFAULT_TOLERANCE, RefinerLayer
 from resonance_os.generation.sentence_layer import SentenceLayer
 from resonance_os.generation.topics import validate_prompt
@@ -184,6 +191,10 @@ class HumanResonantWriter:
             folder: always draft with that adapter (local backend only).
         adapter_store: where stored profiles' adapters are looked up (the profile store's location,
             ``voice_adapter.adapter_dir``; default ``$RESONANCE_HOME``).
+        carry_gaps: aim the article, not each paragraph alone (default True): a paragraph's target
+            carries the gap the paragraphs before it left (``planner_layer.carried_target``), so a
+            draft chosen after a too-narrative opening leans the other way. ``False`` writes every
+            paragraph toward its planned target.
     """
 
     def __init__(
@@ -200,6 +211,7 @@ class HumanResonantWriter:
         reward: WritingReward | str | None = None,
         adapter: bool | str | os.PathLike[str] = True,
         adapter_store: str | os.PathLike[str] | None = None,
+        carry_gaps: bool = True,
     ) -> None:
         from resonance_os.profiling.hrv_extractor import HRVExtractor
         from resonance_os.similarity.metrics import SimilarityCalculator
@@ -233,6 +245,7 @@ class HumanResonantWriter:
                 "use backend='local' or drop the adapter"
             )
         self.adapter, self.adapter_store = adapter, adapter_store
+        self.carry_gaps = bool(carry_gaps)
         self._voices: dict[str, Any] = {}
 
     def with_reward(self, reward: WritingReward | str) -> HumanResonantWriter:
@@ -300,6 +313,7 @@ class HumanResonantWriter:
         seed: int | None = None,
         steer: Mapping[str, float] | None = None,
         backend: Any = None,
+        planned: Sequence[float] | None = None,
     ) -> Paragraph:
         """A first draft of one paragraph of ``outline`` toward ``target`` (no edits).
 
@@ -312,6 +326,8 @@ class HumanResonantWriter:
         (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix); the
         sentence rewrites after the draft are not steered.
         ``backend`` drafts instead of the writer's own (a voice adapter's, :meth:`voice_backend`).
+        ``planned``: the paragraph's planned target when ``target`` carries the article's gaps; a
+        language model's prompt asks for it, the choice among the candidates aims at ``target``.
         """
         target = list(target)
         chat = self.backend if backend is None else backend
@@ -335,6 +351,7 @@ class HumanResonantWriter:
             self.rounds if self.refine else 0,
             seed,
             self.candidates,
+            planned,
         )
         trace: dict[str, Any] = {
             "layer": "llm",
@@ -485,11 +502,24 @@ class HumanResonantWriter:
         rng = random.Random(seed)
         paragraphs: list[str] = []
         measured: list[list[float]] = []
-        for outline, paragraph_target in zip(outlines, targets):
+        for outline, planned in zip(outlines, targets):
             if paragraphs and between_paragraphs is not None:
                 between_paragraphs()
+            paragraph_target = planned
+            if self.carry_gaps and paragraphs:
+                written = self.extractor.extract("\n\n".join(paragraphs))
+                paragraph_target = carried_target(targets, outline.index, written)
+                trace.append(
+                    {"layer": "aim", "paragraph": outline.index, "target": _rounded(paragraph_target)}
+                )
             paragraph = self.draft(
-                prompt, outline, paragraph_target, paragraphs, seed=rng.getrandbits(31), backend=voice
+                prompt,
+                outline,
+                paragraph_target,
+                paragraphs,
+                rng.getrandbits(31),
+                backend=voice,
+                planned=planned,
             )
             trace.append(paragraph.trace)
             if reviser is not None:
@@ -534,8 +564,12 @@ def _plan_trace(
         "target_source": source,
         "topics": list(outlines[0].topics),
         "roles": [o.role for o in outlines],
-        "paragraph_targets": [[round(v, 4) for v in t] for t in targets],
+        "paragraph_targets": [_rounded(t) for t in targets],
     }
+
+
+def _rounded(values: Sequence[float]) -> list[float]:
+    return [round(v, 4) for v in values]
 
 
 def _resolved_target(target_hrv: object) -> tuple[list[float], str]:

@@ -240,18 +240,22 @@ def write_paragraph(
     rounds: int,
     seed: int | None,
     candidates: int = 4,
+    planned: Sequence[float] | None = None,
 ) -> tuple[str, list[float], DraftLog]:
     """(paragraph, its measured HRV, log): ``candidates`` sampled replies, cleaned and scored by
     ``reward`` (against ``previous`` for copying); up to ``rounds`` more batches, with gap advice,
     while the best misses ``target`` by more than ``tolerance`` (mean |gap|). The highest reward wins,
     among the candidates that do not open like an earlier paragraph and have ``MIN_SENTENCES`` when
-    there are any (an opening like an earlier paragraph's weighs more than a short one).
+    there are any (an opening like an earlier paragraph's weighs more than a short one). The first
+    prompt's style notes ask for ``planned`` when given (the paragraph's planned target, which
+    ``target`` adjusts for the article so far): the notes are coarse, and the same notes keep the
+    same candidates, so only the choice among them moves.
     Raises ``BackendError`` when no reply survives the filters."""
     log = DraftLog()
     best: tuple[str, list[float]] | None = None
     best_rank: tuple[bool, bool, float] = (False, False, 0.0)
     openings = {opening(p) for p in previous}
-    instructions = draft_instructions(target)
+    instructions = draft_instructions(target if planned is None else planned)
     for round_index in range(rounds + 1):
         if best is not None:
             if log.errors[log.chosen] <= tolerance:

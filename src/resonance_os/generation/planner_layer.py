@@ -80,6 +80,18 @@ def spread_targets(target: list[float], roles: list[str]) -> list[list[float]]:
     return [row.tolist() for row in targets]
 
 
+def carried_target(targets: list[list[float]], index: int, written: list[float]) -> list[float]:
+    """Paragraph ``index``'s target with the gap the paragraphs before it left carried forward: the
+    article so far measures ``written`` (its HRV) where its ``index`` paragraphs aimed at
+    ``targets[:index]`` on average, and the remaining paragraphs share the difference equally, so
+    the article as a whole still aims at the mean of ``targets``. Kept inside [0, 1]."""
+    if index == 0:
+        return list(targets[0])
+    planned = np.asarray(targets, dtype=np.float64)
+    left = planned[:index].sum(axis=0) - index * np.asarray(written, dtype=np.float64)
+    return np.clip(planned[index] + left / (len(planned) - index), 0.0, 1.0).tolist()
+
+
 class PlannerLayer:
     """Plans an article: an ``Outline`` and an 8-value HRV target per paragraph."""
 

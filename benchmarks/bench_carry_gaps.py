@@ -1,0 +1,164 @@
+"""Aim the article or each paragraph? The writer with ``carry_gaps`` on and off, side by side.
+
+``HumanResonantWriter(carry_gaps=True)`` (the default) writes each paragraph toward its planned target
+plus the gap the paragraphs before it left (``planner_layer.carried_target``); ``carry_gaps=False``
+writes every paragraph toward its planned target alone. For each voice (the three built-in profiles
+with their shipped voice adapters, or ``--writers``: the three writers with the adapters given by
+``--writer-adapter NAME=DIR``) and each of ``bench_voice.PROMPTS`` (held out), both writers write a
+3-paragraph article with the same seed, and the table gives per voice and overall:
+
+    mean |gap|     the article's mean |gap| to its own target (8 dimensions)
+    nearest own    articles that measure nearest their own profile of the three
+    fluency/topic  the fast writing reward's terms for the article
+    stylometric    (writers) articles the character n-gram classifier attributes to their writer
+
+and the ratio of the mean gaps (carried / planned). Every article goes to ``--out`` as it is written.
+``--backend builtin`` runs the template composer instead (no model; seconds).
+
+    OMP_NUM_THREADS=1 .venv/bin/python -W ignore benchmarks/bench_carry_gaps.py --prompts 6
+    OMP_NUM_THREADS=1 .venv/bin/python -W ignore benchmarks/bench_carry_gaps.py --writers \\
+        --writer-adapter austen=build/wa3/austen --writer-adapter twain=build/wa3/twain \\
+        --writer-adapter poe=build/wa5/poe --out benchmarks/results/carry_gaps_writers.json
+    .venv/bin/python benchmarks/bench_carry_gaps.py --backend builtin --out benchmarks/results/carry_gaps_composer.json
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import torch  # noqa: E402
+from bench_voice import PROMPTS  # noqa: E402
+
+from resonance_os.core.hrv_types import mean_gap  # noqa: E402
+from resonance_os.generation.human_resonant_writer import HumanResonantWriter  # noqa: E402
+from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
+from resonance_os.voice.profile_match import nearest_profile, writer_profiles  # noqa: E402
+
+VARIANTS = {"planned": False, "carried": True}
+
+
+def voices(args: argparse.Namespace) -> dict[str, tuple[list[float], object, str | None]]:
+    """name -> (target, adapter for the writer, target source)."""
+    if args.writers:
+        folders = dict(item.split("=", 1) for item in args.writer_adapter)
+        return {name: (list(v), folders.get(name, False), None) for name, v in writer_profiles().items()}
+    adapters = args.adapters if args.adapters else True
+    return {
+        name: (
+            t.vector.to_list(),
+            adapters if adapters is True else str(Path(adapters) / name),
+            f"profile {t.key}",
+        )
+        for name, t in BUILTIN_TEMPLATES.items()
+    }
+
+
+def summary(rows: list[dict], variant: str, stylometric: bool) -> dict:
+    mine = [r for r in rows if r["variant"] == variant]
+    out = {
+        "articles": len(mine),
+        "mean_gap": statistics.fmean(r["gap"] for r in mine),
+        "nearest_own": sum(r["nearest"] == r["voice"] for r in mine),
+        "fluency": statistics.fmean(r["fluency"] for r in mine),
+        "topic": statistics.fmean(r["topic"] for r in mine),
+    }
+    if stylometric:
+        out["stylometric"] = sum(r["attributed"] == r["voice"] for r in mine)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--prompts", type=int, default=len(PROMPTS), help=f"held-out prompts (<= {len(PROMPTS)})"
+    )
+    parser.add_argument(
+        "--writers", action="store_true", help="the three writers instead of the built-in profiles"
+    )
+    parser.add_argument("--writer-adapter", action="append", default=[], metavar="NAME=DIR")
+    parser.add_argument("--adapters", default=None, help="built-in profiles: adapters in DIR/<profile>/")
+    parser.add_argument(
+        "--backend",
+        choices=["local", "builtin"],
+        default="local",
+        help="builtin: the template composer (no model, no adapters; seconds)",
+    )
+    parser.add_argument("--voices", nargs="+", default=None, help="only these profiles or writers")
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/carry_gaps_builtin.json"))
+    args = parser.parse_args()
+    if not 1 <= args.prompts <= len(PROMPTS):
+        parser.error(f"--prompts must be 1..{len(PROMPTS)}")
+    if args.backend == "builtin" and (args.writer_adapter or args.adapters):
+        parser.error("the builtin backend drafts without adapters")
+    if any("=" not in item for item in args.writer_adapter):
+        parser.error("--writer-adapter takes NAME=DIR")
+    torch.set_num_threads(1)
+    everyone = voices(args)
+    profiles = {name: target for name, (target, _, _) in everyone.items()}
+    unknown = set(args.voices or ()) - set(everyone)
+    if unknown:
+        parser.error(f"--voices: unknown {sorted(unknown)}; choose from {sorted(everyone)}")
+    chosen = {name: v for name, v in everyone.items() if args.voices is None or name in args.voices}
+    attribute = None
+    if args.writers:
+        from resonance_os.voice.stylometry import attribute
+    writers = {v: HumanResonantWriter(backend=args.backend, carry_gaps=VARIANTS[v]) for v in args.variants}
+    rows: list[dict] = []
+    for i, prompt in enumerate(PROMPTS[: args.prompts]):
+        for name, (target, adapter, source) in chosen.items():
+            for variant, writer in writers.items():
+                t0 = time.perf_counter()
+                use = False if args.backend == "builtin" else adapter
+                article = writer.generate(prompt, target, seed=i, target_source=source, adapter=use)
+                hrv = article.measured_hrv["article"]
+                row = {
+                    "voice": name, "prompt": prompt, "variant": variant, "backend": article.backend,
+                    "gap": mean_gap(target, hrv), "nearest": nearest_profile(article.text, profiles).name,
+                    "fluency": article.score.fluency, "topic": article.score.topic,
+                    "seconds": round(time.perf_counter() - t0), "text": article.text,
+                }  # fmt: skip
+                if attribute is not None:
+                    row["attributed"] = attribute(article.text).writer
+                rows.append(row)
+                print(
+                    f"{name:12s} {variant:7s} gap {row['gap']:.3f} {row['seconds']:4d} s  {prompt}",
+                    flush=True,
+                )
+                args.out.write_text(
+                    json.dumps({"args": vars(args) | {"out": str(args.out)}, "rows": rows}, indent=1)
+                )
+    table = {
+        name: {v: summary([r for r in rows if r["voice"] == name], v, args.writers) for v in args.variants}
+        for name in chosen
+    } | {"all": {v: summary(rows, v, args.writers) for v in args.variants}}
+    for name, by_variant in table.items():
+        for variant, s in by_variant.items():
+            extra = f" stylometric {s['stylometric']}/{s['articles']}" if args.writers else ""
+            print(
+                f"{name:12s} {variant:7s} mean |gap| {s['mean_gap']:.3f} nearest own {s['nearest_own']}/"
+                f"{s['articles']} fluency {s['fluency']:.3f} topic {s['topic']:.3f}{extra}"
+            )
+    ratio = None
+    if len(args.variants) == 2:
+        ratio = table["all"]["carried"]["mean_gap"] / table["all"]["planned"]["mean_gap"]
+        print(f"mean |gap| carried / planned: {ratio:.3f}")
+    args.out.write_text(
+        json.dumps(
+            {"args": vars(args) | {"out": str(args.out)}, "table": table, "ratio": ratio, "rows": rows},
+            indent=1,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()
