@@ -42,6 +42,9 @@ def test_meta_text_and_metric_names_are_caught():
         "The first paragraph provides information about the purpose of the project.",
         "The final paragraph should conclude this piece.",
         "The second sentence describes the process of restoring the ferry.",
+        # the technical adapter's drafts after 24 more HR-GRPO steps
+        "The introduction provides context for understanding what a town loses.",
+        "This entry introduces the concept of the first week by mentioning the job description.",
     ]
     for text in leaks:
         assert meta_text(text), text
@@ -52,3 +55,6 @@ def test_meta_text_and_metric_names_are_caught():
     assert meta_text('"I am glad to see you," said the captain, and went to help the crew.') == []
     assert meta_text("She read the article twice; the text of the treaty was on the first page.") == []
     assert meta_text("The judge read the first sentence aloud, and the court fell silent.") == []
+    assert (
+        meta_text("The introduction of the railway provides work; the entry of the troops will wait.") == []
+    )

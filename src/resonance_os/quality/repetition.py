@@ -57,10 +57,10 @@ META_PATTERNS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("i'll do my best to",), r"\bi'll do my best to (?:help|assist)\b"),
     (("can i help", "can i assist"), r"\b(?:how|what) can i (?:help|assist)(?: you)?\b"),
     (("feel free to",), r"\bfeel free to (?:ask|reach out)\b"),
-    (  # the text describing itself ("This article focuses on ...", "The first paragraph provides ...")
-        ("article", "essay", "paragraph", "text", "passage"),
-        r"\b(?:this|the) (?:article|essay|paragraph|text|passage)s? (?:is about|focuses on|provides|describes"
-        r"|discusses|explores|explains|aims to|will)\b",
+    (  # the text describing itself ("This article focuses on ...", "The introduction provides context")
+        ("article", "essay", "paragraph", "text", "passage", "introduction", "entry"),
+        r"\b(?:this|the) (?:article|essay|paragraph|text|passage|introduction|entry)s? (?:is about|focuses on"
+        r"|provides|describes|discusses|explores|explains|introduces|aims to|will)\b",
     ),
     (
         ("paragraph",),
