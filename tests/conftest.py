@@ -11,6 +11,10 @@ os.environ.setdefault("RESONANCE_BACKEND", "builtin")
 # Services write and measure in the server process (tests/api/text/test_text_workers.py starts real text
 # worker processes, the served default).
 os.environ.setdefault("RESONANCE_TEXT_WORKERS", "0")
+# The generation engine's default precision depends on the CPU (bf16 where it has AMX, float32 elsewhere:
+# llm.precision.fast_dtype); the tests compare its numbers with float32 forward passes, so they pin
+# float32 on every machine (the detection's own test clears this).
+os.environ.setdefault("RESONANCE_ENGINE_DTYPE", "float32")
 
 try:
     import torch
