@@ -1,10 +1,13 @@
-"""Aim the article or each paragraph? The writer with ``carry_gaps`` on and off, side by side.
+"""Aim the article or each paragraph, and steer the model toward its gaps? The writer's variants side by side.
 
-``HumanResonantWriter(carry_gaps=True)`` (the default) writes each paragraph toward its planned target
-plus the gap the paragraphs before it left (``planner_layer.carried_target``); ``carry_gaps=False``
-writes every paragraph toward its planned target alone. For each voice (the three built-in profiles
+``planned`` writes every paragraph toward its planned target alone (``carry_gaps=False``,
+``steer_gaps=False``); ``carried`` writes each paragraph toward its planned target plus the gap the
+paragraphs before it left (``carry_gaps=True``, the writer's default, ``planner_layer.carried_target``);
+``steered`` also steers the model, while it samples each later paragraph's candidates, on the
+two steerable dimensions the article so far misses most (``steer_gaps=True``,
+``steering_directions.gap_steer``; a voice adapter is then drafted merged into the weights). For each voice (the three built-in profiles
 with their shipped voice adapters, or ``--writers``: the three writers with the adapters given by
-``--writer-adapter NAME=DIR``) and each of ``bench_voice.PROMPTS`` (held out), both writers write a
+``--writer-adapter NAME=DIR``) and each of ``bench_voice.PROMPTS`` (held out), each variant writes a
 3-paragraph article with the same seed, and the table gives per voice and overall:
 
     mean |gap|     the article's mean |gap| to its own target (8 dimensions)
@@ -12,10 +15,12 @@ with their shipped voice adapters, or ``--writers``: the three writers with the 
     fluency/topic  the fast writing reward's terms for the article
     stylometric    (writers) articles the character n-gram classifier attributes to their writer
 
-and the ratio of the mean gaps (carried / planned). Every article goes to ``--out`` as it is written.
-``--backend builtin`` runs the template composer instead (no model; seconds).
+and the ratio of each variant's mean gap to the first variant's. Every article goes to ``--out`` as it
+is written. ``--backend builtin`` runs the template composer instead (no model, nothing to steer; seconds).
 
     OMP_NUM_THREADS=1 .venv/bin/python -W ignore benchmarks/bench_carry_gaps.py --prompts 6
+    OMP_NUM_THREADS=1 .venv/bin/python -W ignore benchmarks/bench_carry_gaps.py --variants carried steered \\
+        --out benchmarks/results/steer_gaps_builtin.json
     OMP_NUM_THREADS=1 .venv/bin/python -W ignore benchmarks/bench_carry_gaps.py --writers \\
         --writer-adapter austen=build/wa3/austen --writer-adapter twain=build/wa3/twain \\
         --writer-adapter poe=build/wa5/poe --out benchmarks/results/carry_gaps_writers.json
@@ -43,7 +48,11 @@ from resonance_os.generation.human_resonant_writer import HumanResonantWriter  #
 from resonance_os.profiles.templates import BUILTIN_TEMPLATES  # noqa: E402
 from resonance_os.voice.profile_match import nearest_profile, writer_profiles  # noqa: E402
 
-VARIANTS = {"planned": False, "carried": True}
+VARIANTS = {
+    "planned": {"carry_gaps": False, "steer_gaps": False},
+    "carried": {"carry_gaps": True, "steer_gaps": False},
+    "steered": {"carry_gaps": True, "steer_gaps": True},
+}
 
 
 def voices(args: argparse.Namespace) -> dict[str, tuple[list[float], object, str | None]]:
@@ -94,7 +103,7 @@ def main() -> None:
         help="builtin: the template composer (no model, no adapters; seconds)",
     )
     parser.add_argument("--voices", nargs="+", default=None, help="only these profiles or writers")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=["planned", "carried"], choices=list(VARIANTS))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/carry_gaps_builtin.json"))
     args = parser.parse_args()
     if not 1 <= args.prompts <= len(PROMPTS):
@@ -113,7 +122,7 @@ def main() -> None:
     attribute = None
     if args.writers:
         from resonance_os.voice.stylometry import attribute
-    writers = {v: HumanResonantWriter(backend=args.backend, carry_gaps=VARIANTS[v]) for v in args.variants}
+    writers = {v: HumanResonantWriter(backend=args.backend, **VARIANTS[v]) for v in args.variants}
     rows: list[dict] = []
     for i, prompt in enumerate(PROMPTS[: args.prompts]):
         for name, (target, adapter, source) in chosen.items():
@@ -126,6 +135,7 @@ def main() -> None:
                     "gap": mean_gap(target, hrv), "nearest": nearest_profile(article.text, profiles).name,
                     "fluency": article.score.fluency, "topic": article.score.topic,
                     "seconds": round(time.perf_counter() - t0), "text": article.text,
+                    "steer": [e.get("steer") for e in article.trace if e["layer"] == "llm"],
                 }  # fmt: skip
                 if attribute is not None:
                     row["attributed"] = attribute(article.text).writer
@@ -148,10 +158,10 @@ def main() -> None:
                 f"{name:12s} {variant:7s} mean |gap| {s['mean_gap']:.3f} nearest own {s['nearest_own']}/"
                 f"{s['articles']} fluency {s['fluency']:.3f} topic {s['topic']:.3f}{extra}"
             )
-    ratio = None
-    if len(args.variants) == 2:
-        ratio = table["all"]["carried"]["mean_gap"] / table["all"]["planned"]["mean_gap"]
-        print(f"mean |gap| carried / planned: {ratio:.3f}")
+    first = args.variants[0]
+    ratio = {v: table["all"][v]["mean_gap"] / table["all"][first]["mean_gap"] for v in args.variants[1:]}
+    for variant, value in ratio.items():
+        print(f"mean |gap| {variant} / {first}: {value:.3f}")
     args.out.write_text(
         json.dumps(
             {"args": vars(args) | {"out": str(args.out)}, "table": table, "ratio": ratio, "rows": rows},

@@ -55,7 +55,9 @@ def main() -> None:
     parser.add_argument("--profiles", nargs="+", default=["professional", "technical", "creative"],
                         choices=sorted(BUILTIN_TEMPLATES))  # fmt: skip
     parser.add_argument("--out", default=None, help="folder for <profile>/ (default: the package's)")
-    parser.add_argument("--sft-steps", type=int, default=VoiceTraining.sft_steps)
+    parser.add_argument(
+        "--sft-steps", type=int, default=None, help=f"supervised steps (default {VoiceTraining.sft_steps})"
+    )
     parser.add_argument("--grpo-steps", type=int, default=VoiceTraining.grpo_steps)
     parser.add_argument("--grpo-lr", type=float, default=VoiceTraining.grpo_learning_rate)
     parser.add_argument(
@@ -98,8 +100,18 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
     if args.start and not args.grpo_steps:
         parser.error("--start goes on with HR-GRPO: give --grpo-steps")
+    drafting = {
+        "--sft-steps": args.sft_steps is not None,
+        "--candidates steered": args.candidates == "steered",
+        "--draft-adapters": args.draft_adapters is not None,
+        "--directions": args.directions is not None,
+    }
+    if args.start and any(drafting.values()):
+        given = ", ".join(option for option, used in drafting.items() if used)
+        parser.error(f"--start goes on with HR-GRPO alone, which drafts nothing: drop {given}")
+    sft_steps = VoiceTraining.sft_steps if args.sft_steps is None else args.sft_steps
     settings = replace(
-        VoiceTraining(), sft_steps=0 if args.start else args.sft_steps, grpo_steps=args.grpo_steps,
+        VoiceTraining(), sft_steps=0 if args.start else sft_steps, grpo_steps=args.grpo_steps,
         grpo_learning_rate=args.grpo_lr, max_drift=args.max_drift, seed=args.seed,
     )  # fmt: skip
     pool = [] if args.start else pool_candidates()
@@ -113,7 +125,7 @@ def main() -> None:
             print(f"[{name} {time.perf_counter() - t0:6.0f} s] {msg}", flush=True)
 
         candidates, steering = list(pool), None
-        if args.candidates == "steered" and not args.start:
+        if args.candidates == "steered":
             topics = sorted({topic for topic, _ in pool})
             backend = None
             if args.draft_adapters:

@@ -57,7 +57,9 @@ def test_sentences_written_with_the_kept_cache_equal_greedy_generate(chat):
     masks and positions leave each row's text what the model writes alone, penalties included."""
     tokenizer, model = chat
     decoder = SentenceDecoder(
-        LocalBackend(model=chat, temperature=GREEDY), _directions(), max_sentence_tokens=6
+        LocalBackend(model=chat, temperature=GREEDY, repetition_penalty=1.15, presence_penalty=0.0),
+        _directions(),
+        max_sentence_tokens=6,
     )
     topics = ["tea", "the long history of lighthouses", "snow"]
     decoder.start(topics)
@@ -73,6 +75,19 @@ def test_sentences_written_with_the_kept_cache_equal_greedy_generate(chat):
             repetition_penalty=1.15, no_repeat_ngram_size=4, pad_token_id=tokenizer.pad_token_id,
         )[0, prompt.shape[1] :].tolist()  # fmt: skip
         assert reply and reply == alone[: len(reply)]
+
+
+def test_the_presence_penalty_keeps_a_reply_from_repeating_its_own_tokens(chat):
+    def replies(presence: float) -> list[list[int]]:
+        backend = LocalBackend(model=chat, temperature=GREEDY, presence_penalty=presence)
+        decoder = SentenceDecoder(backend, _directions(), max_sentence_tokens=12)
+        decoder.start(["tea", "snow", "the long history of lighthouses"])
+        for _ in range(3):
+            decoder.write([{}] * 3, torch.Generator().manual_seed(0))
+        return decoder.replies
+
+    assert any(len(set(reply)) < len(reply) for reply in replies(0.0))  # greedy repeats itself
+    assert all(reply and len(set(reply)) == len(reply) for reply in replies(2.0))
 
 
 def test_steering_one_row_changes_that_row_only(chat):

@@ -292,7 +292,9 @@ def test_local_backend_samples_a_seeded_batch_in_one_engine_request(tiny_chat_mo
     first = backend.sample(messages, 4, seed=3)
     assert len(first) == 4 and len(calls) == 1  # one request: the prompt computed once for the 4
     assert calls[0].n == 4 and calls[0].temperature > 0
-    assert calls[0].no_repeat_ngram_size == 4 and calls[0].repetition_penalty > 1
+    # loops are banned and the reply's own words penalised, but not the topic's for being in the prompt
+    assert calls[0].no_repeat_ngram_size == 4 and calls[0].repetition_penalty == 1.0
+    assert calls[0].presence_penalty == 1.5
     assert backend.sample(messages, 4, seed=3) == first
     assert backend.sample(messages, 4, seed=4) != first
     assert calls[0].max_tokens == 12

@@ -9,7 +9,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from test_llm_writing import GOOD, PROMPT, outlines, tiny_chat_model  # noqa: E402, F401
+from test_llm_writing import FIRST, GOOD, OTHER, PROMPT, outlines, tiny_chat_model  # noqa: E402, F401
 
 from resonance_os.core.hrv_constants import HRV_DIMENSIONS  # noqa: E402
 from resonance_os.generation.steering_directions import (  # noqa: E402
@@ -18,6 +18,7 @@ from resonance_os.generation.steering_directions import (  # noqa: E402
     SteeringError,
     contrast_directions,
     effective_range,
+    gap_steer,
     reply_means,
     sample_steered,
     steer_backend,
@@ -142,6 +143,74 @@ def test_strengths_toward_read_the_held_out_curve_within_its_working_range():
     far = strengths_toward(directions, {"storytelling_index": -1.0, "curiosity_index": -0.5})
     assert far == {"storytelling_index": -1.0, "curiosity_index": -0.5}  # the range's ends
     assert strengths_toward(directions, {"storytelling_index": 0.0, "curiosity_index": 0.001}) == {}
+
+
+def test_gap_steer_leans_the_two_steerable_dimensions_the_text_misses_most():
+    directions = SteeringDirections.load()
+    written = [0.4, 0.5, 0.1, 0.5, 0.0, 0.0, 0.3, 0.8]
+    wanted = list(written)
+    for dim, change in {
+        "storytelling_index": -0.25,  # the largest steerable gap
+        "active_voice_ratio": -0.15,
+        "assertiveness_index": 0.04,  # under the threshold: left alone
+        "metaphor_density": 0.4,  # the largest gap of all, but no shipped direction
+    }.items():
+        wanted[HRV_DIMENSIONS.index(dim)] += change
+    got = gap_steer(directions, wanted, written)
+    assert set(got) == {"storytelling_index", "active_voice_ratio"}
+    for dim, strength in got.items():
+        curve = directions.manifest["heldout_check"][dim]["curve"]
+        i, rises = HRV_DIMENSIONS.index(dim), curve[-1] > curve[0]
+        assert 0 < abs(strength) <= 0.5 and (strength > 0) == (rises == (wanted[i] > written[i]))
+    one = gap_steer(directions, wanted, written, most=1)
+    assert set(one) == {"storytelling_index"}
+    assert gap_steer(directions, written, written) == {}
+
+
+def test_a_steered_share_samples_the_rest_unsteered_with_the_same_draws(chat):
+    from resonance_os.generation.backends.local import LocalBackend
+
+    backend = LocalBackend(max_new_tokens=10, model=chat, steering_directions=_directions(scale=50.0))
+    msgs, up = [{"role": "user", "content": "hi"}], {"curiosity_index": 1.0}
+    half = steer_backend(backend, up, share=0.5).sample(msgs, n=4, seed=1)
+    assert half[:2] == backend.sample(msgs, n=2, seed=1)  # the unsteered half comes first
+    assert half[2:] == steer_backend(backend, up).sample(msgs, n=2, seed=1)
+    assert half[2:] != half[:2]
+    with pytest.raises(ValueError, match="share must be in"):
+        steer_backend(backend, up, share=1.5)
+
+
+def test_steer_gaps_leans_later_paragraphs_toward_what_the_article_misses(chat):
+    from resonance_os.generation.backends.local import LocalBackend
+    from resonance_os.generation.human_resonant_writer import HumanResonantWriter
+    from resonance_os.profiling.hrv_extractor import HRVExtractor
+
+    directions = _directions(scale=20.0)
+    directions.manifest["heldout_check"] = {
+        d: {"curve": [0.0, 0.1, 0.2, 0.3, 0.4], "judged_fluency": [1.0] * 5} for d in directions.vectors
+    }
+    backend = LocalBackend(model=chat, steering_directions=directions)
+    replies, sent = iter([FIRST, GOOD, OTHER] * 10), []
+
+    def sample_requests(requests, seed=None, max_tokens=None):  # real prose: the random model writes bytes
+        sent.append([(n, additions is not None) for _, n, additions in requests])
+        return [[next(replies) for _ in range(n)] for _, n, _ in requests]
+
+    backend.sample_requests = sample_requests
+    target = HRVExtractor().extract(FIRST)
+    target[HRV_DIMENSIONS.index("curiosity_index")] = min(1.0, target[4] + 0.5)  # the voice asks questions
+    writer = HumanResonantWriter(backend, candidates=4, steer_gaps=True)
+    article = writer.generate(PROMPT, target, num_paragraphs=3, seed=1)
+    drafts = [e for e in article.trace if e["layer"] == "llm"]
+    assert "steer" not in drafts[0] and sent[0] == [(4, False)]  # nothing written yet: nothing to lean on
+    steered = [d for d in drafts[1:] if "steer" in d]
+    assert steered and all(d["steer"].get("curiosity_index", 0) > 0 for d in steered)
+    assert all(d["steered_share"] == 0.5 for d in steered)
+    assert [(2, False), (2, True)] in sent[1:]  # half the candidates unsteered, half steered
+    replies = iter([FIRST, GOOD, OTHER] * 10)
+    sent.clear()
+    plain = HumanResonantWriter(backend, candidates=4).generate(PROMPT, target, num_paragraphs=3, seed=1)
+    assert not any("steer" in e for e in plain.trace) and all(s == [(4, False)] for s in sent)
 
 
 def test_reply_means_read_only_the_reply_tokens(chat):

@@ -364,3 +364,21 @@ def test_from_text_adapter_refuses_a_text_without_paragraphs_before_saving(tmp_p
     assert "no paragraph of at least 25 words" in result.output
     shown = CliRunner().invoke(app, ["profiles", "show", "acme", "short", "--store", str(store)])
     assert shown.exit_code != 0  # nothing was saved
+
+
+def test_going_on_from_adapters_refuses_the_drafting_options_it_would_ignore():
+    import subprocess
+
+    script = Path(__file__).parents[2] / "scripts" / "build_profile_adapters.py"
+    drafting = ["--sft-steps", "8", "--candidates", "steered", "--draft-adapters", "build/round1"]
+    done = subprocess.run(
+        [sys.executable, str(script), "--start", "build/pa0", "--grpo-steps", "2", *drafting],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert (
+        "--start goes on with HR-GRPO alone, which drafts nothing: drop --sft-steps, --candidates steered, "
+        "--draft-adapters" in done.stderr
+    )

@@ -108,7 +108,7 @@ class SentenceDecoder:
     values persist, so a call computes its new tokens only; the token that ended a sentence is
     computed at the start of the next call, under the next strengths. A row that ends its reply (end
     of turn or a line break) writes nothing more. The model and its decoding settings (temperature,
-    nucleus, repetition penalty, no repeated n-grams) are the local ``backend``'s.
+    nucleus, presence and repetition penalties, no repeated n-grams) are the local ``backend``'s.
     """
 
     def __init__(
@@ -127,7 +127,7 @@ class SentenceDecoder:
                 TemperatureLogitsWarper(backend.temperature),
             ]
         )
-        self.top_p = backend.top_p
+        self.top_p, self.presence_penalty = backend.top_p, backend.presence_penalty
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         self.end_ids = eos_token_ids(model, tokenizer)
         self._cache_kw = cache_argument(model)
@@ -174,7 +174,11 @@ class SentenceDecoder:
                 logits = self._forward(tokens[:, None], self.mask, self.positions[:, None])
                 self.positions = self.positions + token_mask
                 history = self._left_padded([p + r for p, r in zip(self.prompts, self.replies)])
-                sampled = self._sample(self.processors(history, logits.float()), generator)
+                scores = logits.float()
+                for b, reply in enumerate(self.replies):  # the presence penalty reads the reply alone
+                    if reply and self.presence_penalty:
+                        scores[b, sorted(set(reply))] -= self.presence_penalty
+                sampled = self._sample(self.processors(history, scores), generator)
                 count += 1
                 for b in torch.nonzero(writing)[:, 0].tolist():
                     token = int(sampled[b])

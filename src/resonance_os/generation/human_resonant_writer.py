@@ -65,6 +65,10 @@ LLM_REWRITES = 0
 """Sentence rewrites (one batched model call each) per drafted paragraph for language-model backends:
 off by default, since two rounds cost about 46 s per 3-paragraph SmolLM2 article (93.5 s against
 47.3 s) and moved the whole-article gap by 0.002 (0.11 rewrites kept per article; benchmarks/README)."""
+GAP_STEERED_SHARE = 0.5
+"""Share of a paragraph's candidates ``steer_gaps`` samples steered; the rest are sampled unsteered
+with the same random draws, and the writing reward chooses among all of them, so a steered draft that
+wanders off the topic loses to its unsteered twin."""
 DRAFT_MODE = "builtin (template draft mode)"
 """``Article.backend`` for the built-in template composer: an offline draft mode, not a writer."""
 
@@ -195,6 +199,15 @@ class HumanResonantWriter:
             carries the gap the paragraphs before it left (``planner_layer.carried_target``), so a
             draft chosen after a too-narrative opening leans the other way. ``False`` writes every
             paragraph toward its planned target.
+        steer_gaps: also lean the language model itself toward the article's gaps (default False:
+            measured no nearer its target than ``carry_gaps`` alone, and less on topic; docs/writer.md):
+            before each paragraph after the first, the (at most two) steerable dimensions the article
+            so far misses by 0.05 or more are steered toward the paragraph's target (strength at most
+            0.5) in half of the candidates, the other half unsteered (``GAP_STEERED_SHARE``,
+            ``steering_directions.gap_steer``); the trace's draft entry names the strengths. Only where
+            the drafting model runs in this process and a direction set fits it (the local backend; a
+            voice adapter is then loaded merged into its copy of the model, sampled as trained); other
+            backends write unsteered.
     """
 
     def __init__(
@@ -212,6 +225,7 @@ class HumanResonantWriter:
         adapter: bool | str | os.PathLike[str] = True,
         adapter_store: str | os.PathLike[str] | None = None,
         carry_gaps: bool = True,
+        steer_gaps: bool = False,
     ) -> None:
         from resonance_os.profiling.hrv_extractor import HRVExtractor
         from resonance_os.similarity.metrics import SimilarityCalculator
@@ -246,6 +260,7 @@ class HumanResonantWriter:
             )
         self.adapter, self.adapter_store = adapter, adapter_store
         self.carry_gaps = bool(carry_gaps)
+        self.steer_gaps = bool(steer_gaps)
         self._voices: dict[str, Any] = {}
 
     def with_reward(self, reward: WritingReward | str) -> HumanResonantWriter:
@@ -290,10 +305,15 @@ class HumanResonantWriter:
         else:
             folder = os.fspath(adapter)
             label = profile_key_of(target_source) or os.path.basename(os.path.normpath(folder))
-        key, stamp = os.fspath(folder), voice_stamp(folder)
+        key, stamp = (os.fspath(folder), self.steer_gaps), voice_stamp(folder)
         cached = self._voices.get(key)
         if cached is None or cached[0] != stamp:  # new, or trained again since it was loaded
-            voice = load_voice_backend(folder, str(label), base=(self.backend.tokenizer, self.backend.model))
+            voice = load_voice_backend(
+                folder,
+                str(label),
+                base=(self.backend.tokenizer, self.backend.model),
+                steerable=self.steer_gaps,
+            )
             self._voices[key] = cached = (stamp, voice)
         return cached[1]
 
@@ -314,6 +334,7 @@ class HumanResonantWriter:
         steer: Mapping[str, float] | None = None,
         backend: Any = None,
         planned: Sequence[float] | None = None,
+        steered_share: float = 1.0,
     ) -> Paragraph:
         """A first draft of one paragraph of ``outline`` toward ``target`` (no edits).
 
@@ -324,7 +345,8 @@ class HumanResonantWriter:
         ``steer`` (``{dimension: strength in [-1, 1]}``, local backend only) adds the dimensions'
         steering directions to the model's residual stream in the requests that sample the candidates
         (``generation.steering_directions``; other backends raise ``SteeringError`` naming the fix); the
-        sentence rewrites after the draft are not steered.
+        sentence rewrites after the draft are not steered. ``steered_share``: the share of the
+        candidates sampled steered (default 1, all; the rest unsteered, with the same random draws).
         ``backend`` drafts instead of the writer's own (a voice adapter's, :meth:`voice_backend`).
         ``planned``: the paragraph's planned target when ``target`` carries the article's gaps; a
         language model's prompt asks for it, the choice among the candidates aims at ``target``.
@@ -335,7 +357,7 @@ class HumanResonantWriter:
         if steer:
             from resonance_os.generation.steering_directions import steer_backend  # torch: only to steer
 
-            drafter = steer_backend(chat, steer)
+            drafter = steer_backend(chat, steer, steered_share)
         if isinstance(self.backend, BuiltinComposer):
             return self._template_draft(prompt, outline, target, previous, seed)
         from resonance_os.generation.llm_writing import write_paragraph
@@ -363,6 +385,7 @@ class HumanResonantWriter:
         }
         if steer:
             trace["steer"] = dict(steer)
+            trace["steered_share"] = steered_share
         judge = self.rewrite_judge() if self.refine and self.rewrites else None
         if judge is not None:
             text = self._rewrite(chat, judge, text, target, prompt, previous, seed, trace)
@@ -500,26 +523,34 @@ class HumanResonantWriter:
         if voice is not None:
             trace.append({"layer": "voice", "backend": voice.name})
         rng = random.Random(seed)
+        directions = self._gap_directions(self.backend if voice is None else voice)
         paragraphs: list[str] = []
         measured: list[list[float]] = []
         for outline, planned in zip(outlines, targets):
             if paragraphs and between_paragraphs is not None:
                 between_paragraphs()
-            paragraph_target = planned
-            if self.carry_gaps and paragraphs:
+            paragraph_target, steer = planned, None
+            if paragraphs and (self.carry_gaps or directions is not None):
                 written = self.extractor.extract("\n\n".join(paragraphs))
-                paragraph_target = carried_target(targets, outline.index, written)
-                trace.append(
-                    {"layer": "aim", "paragraph": outline.index, "target": _rounded(paragraph_target)}
-                )
+                if self.carry_gaps:
+                    paragraph_target = carried_target(targets, outline.index, written)
+                    trace.append(
+                        {"layer": "aim", "paragraph": outline.index, "target": _rounded(paragraph_target)}
+                    )
+                if directions is not None:
+                    from resonance_os.generation.steering_directions import gap_steer
+
+                    steer = gap_steer(directions, paragraph_target, written) or None
             paragraph = self.draft(
                 prompt,
                 outline,
                 paragraph_target,
                 paragraphs,
                 rng.getrandbits(31),
+                steer=steer,
                 backend=voice,
                 planned=planned,
+                steered_share=GAP_STEERED_SHARE,
             )
             trace.append(paragraph.trace)
             if reviser is not None:
@@ -548,6 +579,15 @@ class HumanResonantWriter:
             score=self.reward.score(article_text, target, prompt=prompt, hrv=article_hrv),
             trace=trace,
         )
+
+    def _gap_directions(self, drafter: Any) -> Any:
+        """The steering directions ``steer_gaps`` leans ``drafter`` with, or None when it does not
+        steer (off, or a drafter no direction set can steer: ``steering_directions.steerable_by``)."""
+        if not self.steer_gaps or not isinstance(drafter, LocalBackend):
+            return None
+        from resonance_os.generation.steering_directions import steerable_by  # torch: only to steer
+
+        return steerable_by(drafter)
 
     def _score(
         self, text: str, target: list[float], prompt: str | None, previous: Sequence[str]

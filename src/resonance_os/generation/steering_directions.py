@@ -226,6 +226,53 @@ def strengths_toward(directions: SteeringDirections, change: Mapping[str, float]
     return out
 
 
+GAP_STEER_THRESHOLD = 0.05
+"""Least |wanted - written| on a dimension for :func:`gap_steer` to steer it."""
+GAP_STEER_STRENGTH = 0.5
+"""Strongest strength :func:`gap_steer` uses: the shipped directions' fluency check holds to +-0.5."""
+GAP_STEER_DIMENSIONS = 2
+"""At most this many dimensions are steered at once by :func:`gap_steer`: steering six to eight
+together took SmolLM2's drafts off their topic (docs/writer.md)."""
+
+
+def gap_steer(
+    directions: SteeringDirections,
+    wanted: Sequence[float],
+    written: Sequence[float],
+    threshold: float = GAP_STEER_THRESHOLD,
+    most: int = GAP_STEER_DIMENSIONS,
+) -> dict[str, float]:
+    """The strengths that lean the next paragraph toward ``wanted`` (8 floats, ``HRV_DIMENSIONS``
+    order) when the text so far measures ``written``: the ``most`` steerable dimensions whose gap
+    ``wanted - written`` is largest and at least ``threshold``, each at the strength that moves it by
+    that gap (:func:`strengths_toward`, within its working range, at most ``GAP_STEER_STRENGTH``).
+    Empty when nothing is that far off.
+    The text so far stands in for what the model writes unsteered (the same model, prompt and voice
+    wrote it), so its gap is the change to ask for."""
+    gaps = {
+        dim: w - m
+        for dim, w, m in zip(HRV_DIMENSIONS, wanted, written)
+        if dim in directions.vectors and abs(w - m) >= threshold
+    }
+    largest = sorted(gaps, key=lambda dim: abs(gaps[dim]), reverse=True)[:most]
+    strengths = strengths_toward(directions, {dim: gaps[dim] for dim in largest})
+    return {dim: max(-GAP_STEER_STRENGTH, min(GAP_STEER_STRENGTH, s)) for dim, s in strengths.items()}
+
+
+def steerable_by(backend: Any) -> SteeringDirections | None:
+    """The directions that can steer ``backend``: its own ``steering_directions``, else the shipped
+    SmolLM2 set when its model is SmolLM2-sized; ``None`` for a backend whose model is not in this
+    process (a server, the template composer, a trained policy) or that no direction set fits."""
+    try:
+        _check_steerable(backend)
+    except SteeringError:
+        return None
+    directions = getattr(backend, "steering_directions", None) or shipped_directions()
+    width = getattr(getattr(backend.model, "config", None), "hidden_size", None)
+    sizes = {vector.shape[0] for vector in directions.vectors.values()}
+    return directions if sizes == {width} else None
+
+
 def _encode_replies(tokenizer: Any, texts: Sequence[str], max_tokens: int) -> tuple[torch.Tensor, ...]:
     """(input_ids, attention_mask, reply_mask), right-padded: each text as the assistant's reply to
     ``CONTRAST_PROMPT``, cut to ``max_tokens`` reply tokens."""
@@ -298,15 +345,15 @@ def contrast_directions(
     return out
 
 
-def steer_backend(backend: Any, steer: Mapping[str, float]) -> Any:
-    """``backend`` steered by ``steer`` (``{dimension: strength in [-1, 1]}``): a view of it whose every
-    request carries the strengths' additions (``LocalBackend.steered``); ``backend`` and its model are
-    not changed. Only backends whose model runs in this process can be steered (``"local"``; its
+def steer_backend(backend: Any, steer: Mapping[str, float], share: float = 1.0) -> Any:
+    """``backend`` steered by ``steer`` (``{dimension: strength in [-1, 1]}``): a view of it whose
+    requests carry the strengths' additions in ``share`` of each batch's replies (``LocalBackend.steered``;
+    1: all of them); ``backend`` and its model are not changed. Only backends whose model runs in this process can be steered (``"local"``; its
     ``steering_directions``, default the shipped set); others raise ``SteeringError`` naming the fix,
     as do unknown or unshipped dimensions."""
     _check_steerable(backend)
     directions = getattr(backend, "steering_directions", None) or shipped_directions()
-    return backend.steered(directions.addition(steer))
+    return backend.steered(directions.addition(steer), share)
 
 
 def _check_steerable(backend: Any) -> None:

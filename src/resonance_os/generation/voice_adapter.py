@@ -8,8 +8,9 @@ target it was trained toward, the base model, how it was trained; ``evolution.vo
 
 :func:`find_adapter` says whether a profile has one; :func:`load_voice_backend` is the one place an
 adapter folder becomes a writer backend (a ``PolicyBackend`` over a private copy of the local model
-with the adapter applied, sampled as HR-GRPO trained it); :func:`load_voice_model` merges it into a
-private copy for the generation engine, where steering applies. Every failure to read one is a
+with the adapter applied, or with ``steerable`` a ``LocalBackend`` over the adapter merged into a
+private copy, both sampled as HR-GRPO trained it); :func:`load_voice_model` merges it into a private
+copy for the generation engine, where steering applies. Every failure to read one is a
 :class:`VoiceAdapterError` naming the folder and the fix.
 """
 
@@ -171,15 +172,31 @@ def _load_voice_policy(folder: str | os.PathLike[str], base: tuple[Any, Any] | N
 
 
 def load_voice_backend(
-    folder: str | os.PathLike[str], label: str, base: tuple[Any, Any] | None = None
+    folder: str | os.PathLike[str], label: str, base: tuple[Any, Any] | None = None, steerable: bool = False
 ) -> Any:
     """A writer backend drafting with the adapter in ``folder`` on a private copy of ``base``
     (``(tokenizer, model)``, default the local SmolLM2; the original keeps serving the quality terms
-    unadapted); its ``name`` is ``local+voice (<label>)``. Raises :class:`VoiceAdapterError` for a
+    unadapted); its ``name`` is ``local+voice (<label>)``. Sampled as HR-GRPO trained it (``SAMPLING``,
+    no penalties): by default a ``PolicyBackend`` over the adapter; ``steerable``: a
+    ``LocalBackend`` over the adapter merged into the weights (:func:`load_voice_model`), on the
+    generation engine, where steering directions apply. Raises :class:`VoiceAdapterError` for a
     missing or corrupt adapter, or one trained on another model."""
+    name = f"local+voice ({label})"
+    if steerable:
+        from resonance_os.generation.backends.local import LocalBackend
+
+        backend = LocalBackend(
+            model=load_voice_model(folder, base),
+            repetition_penalty=1.0,
+            presence_penalty=0.0,
+            no_repeat_ngram_size=0,
+            **SAMPLING,
+        )
+        backend.name = name
+        return backend
     from resonance_os.generation.backends.policy import PolicyBackend
 
-    return PolicyBackend(_load_voice_policy(folder, base), name=f"local+voice ({label})", **SAMPLING)
+    return PolicyBackend(_load_voice_policy(folder, base), name=name, **SAMPLING)
 
 
 def load_voice_model(folder: str | os.PathLike[str], base: tuple[Any, Any] | None = None) -> tuple[Any, Any]:

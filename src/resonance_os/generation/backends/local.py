@@ -37,8 +37,14 @@ class LocalBackend:
         cache_dir: where the converted model is kept (default ``default_cache_dir()``).
         max_new_tokens: reply limit per candidate (default 100: a paragraph of four or five sentences).
         temperature: sampling temperature (default 0.7); top_p: nucleus mass (default 0.9).
-        repetition_penalty: CTRL-style penalty on tokens already generated (default 1.15).
+        repetition_penalty: CTRL's penalty on tokens already in the prompt or the reply (default 1.0,
+            none: over the prompt it also penalises the words of the topic the writer asked for; 1.15,
+            the default before 2026-12-07, cost the writer's articles 0.12 topic against the presence
+            penalty below, ``benchmarks/bench_local_decoding.py``).
         no_repeat_ngram_size: no token 4-gram may occur twice in a reply (default 4).
+        presence_penalty: OpenAI's presence penalty, subtracted from the logit of every token already in
+            the reply, not the prompt (default 1.5: without any penalty a fifth of the sentences used
+            one word twice, "noble and noble").
         model: ``(tokenizer, model)`` to use instead of loading SmolLM2 (tests pass a tiny model).
         steering_directions: the ``generation.steering_directions.SteeringDirections`` that
             ``writer.draft(steer=...)`` adds to this model (default ``None``: the shipped SmolLM2 set).
@@ -52,8 +58,9 @@ class LocalBackend:
         max_new_tokens: int = 100,
         temperature: float = 0.7,
         top_p: float = 0.9,
-        repetition_penalty: float = 1.15,
+        repetition_penalty: float = 1.0,
         no_repeat_ngram_size: int = 4,
+        presence_penalty: float = 1.5,
         model: tuple | None = None,
         steering_directions: object = None,
     ) -> None:
@@ -63,6 +70,7 @@ class LocalBackend:
         self.top_p = top_p
         self.repetition_penalty = repetition_penalty
         self.no_repeat_ngram_size = no_repeat_ngram_size
+        self.presence_penalty = presence_penalty
         if model is None:
             try:
                 model = load_model(self.cache_dir)
@@ -71,12 +79,16 @@ class LocalBackend:
         self.tokenizer, self.model = model
         self.steering_directions = steering_directions
         self.additions: Additions | None = None
+        self.steered_share = 1.0
 
-    def steered(self, additions: Additions | None) -> LocalBackend:
-        """This backend (same model, same settings) adding ``additions`` to every request it samples;
-        the model itself is not changed, so other users of it are not steered."""
+    def steered(self, additions: Additions | None, share: float = 1.0) -> LocalBackend:
+        """This backend (same model, same settings) adding ``additions`` to ``share`` of the replies
+        of every batch it samples (1: all; 0.5: half, the other half unsteered, drawn with the same
+        random numbers); the model itself is not changed, so other users of it are not steered."""
+        if not 0.0 <= share <= 1.0:
+            raise ValueError(f"share must be in [0, 1], got {share!r}")
         view = copy.copy(self)
-        view.additions = additions
+        view.additions, view.steered_share = additions, share
         return view
 
     def sample(
@@ -88,8 +100,12 @@ class LocalBackend:
     ) -> list[str]:
         """``n`` sampled replies to ``messages`` in one batch (empty replies included, as ``""``), each at
         most ``max_tokens`` new tokens (default ``max_new_tokens``); the same ``seed`` gives the same
-        replies (``None``: a fresh seed). A :meth:`steered` backend's additions apply."""
-        return self.sample_requests([(messages, n, self.additions)], seed, max_tokens)[0]
+        replies (``None``: a fresh seed). A :meth:`steered` backend's additions apply to its share of
+        the replies, which come last."""
+        steered = n if self.additions is None else round(n * self.steered_share)
+        requests = [(messages, n - steered, None), (messages, steered, self.additions)]
+        groups = self.sample_requests([r for r in requests if r[1]], seed, max_tokens)
+        return [reply for group in groups for reply in group]
 
     def sample_requests(
         self,
@@ -116,6 +132,7 @@ class LocalBackend:
                 max_tokens=self.max_new_tokens if max_tokens is None else max_tokens,
                 temperature=self.temperature, top_p=self.top_p, n=n, stop=STOP_STRINGS, seed=seed,
                 repetition_penalty=self.repetition_penalty, no_repeat_ngram_size=self.no_repeat_ngram_size,
+                presence_penalty=self.presence_penalty,
             )  # fmt: skip
             handles.append(engine.submit(prompt, params, additions=additions))
         engine.run_pending()
