@@ -347,10 +347,10 @@ def contrast_directions(
 
 def steer_backend(backend: Any, steer: Mapping[str, float], share: float = 1.0) -> Any:
     """``backend`` steered by ``steer`` (``{dimension: strength in [-1, 1]}``): a view of it whose
-    requests carry the strengths' additions in ``share`` of each batch's replies (``LocalBackend.steered``;
-    1: all of them); ``backend`` and its model are not changed. Only backends whose model runs in this process can be steered (``"local"``; its
-    ``steering_directions``, default the shipped set); others raise ``SteeringError`` naming the fix,
-    as do unknown or unshipped dimensions."""
+    requests carry the strengths' additions in ``share`` of each batch's replies (1: all of them;
+    ``LocalBackend.steered``); ``backend`` and its model are not changed. Only backends whose model
+    runs in this process can be steered (``"local"``; its ``steering_directions``, default the shipped
+    set); others raise ``SteeringError`` naming the fix, as do unknown or unshipped dimensions."""
     _check_steerable(backend)
     directions = getattr(backend, "steering_directions", None) or shipped_directions()
     return backend.steered(directions.addition(steer), share)
