@@ -264,10 +264,9 @@ def steerable_by(backend: Any) -> SteeringDirections | None:
     SmolLM2 set when its model is SmolLM2-sized; ``None`` for a backend whose model is not in this
     process (a server, the template composer, a trained policy) or that no direction set fits."""
     try:
-        _check_steerable(backend)
+        directions = _directions_of(backend)
     except SteeringError:
         return None
-    directions = getattr(backend, "steering_directions", None) or shipped_directions()
     width = getattr(getattr(backend.model, "config", None), "hidden_size", None)
     sizes = {vector.shape[0] for vector in directions.vectors.values()}
     return directions if sizes == {width} else None
@@ -351,9 +350,15 @@ def steer_backend(backend: Any, steer: Mapping[str, float], share: float = 1.0) 
     ``LocalBackend.steered``); ``backend`` and its model are not changed. Only backends whose model
     runs in this process can be steered (``"local"``; its ``steering_directions``, default the shipped
     set); others raise ``SteeringError`` naming the fix, as do unknown or unshipped dimensions."""
+    additions = _directions_of(backend).addition(steer)  # refuses a backend it cannot steer first
+    return backend.steered(additions, share)
+
+
+def _directions_of(backend: Any) -> SteeringDirections:
+    """The directions that steer ``backend``: its own ``steering_directions``, else the shipped set;
+    ``SteeringError`` naming the fix for a backend whose model is not in this process."""
     _check_steerable(backend)
-    directions = getattr(backend, "steering_directions", None) or shipped_directions()
-    return backend.steered(directions.addition(steer), share)
+    return getattr(backend, "steering_directions", None) or shipped_directions()
 
 
 def _check_steerable(backend: Any) -> None:
